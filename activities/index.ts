@@ -1,0 +1,14 @@
+import type { Config } from '../src/config.js';
+import type { Pool } from '../src/db/pool.js';
+import type { Logger } from '../src/log.js';
+
+export interface ActivityDeps {
+  pool: Pool;
+  config: Config;
+  logger: Logger;
+}
+
+/** Every activity the album and message workflows call, bound to the worker's dependencies. */
+export function createActivities(_deps: ActivityDeps) {
+  return {};
+}

@@ -1,0 +1,49 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const nodeBuiltins = [
+  'assert', 'buffer', 'child_process', 'cluster', 'crypto', 'dgram', 'dns', 'events', 'fs', 'http', 'http2',
+  'https', 'net', 'os', 'path', 'perf_hooks', 'process', 'readline', 'stream', 'timers', 'tls', 'url', 'util',
+  'v8', 'vm', 'worker_threads', 'zlib',
+];
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'dist/', '.data/', 'coverage/', 'bin/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: { allowDefaultProject: ['*.js'] }, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
+    },
+  },
+  {
+    files: ['workflows/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            ...nodeBuiltins.flatMap((name) => [
+              { name, message: 'Workflow code must be deterministic: no Node built-ins.' },
+              { name: `node:${name}`, message: 'Workflow code must be deterministic: no Node built-ins.' },
+            ]),
+            { name: 'pg', message: 'Workflow code must not touch the database; use an activity.' },
+            { name: 'fastify', message: 'Workflow code must not import the HTTP layer.' },
+            { name: '@temporalio/client', message: 'Workflow code must not import the Temporal client.', allowTypeImports: true },
+            { name: '@temporalio/worker', message: 'Workflow code must not import the worker.', allowTypeImports: true },
+            { name: '@temporalio/activity', message: 'Workflow code must not import activity code.', allowTypeImports: true },
+          ],
+          patterns: [
+            { group: ['**/src/**', '**/activities/**'], message: 'Workflow code imports only @temporalio/workflow, types and pure modules.', allowTypeImports: true },
+          ],
+        },
+      ],
+    },
+  },
+);

@@ -1,0 +1,121 @@
+import path from 'node:path';
+import envSchema from 'env-schema';
+import { Type, type Static } from 'typebox';
+
+export const lateItemPolicies = ['refresh', 'reanalyze', 'review'] as const;
+export type LateItemPolicy = (typeof lateItemPolicies)[number];
+
+const Env = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  HOST: Type.String({ default: '127.0.0.1' }),
+  DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
+  DATA_DIR: Type.String({ default: '.data' }),
+  TEMPORAL_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
+  TEMPORAL_NAMESPACE: Type.String({ default: 'default' }),
+  TEMPORAL_TASK_QUEUE: Type.String({ default: 'albums' }),
+  TEMPORAL_UI_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 8233 }),
+  WORKSPACE_SECRETS: Type.String({ default: '{}' }),
+  SIGNATURE_TOLERANCE_S: Type.Integer({ minimum: 1, default: 300 }),
+  MAX_BODY_BYTES: Type.Integer({ minimum: 1, default: 1048576 }),
+  QUIET_PERIOD_MS: Type.Integer({ minimum: 1, default: 2000 }),
+  MAX_WAIT_MS: Type.Integer({ minimum: 1, default: 30000 }),
+  LATE_WINDOW_MS: Type.Integer({ minimum: 0, default: 86400000 }),
+  LATE_ITEM_POLICY: Type.Union(lateItemPolicies.map((p) => Type.Literal(p)), { default: 'refresh' }),
+  MEDIA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  MEDIA_MAX_BYTES: Type.Integer({ minimum: 1, default: 52428800 }),
+  MEDIA_ALLOW_PRIVATE_NETWORKS: Type.Boolean({ default: false }),
+  NOTIFY_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  NOTIFY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
+  LOG_LEVEL: Type.String({ default: 'info' }),
+});
+
+export interface AlbumTimings {
+  quietPeriodMs: number;
+  maxWaitMs: number;
+  lateWindowMs: number;
+  lateItemPolicy: LateItemPolicy;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  logLevel: string;
+  /** Unset: a local server, database `albumflow` (created when missing). */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  temporal: {
+    /** Unset: start an embedded dev server. */
+    address: string | undefined;
+    namespace: string;
+    taskQueue: string;
+    uiPort: number;
+  };
+  workspaceSecrets: ReadonlyMap<string, readonly string[]>;
+  signatureToleranceS: number;
+  maxBodyBytes: number;
+  album: AlbumTimings;
+  media: { dir: string; maxBytes: number; allowPrivateNetworks: boolean };
+  notify: { url: string | undefined; secret: string | undefined };
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  let raw: Static<typeof Env>;
+  try {
+    raw = envSchema<Static<typeof Env>>({ schema: Env, data: env, dotenv: false });
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
+  }
+  const dataDir = path.resolve(raw.DATA_DIR);
+  return {
+    port: raw.PORT,
+    host: raw.HOST,
+    logLevel: raw.LOG_LEVEL,
+    databaseUrl: raw.DATABASE_URL,
+    dataDir,
+    temporal: {
+      address: raw.TEMPORAL_ADDRESS,
+      namespace: raw.TEMPORAL_NAMESPACE,
+      taskQueue: raw.TEMPORAL_TASK_QUEUE,
+      uiPort: raw.TEMPORAL_UI_PORT,
+    },
+    workspaceSecrets: parseWorkspaceSecrets(raw.WORKSPACE_SECRETS),
+    signatureToleranceS: raw.SIGNATURE_TOLERANCE_S,
+    maxBodyBytes: raw.MAX_BODY_BYTES,
+    album: {
+      quietPeriodMs: raw.QUIET_PERIOD_MS,
+      maxWaitMs: raw.MAX_WAIT_MS,
+      lateWindowMs: raw.LATE_WINDOW_MS,
+      lateItemPolicy: raw.LATE_ITEM_POLICY,
+    },
+    media: {
+      dir: path.resolve(raw.MEDIA_DIR ?? path.join(dataDir, 'media')),
+      maxBytes: raw.MEDIA_MAX_BYTES,
+      allowPrivateNetworks: raw.MEDIA_ALLOW_PRIVATE_NETWORKS,
+    },
+    notify: { url: raw.NOTIFY_URL, secret: raw.NOTIFY_SECRET },
+  };
+}
+
+function parseWorkspaceSecrets(text: string): Map<string, string[]> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ConfigError('WORKSPACE_SECRETS must be JSON: { "<workspace>": ["<secret>", …] }');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError('WORKSPACE_SECRETS must be a JSON object mapping workspace names to lists of secrets');
+  }
+  const secrets = new Map<string, string[]>();
+  for (const [workspace, list] of Object.entries(parsed)) {
+    if (!Array.isArray(list) || !list.every((s): s is string => typeof s === 'string' && s.length > 0)) {
+      throw new ConfigError(`WORKSPACE_SECRETS["${workspace}"] must be a list of non-empty strings`);
+    }
+    secrets.set(workspace, list);
+  }
+  return secrets;
+}

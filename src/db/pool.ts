@@ -1,0 +1,100 @@
+import pg from 'pg';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+
+const defaultDatabase = 'albumflow';
+
+/**
+ * Connection settings for the configured database. Without DATABASE_URL, the local server is used
+ * (the PG* variables and the socket first, as libpq does, then 127.0.0.1:5432) with database `albumflow`.
+ */
+export function connectionConfig(databaseUrl: string | undefined): pg.ClientConfig {
+  if (databaseUrl) return { connectionString: databaseUrl };
+  return {
+    host: process.env.PGHOST ?? localSocketOrTcp(),
+    port: Number(process.env.PGPORT ?? 5432),
+    user: process.env.PGUSER ?? process.env.USER ?? 'postgres',
+    database: process.env.PGDATABASE ?? defaultDatabase,
+  };
+}
+
+function localSocketOrTcp(): string {
+  // pg treats a host that starts with "/" as a unix socket directory.
+  return process.platform === 'linux' ? '/var/run/postgresql' : '127.0.0.1';
+}
+
+export interface PoolOptions {
+  max?: number;
+  applicationName?: string;
+}
+
+export function createPool(config: pg.ClientConfig, options: PoolOptions = {}): Pool {
+  const pool = new pg.Pool({
+    ...config,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'albumflow',
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its connection (server restart) must not crash the process; the pool
+  // discards it and the next query gets a fresh connection.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/**
+ * Creates the configured database when it does not exist yet, connecting to the server's
+ * `postgres` database to do so. Safe when several processes race to create it.
+ */
+export async function ensureDatabase(config: pg.ClientConfig): Promise<void> {
+  const probe = new pg.Client(config);
+  try {
+    await probe.connect();
+    return;
+  } catch (err) {
+    if ((err as { code?: string }).code !== '3D000') throw err; // invalid_catalog_name
+  } finally {
+    await probe.end().catch(() => undefined);
+  }
+  const name = databaseName(config);
+  const admin = new pg.Client({ ...withDatabase(config, 'postgres') });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    // 42P04 duplicate_database; 23505 when two creators race on pg_database's unique index.
+    if (code !== '42P04' && code !== '23505') throw err;
+  } finally {
+    await admin.end();
+  }
+}
+
+export function databaseName(config: pg.ClientConfig): string {
+  if (config.connectionString) {
+    const name = decodeURIComponent(new URL(config.connectionString).pathname.slice(1));
+    if (!name) throw new Error('DATABASE_URL names no database');
+    return name;
+  }
+  return config.database ?? defaultDatabase;
+}
+
+export function withDatabase(config: pg.ClientConfig, database: string): pg.ClientConfig {
+  if (!config.connectionString) return { ...config, database };
+  const url = new URL(config.connectionString);
+  url.pathname = `/${encodeURIComponent(database)}`;
+  return { ...config, connectionString: url.toString() };
+}
+
+/** Errors that mean "the database is unreachable or restarting", as opposed to a bad statement. */
+export function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  if (!e) return false;
+  const code = e.code ?? '';
+  if (['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'ENOENT', 'EAI_AGAIN'].includes(code)) return true;
+  // 08 connection exception, 57P01-03 admin/crash shutdown or cannot connect now, 53300 too many connections.
+  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
+  const message = e.message ?? '';
+  return /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|connection timeout/i.test(message);
+}

@@ -1,0 +1,51 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config.js';
+import type { Pool } from '../db/pool.js';
+import type { Logger } from '../log.js';
+import { registry } from '../metrics.js';
+import { handleError } from './errors.js';
+import { healthRoutes } from './health.js';
+
+export interface AppDeps {
+  config: Config;
+  pool: Pool;
+  temporal: Client;
+  /** Called after a child commits so the outbox is drained at once. */
+  wakeDispatcher: () => void;
+  logger: Logger;
+}
+
+export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** The HTTP application without a listening socket: tests use `app.inject`, servers call `listen`. */
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.config.maxBodyBytes,
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url}` } }),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'albumflow', version: '0.1.0', description: 'Durable media-album aggregation for chat webhooks' },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  await app.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal });
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
+  );
+
+  return app;
+}

@@ -1,0 +1,48 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+/** The error body of every albumflow endpoint: `{ "error": { "code", "message" } }`. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+export function errorBody(code: string, message: string): ErrorBody {
+  return { error: { code, message } };
+}
+
+/** An error whose status, code and message are meant for the client. */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+const fastifyCodes: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'body_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_content_length',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'empty_body',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+  FST_ERR_VALIDATION: 'invalid_request',
+};
+
+/** Maps every error to the albumflow error body; messages of 5xx errors never reach the client. */
+export function handleError(error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply): void {
+  if (error instanceof HttpError) {
+    void reply.code(error.statusCode).headers(error.headers).send(errorBody(error.code, error.message));
+    return;
+  }
+  const status = error.statusCode && error.statusCode >= 400 ? error.statusCode : 500;
+  if (status >= 500) {
+    request.log.error({ err: error }, 'request failed');
+    void reply.code(status).send(errorBody('internal_error', 'internal server error'));
+    return;
+  }
+  const code = (error.code && fastifyCodes[error.code]) ?? (error.validation ? 'invalid_request' : 'bad_request');
+  void reply.code(status).send(errorBody(code, error.message));
+}

@@ -1,0 +1,44 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Client } from '@temporalio/client';
+import type { Pool } from '../db/pool.js';
+
+export interface HealthOptions {
+  pool: Pool;
+  temporal: Client;
+}
+
+type CheckResult = 'ok' | string;
+
+async function check(probe: () => Promise<unknown>, timeoutMs = 2_000): Promise<CheckResult> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      probe(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+    return 'ok';
+  } catch (err) {
+    return (err as Error).message || 'unavailable';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `/healthz`: the process answers. `/readyz`: PostgreSQL and Temporal both answer now. */
+export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { pool, temporal }) => {
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    const [database, temporalCheck] = await Promise.all([
+      check(() => pool.query('SELECT 1')),
+      check(() => temporal.workflowService.getSystemInfo({})),
+    ]);
+    const ready = database === 'ok' && temporalCheck === 'ok';
+    return reply.code(ready ? 200 : 503).send({
+      status: ready ? 'ready' : 'unavailable',
+      checks: { database, temporal: temporalCheck },
+    });
+  });
+};

@@ -1,0 +1,83 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One registry per process; every albumflow metric is defined here. */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'albumflow_process_' });
+
+export const webhooksTotal = new Counter({
+  name: 'albumflow_webhooks_total',
+  help: 'Webhook requests answered, by HTTP status code and outcome',
+  labelNames: ['status', 'outcome'] as const,
+  registers: [registry],
+});
+
+export const signatureFailuresTotal = new Counter({
+  name: 'albumflow_signature_failures_total',
+  help: 'Webhook requests refused for their signature or timestamp, by reason',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+export const outboxDepth = new Gauge({
+  name: 'albumflow_outbox_depth',
+  help: 'Children committed but not yet accepted by Temporal',
+  registers: [registry],
+});
+
+export const outboxOldestAgeSeconds = new Gauge({
+  name: 'albumflow_outbox_oldest_age_seconds',
+  help: 'Age of the oldest outbox row, 0 when empty',
+  registers: [registry],
+});
+
+export const signalsSentTotal = new Counter({
+  name: 'albumflow_signals_sent_total',
+  help: 'signalWithStart calls Temporal accepted',
+  registers: [registry],
+});
+
+export const signalFailuresTotal = new Counter({
+  name: 'albumflow_signal_failures_total',
+  help: 'signalWithStart calls that failed and will be retried',
+  registers: [registry],
+});
+
+export const childrenSignalledTotal = new Counter({
+  name: 'albumflow_children_signalled_total',
+  help: 'Children delivered to workflows (a child may be delivered again after a failure)',
+  registers: [registry],
+});
+
+export const childrenPerSignal = new Histogram({
+  name: 'albumflow_children_per_signal',
+  help: 'Children carried by one signalWithStart',
+  buckets: [1, 2, 3, 5, 10, 20, 50, 100, 200, 500],
+  registers: [registry],
+});
+
+export const decisionsTotal = new Counter({
+  name: 'albumflow_decisions_total',
+  help: 'Album decisions recorded, by trigger',
+  labelNames: ['trigger'] as const,
+  registers: [registry],
+});
+
+export const downloadsTotal = new Counter({
+  name: 'albumflow_downloads_total',
+  help: 'Attachment downloads finished, by outcome',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const notificationsTotal = new Counter({
+  name: 'albumflow_notifications_total',
+  help: 'Notifications sent or recorded, by type and outcome',
+  labelNames: ['type', 'outcome'] as const,
+  registers: [registry],
+});
+
+export const notificationFailuresTotal = new Counter({
+  name: 'albumflow_notification_failures_total',
+  help: 'Notification delivery attempts that failed (each is retried)',
+  registers: [registry],
+});

@@ -1,0 +1,128 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/** The newest Temporal CLI release that `go install` accepts (later tags use a `replace` directive). */
+export const temporalCliModule = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+
+export type TemporalCli =
+  | { kind: 'binary'; path: string; source: 'TEMPORAL_CLI_PATH' | 'PATH' | 'cache' | 'go install' }
+  /** No binary found or buildable: let the Temporal SDK download its own dev server. */
+  | { kind: 'sdk-download' };
+
+export interface LocateOptions {
+  env?: NodeJS.ProcessEnv;
+  log?: (message: string) => void;
+  /** Build with Go when nothing else is found (default true). */
+  allowBuild?: boolean;
+}
+
+export function toolCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(base, 'albumflow', 'bin');
+}
+
+const exe = process.platform === 'win32' ? 'temporal.exe' : 'temporal';
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    if (dir && isExecutable(path.join(dir, name))) return path.join(dir, name);
+  }
+  return undefined;
+}
+
+function findGo(env: NodeJS.ProcessEnv): string | undefined {
+  const goName = process.platform === 'win32' ? 'go.exe' : 'go';
+  return onPath(goName, env) ?? [path.join('/usr/local/go/bin', goName)].find(isExecutable);
+}
+
+/**
+ * Finds the Temporal CLI in the order of DESIGN.md §6: TEMPORAL_CLI_PATH, `temporal` on PATH, the
+ * tool cache, a `go install` into the tool cache, and last the SDK's own download.
+ */
+export async function locateTemporalCli(options: LocateOptions = {}): Promise<TemporalCli> {
+  const env = options.env ?? process.env;
+  const log = options.log ?? (() => undefined);
+
+  const explicit = env.TEMPORAL_CLI_PATH;
+  if (explicit) {
+    if (!isExecutable(explicit)) throw new Error(`TEMPORAL_CLI_PATH=${explicit} is not an executable file`);
+    return { kind: 'binary', path: explicit, source: 'TEMPORAL_CLI_PATH' };
+  }
+  const fromPath = onPath(exe, env);
+  if (fromPath) return { kind: 'binary', path: fromPath, source: 'PATH' };
+
+  const cached = path.join(toolCacheDir(env), exe);
+  if (isExecutable(cached)) return { kind: 'binary', path: cached, source: 'cache' };
+
+  const go = findGo(env);
+  if (go && options.allowBuild !== false) {
+    log(`Temporal CLI not found; building ${temporalCliModule} with ${go} into ${toolCacheDir(env)} (a few minutes the first time)…`);
+    await goInstall(go, toolCacheDir(env), env, log);
+    if (isExecutable(cached)) return { kind: 'binary', path: cached, source: 'go install' };
+    throw new Error(`go install finished but ${cached} is missing`);
+  }
+  log('Temporal CLI not found and Go is not installed; falling back to the Temporal SDK download of the dev server.');
+  return { kind: 'sdk-download' };
+}
+
+async function goInstall(go: string, gobin: string, env: NodeJS.ProcessEnv, log: (m: string) => void): Promise<void> {
+  fs.mkdirSync(gobin, { recursive: true });
+  const started = Date.now();
+  const child = spawn(go, ['install', temporalCliModule], {
+    env: { ...env, GOBIN: gobin, GOFLAGS: [env.GOFLAGS, '-trimpath'].filter(Boolean).join(' ') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  const ticker = setInterval(() => log(`  still building the Temporal CLI (${Math.round((Date.now() - started) / 1000)} s)…`), 30_000);
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', resolve);
+  }).finally(() => clearInterval(ticker));
+  if (code !== 0) {
+    throw new Error(
+      `go install ${temporalCliModule} failed (exit ${code}).\n${output.trim()}\n` + installHint(),
+    );
+  }
+  log(`Built the Temporal CLI in ${Math.round((Date.now() - started) / 1000)} s.`);
+}
+
+export function installHint(): string {
+  return (
+    'Install the Temporal CLI (https://docs.temporal.io/cli) and put `temporal` on PATH or set TEMPORAL_CLI_PATH, ' +
+    `or install Go so albumflow can run \`go install ${temporalCliModule}\`, ` +
+    'or point TEMPORAL_ADDRESS at a running Temporal server.'
+  );
+}
+
+// `npm run temporal:install`: locate (building when needed) and print the path.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  locateTemporalCli({ log: (m) => console.error(m) })
+    .then((cli) => {
+      if (cli.kind === 'binary') console.log(cli.path);
+      else {
+        console.error(`No Temporal CLI binary could be found or built. ${installHint()}`);
+        process.exitCode = 1;
+      }
+    })
+    .catch((err: Error) => {
+      console.error(err.message);
+      process.exitCode = 1;
+    });
+}

@@ -1,0 +1,78 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { createActivities } from '../../activities/index.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { connectionConfig, createPool, type Pool } from '../../src/db/pool.js';
+import { createLogger, type Logger } from '../../src/log.js';
+import { connectClient, connectWorker } from '../../src/temporal/connection.js';
+import { createAlbumWorker } from '../../src/temporal/worker.js';
+
+/** A name no other test of this run uses (task queues, workspaces, ids). */
+export function unique(prefix: string): string {
+  return `${prefix}-${crypto.randomBytes(5).toString('hex')}`;
+}
+
+/**
+ * Configuration pointing at the run's database and Temporal server, with short album timers and a
+ * task queue of its own. Keys are the environment variables of DESIGN.md §5.
+ */
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DATABASE_URL: inject('databaseUrl'),
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: unique('albums'),
+    QUIET_PERIOD_MS: '400',
+    MAX_WAIT_MS: '4000',
+    LATE_WINDOW_MS: '3000',
+    MEDIA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-media-')),
+    MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...env,
+  });
+}
+
+export function testLogger(config: Config): Logger {
+  return createLogger(config.logLevel, 'test');
+}
+
+export function testPool(config: Config, max = 5): Pool {
+  return createPool(connectionConfig(config.databaseUrl), { max, applicationName: 'albumflow-test' });
+}
+
+export async function testClient(config: Config): Promise<Client> {
+  return connectClient({ address: config.temporal.address! }, config.temporal.namespace);
+}
+
+export interface TestWorker {
+  worker: Worker;
+  connection: NativeConnection;
+  /** Shuts the worker down and waits for it to drain. */
+  stop(): Promise<void>;
+}
+
+/** A real worker on the config's task queue, running the run's pre-bundled workflow code. */
+export async function startTestWorker(config: Config, pool: Pool): Promise<TestWorker> {
+  const connection = await connectWorker({ address: config.temporal.address! });
+  const worker = await createAlbumWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    activities: createActivities({ pool, config, logger: testLogger(config) }),
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+  });
+  const running = worker.run();
+  return {
+    worker,
+    connection,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { connectionConfig, withDatabase } from '../../src/db/pool.js';
+import { migrate } from '../../src/db/migrate.js';
+import { startDevServer, type DevServer } from '../../src/temporal/devserver.js';
+import { bundleWorkflows } from '../../src/temporal/worker.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    databaseUrl: string;
+    temporalAddress: string;
+    workflowBundlePath: string;
+  }
+}
+
+/**
+ * One fresh PostgreSQL database and one Temporal dev server (or TEMPORAL_ADDRESS) per test run,
+ * and the workflow code bundled once for every worker the tests create.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const base = connectionConfig(process.env.DATABASE_URL);
+  const database = `albumflow_test_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client(withDatabase(base, 'postgres'));
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
+  const dbConfig = withDatabase(base, database);
+  await migrate(dbConfig);
+
+  let devServer: DevServer | undefined;
+  const temporalAddress =
+    process.env.TEMPORAL_ADDRESS ??
+    (devServer = await startDevServer({ port: 0, uiPort: false, log: (m) => console.log(m) })).address;
+
+  const bundle = await bundleWorkflows();
+  const bundleDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-bundle-'));
+  const workflowBundlePath = path.join(bundleDir, 'workflows.js');
+  fs.writeFileSync(workflowBundlePath, bundle.code);
+
+  project.provide('databaseUrl', connectionUrl(dbConfig));
+  project.provide('temporalAddress', temporalAddress);
+  project.provide('workflowBundlePath', workflowBundlePath);
+
+  return async () => {
+    await devServer?.stop();
+    fs.rmSync(bundleDir, { recursive: true, force: true });
+    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
+    await admin.end();
+  };
+}
+
+function connectionUrl(config: pg.ClientConfig): string {
+  if (config.connectionString) return config.connectionString;
+  const host = config.host ?? '127.0.0.1';
+  const url = new URL('postgresql://localhost');
+  url.username = encodeURIComponent(config.user ?? '');
+  url.pathname = `/${encodeURIComponent(config.database ?? '')}`;
+  if (host.startsWith('/')) url.searchParams.set('host', host);
+  else url.host = `${host}:${config.port ?? 5432}`;
+  return url.toString();
+}

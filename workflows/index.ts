@@ -1,0 +1,2 @@
+// The workflow functions the worker registers.
+export {};
