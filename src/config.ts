@@ -65,7 +65,9 @@ export class ConfigError extends Error {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   let raw: Static<typeof Env>;
   try {
-    raw = envSchema<Static<typeof Env>>({ schema: Env, data: env, dotenv: false });
+    // An empty variable means unset, as in docker-compose's `${NOTIFY_URL:-}`.
+    const data = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
+    raw = envSchema<Static<typeof Env>>({ schema: Env, data, env: false, dotenv: false });
   } catch (err) {
     throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
   }

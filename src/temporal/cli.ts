@@ -73,7 +73,7 @@ export async function locateTemporalCli(options: LocateOptions = {}): Promise<Te
     if (isExecutable(cached)) return { kind: 'binary', path: cached, source: 'go install' };
     throw new Error(`go install finished but ${cached} is missing`);
   }
-  log('Temporal CLI not found and Go is not installed; falling back to the Temporal SDK download of the dev server.');
+  log(`Temporal CLI not found and ${go ? 'building it is disabled' : 'Go is not installed'}; falling back to the Temporal SDK download of the dev server.`);
   return { kind: 'sdk-download' };
 }
 

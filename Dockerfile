@@ -1,0 +1,23 @@
+# albumflow: one image, two entry points (ingress and worker), compiled to JavaScript.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src src
+COPY workflows workflows
+COPY activities activities
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules node_modules
+COPY --from=build /app/dist dist
+COPY migrations migrations
+RUN mkdir -p /data/media && chown node:node /data/media
+USER node
+EXPOSE 3000
+# The worker service overrides this with: node dist/src/worker.js
+CMD ["node", "dist/src/ingress.js"]

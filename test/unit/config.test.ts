@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('loadConfig', () => {
+  it('applies the defaults of DESIGN.md §5', () => {
+    const config = loadConfig({});
+    expect(config.port).toBe(3000);
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.temporal).toMatchObject({ address: undefined, namespace: 'default', taskQueue: 'albums' });
+    expect(config.workspaceSecrets.size).toBe(0);
+    expect(config.signatureToleranceS).toBe(300);
+    expect(config.maxBodyBytes).toBe(1048576);
+    expect(config.album).toEqual({ quietPeriodMs: 2000, maxWaitMs: 30000, lateWindowMs: 86400000, lateItemPolicy: 'refresh' });
+    expect(config.media.maxBytes).toBe(52428800);
+    expect(config.media.allowPrivateNetworks).toBe(false);
+    expect(config.media.dir.endsWith('.data/media')).toBe(true);
+    expect(config.notify).toEqual({ url: undefined, secret: undefined });
+  });
+
+  it('reads only the environment it is given', () => {
+    process.env.QUIET_PERIOD_MS = '1234';
+    try {
+      expect(loadConfig({}).album.quietPeriodMs).toBe(2000);
+    } finally {
+      delete process.env.QUIET_PERIOD_MS;
+    }
+  });
+
+  it('parses numbers, booleans and workspace secrets', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
+      LATE_ITEM_POLICY: 'review',
+      WORKSPACE_SECRETS: '{"acme":["s1","s2"],"open":[]}',
+    });
+    expect(config.port).toBe(8080);
+    expect(config.media.allowPrivateNetworks).toBe(true);
+    expect(config.album.lateItemPolicy).toBe('review');
+    expect(config.workspaceSecrets.get('acme')).toEqual(['s1', 's2']);
+    expect(config.workspaceSecrets.get('open')).toEqual([]);
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(loadConfig({ NOTIFY_URL: '', NOTIFY_SECRET: '' }).notify).toEqual({ url: undefined, secret: undefined });
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, /PORT/],
+    [{ LATE_ITEM_POLICY: 'ignore' }, /LATE_ITEM_POLICY/],
+    [{ NOTIFY_URL: 'ftp://example.com' }, /NOTIFY_URL/],
+    [{ WORKSPACE_SECRETS: 'not json' }, /WORKSPACE_SECRETS must be JSON/],
+    [{ WORKSPACE_SECRETS: '["a"]' }, /JSON object/],
+    [{ WORKSPACE_SECRETS: '{"a":"secret"}' }, /WORKSPACE_SECRETS\["a"\]/],
+    [{ WORKSPACE_SECRETS: '{"a":[""]}' }, /non-empty strings/],
+  ])('rejects %j with a message naming the variable', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
