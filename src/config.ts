@@ -29,6 +29,9 @@ const Env = Type.Object({
   LOG_LEVEL: Type.String({ default: 'info' }),
 });
 
+/** Every environment variable albumflow itself reads (Temporal's own connection variables aside). */
+export const configEnvNames: readonly string[] = Object.keys(Env.properties);
+
 export interface AlbumTimings {
   quietPeriodMs: number;
   maxWaitMs: number;

@@ -1,0 +1,70 @@
+import type { AlbumStatus, AttachmentView, DecisionView } from '../../workflows/types.js';
+import type { AlbumListBody, MessageStatus } from '../http/status-body.js';
+
+export type { AlbumListBody };
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd();
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+const text = (value: unknown): string => (value === null || value === undefined ? '-' : typeof value === 'string' ? value : JSON.stringify(value));
+
+function attachmentsCell(attachments: AttachmentView[]): string {
+  return attachments.map((a) => `#${a.position} ${a.status}${a.error ? ` (${a.error})` : ''}`).join(', ') || '-';
+}
+
+function decisionsTable(decisions: DecisionView[]): string {
+  if (decisions.length === 0) return 'Decisions: none yet';
+  return `Decisions:\n${table(
+    ['seq', 'trigger', 'decided at', 'children'],
+    decisions.map((d) => [String(d.seq), d.trigger, d.decidedAt, d.childMessageIds.join(', ')]),
+  )}`;
+}
+
+export function formatAlbum(album: AlbumStatus): string {
+  const { key, media } = album;
+  return [
+    `Album ${key.albumId}  (${key.provider} / account ${key.accountId} / conversation ${key.conversationId}, workspace ${key.workspace})`,
+    `workflow id:    ${album.workflowId}`,
+    `state:          ${album.state}`,
+    `children:       ${album.distinctChildren}${album.expectedTotal !== null ? ` of ${album.expectedTotal} expected${album.expectedCountReached ? ' (reached)' : ''}` : ' (no total known)'}`,
+    `review:         ${album.review.required ? `required: ${album.review.reasons.join(', ')}` : 'not required'}`,
+    `media:          ${media.downloaded}/${media.total} downloaded, ${media.pending} pending, ${media.failed} failed, ${media.expired} expired, ${media.unavailable} unavailable`,
+    '',
+    table(
+      ['index', 'message', 'caption', 'sent at', 'attachments'],
+      album.children.map((c) => [text(c.index), c.messageId, text(c.caption), text(c.sentAt), attachmentsCell(c.attachments)]),
+    ),
+    '',
+    decisionsTable(album.decisions),
+  ].join('\n');
+}
+
+export function formatMessage(message: MessageStatus): string {
+  return [
+    `Message ${message.key.messageId}  (${message.key.provider} / account ${message.key.accountId} / conversation ${message.key.conversationId}, workspace ${message.key.workspace})`,
+    `workflow id:    ${message.workflowId}`,
+    `album:          ${message.albumKey ? `${message.albumKey.albumId} (index ${text(message.index)}, total ${text(message.total)})` : 'none (standalone)'}`,
+    `caption:        ${text(message.caption)}`,
+    `sent at:        ${text(message.sentAt)}`,
+    `received:       ${message.receivedAt} (${message.deliveryCount} deliveries, last ${message.lastReceivedAt})`,
+    `attachments:    ${attachmentsCell(message.attachments)}`,
+    '',
+    decisionsTable(message.decisions),
+  ].join('\n');
+}
+
+export function formatAlbumList(list: AlbumListBody): string {
+  if (list.items.length === 0) return 'No albums.';
+  const rows = list.items.map((a) => [
+    a.firstReceivedAt,
+    a.state,
+    String(a.distinctChildren),
+    a.review.required ? a.review.reasons.join(',') : '-',
+    `${a.key.provider}/${a.key.accountId}/${a.key.conversationId}/${a.key.albumId}`,
+  ]);
+  const more = list.nextCursor ? `\n\nMore: --cursor ${list.nextCursor}` : '';
+  return table(['first received', 'state', 'children', 'review', 'album'], rows) + more;
+}
