@@ -1,0 +1,353 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { downloadsTotal } from '../src/metrics.js';
+import { childKeyString } from '../workflows/keys.js';
+import type { AttachmentStatus, DownloadResult, MessageKey } from '../workflows/types.js';
+import type { ActivityDeps } from './index.js';
+import {
+  RefusedTargetError,
+  networkPolicy,
+  pinnedLookup,
+  vetTarget,
+  type NetworkPolicy,
+  type ResolvedAddress,
+} from './network-guard.js';
+
+export interface DownloadInput {
+  key: MessageKey;
+  position: number;
+  /** The workflow's last retry attempt: a transient failure then is recorded as `failed` instead of retried. */
+  finalAttempt: number;
+}
+
+export interface DownloadLimits {
+  /** Until the TCP connection of one hop is established. */
+  connectTimeoutMs: number;
+  /** Longest silence of the server (no response, no body bytes). */
+  idleTimeoutMs: number;
+  /** One whole attempt, redirects and body included. */
+  attemptTimeoutMs: number;
+  maxRedirects: number;
+}
+
+export const defaultDownloadLimits: DownloadLimits = {
+  connectTimeoutMs: 10_000,
+  idleTimeoutMs: 30_000,
+  attemptTimeoutMs: 300_000,
+  maxRedirects: 5,
+};
+
+export interface DownloadOptions {
+  /** Defaults to system DNS and config.media.allowPrivateNetworks. */
+  network?: NetworkPolicy;
+  limits?: Partial<DownloadLimits>;
+}
+
+type TerminalStatus = Exclude<AttachmentStatus, 'pending'>;
+
+/** A failure that retrying cannot fix: recorded with its status at once. */
+class PermanentDownloadError extends Error {
+  constructor(
+    readonly status: 'expired' | 'failed',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A failure another attempt may not have (server error, throttling, network, time limit). */
+class TransientDownloadError extends Error {}
+
+interface AttachmentRow {
+  message_pk: string;
+  position: number;
+  url: string | null;
+  status: AttachmentStatus;
+  content_type: string | null;
+  bytes: string | null;
+  sha256: string | null;
+  error: string | null;
+}
+
+interface StoredMedia {
+  contentType: string | null;
+  bytes: number;
+  sha256: string;
+}
+
+const expiredStatuses = new Set([401, 403, 404, 410]);
+const redirectStatuses = new Set([301, 302, 303, 307, 308]);
+const requestHeaders = { 'user-agent': 'albumflow', accept: '*/*', 'accept-encoding': 'identity' };
+
+const findAttachmentSql = `
+  SELECT a.message_pk, a.position, a.url, a.status, a.content_type, a.bytes, a.sha256, a.error
+  FROM attachments a
+  JOIN messages m ON m.id = a.message_pk
+  WHERE m.workspace = $1 AND m.provider = $2 AND m.account_id = $3 AND m.conversation_id = $4
+    AND m.message_id = $5 AND a.position = $6`;
+
+const recordResultSql = `
+  UPDATE attachments
+  SET status = $3, content_type = $4, bytes = $5, sha256 = $6, error = $7,
+      attempts = attempts + 1, updated_at = now()
+  WHERE message_pk = $1 AND position = $2`;
+
+const recordRetrySql = `
+  UPDATE attachments SET error = $3, attempts = attempts + 1, updated_at = now()
+  WHERE message_pk = $1 AND position = $2`;
+
+function seconds(ms: number): string {
+  return `${ms / 1000} s`;
+}
+
+function errorMessage(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const bodyCutShort = err.message === 'aborted' && (err as NodeJS.ErrnoException).code === 'ECONNRESET';
+  return bodyCutShort ? 'the server closed the connection before the whole file arrived' : err.message;
+}
+
+function resultOf(row: AttachmentRow): DownloadResult {
+  return {
+    status: row.status as TerminalStatus,
+    contentType: row.content_type,
+    bytes: row.bytes === null ? null : Number(row.bytes),
+    sha256: row.sha256,
+    error: row.error,
+  };
+}
+
+function failure(status: 'expired' | 'failed' | 'unavailable', error: string): DownloadResult {
+  return { status, contentType: null, bytes: null, sha256: null, error };
+}
+
+function statusError(status: number): Error {
+  const message = `HTTP ${status}`;
+  if (expiredStatuses.has(status)) return new PermanentDownloadError('expired', message);
+  if (status >= 500 || status === 408 || status === 429) return new TransientDownloadError(message);
+  return new PermanentDownloadError('failed', message);
+}
+
+/**
+ * Media files live at `<MEDIA_DIR>/<first two hex digits>/<sha256>`; partial downloads under
+ * `<MEDIA_DIR>/.tmp/<message pk>-<position>-<random>.part` until they are complete.
+ */
+export function mediaPath(mediaDir: string, sha256: string): string {
+  return path.join(mediaDir, sha256.slice(0, 2), sha256);
+}
+
+export function mediaTempDir(mediaDir: string): string {
+  return path.join(mediaDir, '.tmp');
+}
+
+export function tempFilePrefix(messagePk: string, position: number): string {
+  return `${messagePk}-${position}-`;
+}
+
+async function fileExists(file: string): Promise<boolean> {
+  try {
+    return (await fs.stat(file)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Partial files of this attachment old enough that the attempt writing them cannot still run (a crashed worker). */
+async function removeAbandonedTempFiles(tempDir: string, prefix: string, olderThanMs: number): Promise<void> {
+  const cutoff = Date.now() - olderThanMs;
+  const names = (await fs.readdir(tempDir)).filter((name) => name.startsWith(prefix));
+  await Promise.all(
+    names.map(async (name) => {
+      const file = path.join(tempDir, name);
+      const stat = await fs.stat(file).catch(() => undefined);
+      if (stat && stat.mtimeMs < cutoff) await fs.rm(file, { force: true });
+    }),
+  );
+}
+
+function parseUrl(text: string, base?: URL): URL {
+  try {
+    return new URL(text, base);
+  } catch {
+    throw new PermanentDownloadError('failed', base ? 'a redirect pointed to an invalid URL' : 'the attachment URL is not a valid URL');
+  }
+}
+
+/** One GET to a vetted address; connection and silence limits abort the whole attempt. */
+function get(url: URL, target: ResolvedAddress, attempt: AbortController, limits: DownloadLimits): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const request = (url.protocol === 'https:' ? https : http).get(url, {
+      agent: false,
+      lookup: pinnedLookup(target),
+      signal: attempt.signal,
+      headers: requestHeaders,
+    });
+    const connectTimer = setTimeout(
+      () => attempt.abort(new TransientDownloadError(`no connection to ${url.hostname} within ${seconds(limits.connectTimeoutMs)}`)),
+      limits.connectTimeoutMs,
+    );
+    const connected = () => clearTimeout(connectTimer);
+    request.once('socket', (socket) => {
+      socket.setTimeout(limits.idleTimeoutMs, () =>
+        attempt.abort(new TransientDownloadError(`${url.hostname} sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
+      );
+      if (socket.connecting) socket.once('connect', connected);
+      else connected();
+      socket.once('close', connected);
+    });
+    request.once('response', (response) => {
+      connected();
+      resolve(response);
+    });
+    request.once('error', (err) => {
+      connected();
+      reject(err);
+    });
+  });
+}
+
+/** Follows up to `maxRedirects` redirects, vetting every hop, to a 2xx response. */
+async function openMedia(rawUrl: string, network: NetworkPolicy, attempt: AbortController, limits: DownloadLimits) {
+  let url = parseUrl(rawUrl);
+  for (let redirects = 0; ; redirects++) {
+    const target = await vetTarget(url, network);
+    Context.current().heartbeat({ bytes: 0 });
+    const response = await get(url, target, attempt, limits);
+    const status = response.statusCode ?? 0;
+    if (status >= 200 && status < 300) return response;
+    response.destroy();
+    const location = response.headers.location;
+    if (!redirectStatuses.has(status) || !location) throw statusError(status);
+    if (redirects === limits.maxRedirects) throw new PermanentDownloadError('failed', `more than ${limits.maxRedirects} redirects`);
+    url = parseUrl(location, url);
+  }
+}
+
+function tooLarge(maxBytes: number): PermanentDownloadError {
+  return new PermanentDownloadError('failed', `the file is larger than MEDIA_MAX_BYTES (${maxBytes} bytes)`);
+}
+
+/** Streams the body into `tempPath`, hashing and counting as it goes; heartbeats the bytes so far. */
+async function writeBody(response: http.IncomingMessage, tempPath: string, maxBytes: number): Promise<{ sha256: string; bytes: number }> {
+  const declared = response.headers['content-length'];
+  if (declared !== undefined && Number(declared) > maxBytes) {
+    response.destroy();
+    throw tooLarge(maxBytes);
+  }
+  const hash = crypto.createHash('sha256');
+  let bytes = 0;
+  const file = await fs.open(tempPath, 'wx');
+  try {
+    for await (const chunk of response as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) throw tooLarge(maxBytes);
+      hash.update(chunk);
+      await file.write(chunk);
+      Context.current().heartbeat({ bytes });
+    }
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  return { sha256: hash.digest('hex'), bytes };
+}
+
+export function createDownloadActivities(deps: ActivityDeps, options: DownloadOptions = {}) {
+  const { pool, config, logger } = deps;
+  const { dir: mediaDir, maxBytes } = config.media;
+  const network = options.network ?? networkPolicy(config.media.allowPrivateNetworks);
+  const limits: DownloadLimits = { ...defaultDownloadLimits, ...options.limits };
+  const tempDir = mediaTempDir(mediaDir);
+
+  async function fetchToStore(row: AttachmentRow, url: string): Promise<StoredMedia> {
+    await fs.mkdir(tempDir, { recursive: true });
+    const prefix = tempFilePrefix(row.message_pk, row.position);
+    await removeAbandonedTempFiles(tempDir, prefix, limits.attemptTimeoutMs);
+    const tempPath = path.join(tempDir, `${prefix}${crypto.randomBytes(8).toString('hex')}.part`);
+
+    const attempt = new AbortController();
+    const cancellation = Context.current().cancellationSignal;
+    const onCancel = () => attempt.abort(cancellation.reason);
+    if (cancellation.aborted) onCancel();
+    else cancellation.addEventListener('abort', onCancel, { once: true });
+    const deadline = setTimeout(
+      () => attempt.abort(new TransientDownloadError(`the download took longer than ${seconds(limits.attemptTimeoutMs)}`)),
+      limits.attemptTimeoutMs,
+    );
+    try {
+      const response = await openMedia(url, network, attempt, limits);
+      const contentType = response.headers['content-type'] ?? null;
+      const { sha256, bytes } = await writeBody(response, tempPath, maxBytes);
+      const finalPath = mediaPath(mediaDir, sha256);
+      await fs.mkdir(path.dirname(finalPath), { recursive: true });
+      await fs.rename(tempPath, finalPath);
+      return { contentType, bytes, sha256 };
+    } catch (err) {
+      await fs.rm(tempPath, { force: true });
+      throw attempt.signal.aborted ? attempt.signal.reason : err;
+    } finally {
+      clearTimeout(deadline);
+      cancellation.removeEventListener('abort', onCancel);
+    }
+  }
+
+  async function record(row: AttachmentRow, result: DownloadResult): Promise<DownloadResult> {
+    await pool.query(recordResultSql, [
+      row.message_pk,
+      row.position,
+      result.status,
+      result.contentType,
+      result.bytes,
+      result.sha256,
+      result.error,
+    ]);
+    downloadsTotal.inc({ outcome: result.status });
+    return result;
+  }
+
+  async function downloadAttachment({ key, position, finalAttempt }: DownloadInput): Promise<DownloadResult> {
+    const log = logger.child({ attachment: childKeyString(key), position });
+    const { rows } = await pool.query<AttachmentRow>(findAttachmentSql, [
+      key.workspace,
+      key.provider,
+      key.accountId,
+      key.conversationId,
+      key.messageId,
+      position,
+    ]);
+    const row = rows[0];
+    if (!row) {
+      throw ApplicationFailure.nonRetryable(`no attachment ${position} is stored for message ${childKeyString(key)}`, 'AttachmentNotFound');
+    }
+    if (row.status === 'downloaded' && row.sha256 && (await fileExists(mediaPath(mediaDir, row.sha256)))) return resultOf(row);
+    if (row.status !== 'pending' && row.status !== 'downloaded') return resultOf(row);
+    if (!row.url) return record(row, failure('unavailable', 'the platform sent no URL for this attachment'));
+
+    try {
+      const stored = await fetchToStore(row, row.url);
+      log.debug({ bytes: stored.bytes, sha256: stored.sha256 }, 'attachment downloaded');
+      return await record(row, { status: 'downloaded', ...stored, error: null });
+    } catch (err) {
+      if (err instanceof CancelledFailure) throw err;
+      if (err instanceof PermanentDownloadError || err instanceof RefusedTargetError) {
+        const status = err instanceof PermanentDownloadError ? err.status : 'failed';
+        log.info({ status, error: err.message }, 'attachment not downloadable');
+        return record(row, failure(status, err.message));
+      }
+      const message = errorMessage(err);
+      if (Context.current().info.attempt >= finalAttempt) {
+        log.warn({ error: message }, 'attachment download failed on its final attempt');
+        return record(row, failure('failed', message));
+      }
+      log.warn({ error: message, attempt: Context.current().info.attempt }, 'attachment download failed; will retry');
+      await pool.query(recordRetrySql, [row.message_pk, row.position, message]);
+      throw ApplicationFailure.retryable(message, 'MediaDownloadRetryable');
+    }
+  }
+
+  return { downloadAttachment };
+}

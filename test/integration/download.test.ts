@@ -1,0 +1,485 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDownloadActivities, tempFilePrefix, type DownloadInput, type DownloadOptions } from '../../activities/download.js';
+import { isPublicAddress, type NetworkPolicy } from '../../activities/network-guard.js';
+import type { Config } from '../../src/config.js';
+import type { DownloadResult } from '../../workflows/types.js';
+import type { Pool } from '../../src/db/pool.js';
+import { downloadsTotal } from '../../src/metrics.js';
+import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse, hit: number) => void;
+
+interface MediaServer {
+  /** Serves `handler` at a fresh path of 127.0.0.1 and returns its URL. */
+  route(handler: Handler): string;
+  /** Requests the server received for this URL's path. */
+  hits(url: string): number;
+  totalHits(): number;
+  close(): Promise<void>;
+}
+
+async function startMediaServer(): Promise<MediaServer> {
+  const handlers = new Map<string, Handler>();
+  const hits = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    const route = new URL(req.url ?? '/', 'http://media').pathname;
+    const hit = (hits.get(route) ?? 0) + 1;
+    hits.set(route, hit);
+    const handler = handlers.get(route);
+    if (handler) handler(req, res, hit);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    route(handler) {
+      const route = `/${unique('media')}`;
+      handlers.set(route, handler);
+      return `http://127.0.0.1:${port}${route}`;
+    },
+    hits: (url) => hits.get(new URL(url).pathname) ?? 0,
+    totalHits: () => [...hits.values()].reduce((sum, n) => sum + n, 0),
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const sendBody =
+  (body: Buffer, headers: http.OutgoingHttpHeaders = {}): Handler =>
+  (_req, res) =>
+    res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length, ...headers }).end(body);
+
+const sha256 = (body: Buffer) => crypto.createHash('sha256').update(body).digest('hex');
+
+const quietSdkLogger = new DefaultLogger('ERROR');
+
+function activityEnvironment(attempt = 1): MockActivityEnvironment {
+  return new MockActivityEnvironment({ attempt }, { logger: quietSdkLogger });
+}
+
+type Download = ReturnType<typeof createDownloadActivities>['downloadAttachment'];
+
+function runIn(env: MockActivityEnvironment, download: Download, input: DownloadInput): Promise<DownloadResult> {
+  return env.run<[DownloadInput], DownloadResult, Download>(download, input);
+}
+
+function attemptDownload(download: Download, input: DownloadInput, attempt = 1): Promise<DownloadResult> {
+  return runIn(activityEnvironment(attempt), download, input);
+}
+
+interface AttachmentState {
+  status: string;
+  attempts: number;
+  error: string | null;
+  bytes: string | null;
+  sha256: string | null;
+  content_type: string | null;
+}
+
+async function retryableFailure(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await promise.then(
+    () => expect.fail('expected the attempt to throw'),
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  expect((err as ApplicationFailure).nonRetryable).toBe(false);
+  return err as ApplicationFailure;
+}
+
+async function downloadCount(outcome: string): Promise<number> {
+  const metric = await downloadsTotal.get();
+  return metric.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+}
+
+describe('downloadAttachment against a local HTTP server and the real PostgreSQL', () => {
+  const maxBytes = 64 * 1024;
+  const config = testConfig({ MEDIA_MAX_BYTES: String(maxBytes) });
+  const tempDir = path.join(config.media.dir, '.tmp');
+  let pool: Pool;
+  let server: MediaServer;
+
+  beforeAll(async () => {
+    pool = testPool(config);
+    server = await startMediaServer();
+  });
+
+  afterAll(async () => {
+    await server.close();
+    await pool.end();
+    fs.rmSync(config.media.dir, { recursive: true, force: true });
+  });
+
+  function activities(overrides: { config?: Config; options?: DownloadOptions } = {}) {
+    const activityConfig = overrides.config ?? config;
+    return createDownloadActivities({ pool, config: activityConfig, logger: testLogger(activityConfig) }, overrides.options);
+  }
+
+  async function storeAttachment(url: string | null): Promise<{ input: DownloadInput; messagePk: string }> {
+    const key = {
+      workspace: unique('media-ws'),
+      provider: 'whatsapp',
+      accountId: 'acc_1',
+      conversationId: 'conv_1',
+      messageId: unique('msg'),
+    };
+    const { rows } = await pool.query<{ id: string }>(
+      `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, raw)
+       VALUES ($1, $2, $3, $4, $5, '{}') RETURNING id`,
+      [key.workspace, key.provider, key.accountId, key.conversationId, key.messageId],
+    );
+    const messagePk = rows[0]!.id;
+    await pool.query(`INSERT INTO attachments (message_pk, position, kind, url, file_name) VALUES ($1, 0, 'image', $2, '../../evil.jpg')`, [
+      messagePk,
+      url,
+    ]);
+    return { input: { key, position: 0, finalAttempt: 3 }, messagePk };
+  }
+
+  async function attachmentState(messagePk: string): Promise<AttachmentState> {
+    const { rows } = await pool.query<AttachmentState>(
+      'SELECT status, attempts, error, bytes, sha256, content_type FROM attachments WHERE message_pk = $1 AND position = 0',
+      [messagePk],
+    );
+    return rows[0]!;
+  }
+
+  const tempFiles = () => (fs.existsSync(tempDir) ? fs.readdirSync(tempDir) : []);
+
+  it('streams the body to a content-addressed file and records its sha256, size and content type', async () => {
+    const body = crypto.randomBytes(40_000);
+    const { input, messagePk } = await storeAttachment(server.route(sendBody(body)));
+    const downloadedBefore = await downloadCount('downloaded');
+    const env = activityEnvironment();
+    const heartbeats: unknown[] = [];
+    env.on('heartbeat', (details: unknown) => heartbeats.push(details));
+
+    const result = await runIn(env, activities().downloadAttachment, input);
+
+    const digest = sha256(body);
+    expect(result).toEqual({ status: 'downloaded', contentType: 'image/jpeg', bytes: 40_000, sha256: digest, error: null });
+    const stored = path.join(config.media.dir, digest.slice(0, 2), digest);
+    expect(fs.readFileSync(stored).equals(body)).toBe(true);
+    expect(fs.readdirSync(config.media.dir).some((name) => name.includes('evil'))).toBe(false);
+    expect(tempFiles()).toEqual([]);
+    expect(heartbeats.at(-1)).toEqual({ bytes: 40_000 });
+    expect(await attachmentState(messagePk)).toEqual({
+      status: 'downloaded',
+      attempts: 1,
+      error: null,
+      bytes: '40000',
+      sha256: digest,
+      content_type: 'image/jpeg',
+    });
+    expect(await downloadCount('downloaded')).toBe(downloadedBefore + 1);
+  });
+
+  it('does not fetch a downloaded attachment again while its file exists', async () => {
+    const body = crypto.randomBytes(1000);
+    const url = server.route(sendBody(body));
+    const { input, messagePk } = await storeAttachment(url);
+    const download = activities().downloadAttachment;
+
+    const first = await attemptDownload(download, input);
+    const second = await attemptDownload(download, input);
+
+    expect(second).toEqual(first);
+    expect(server.hits(url)).toBe(1);
+    expect((await attachmentState(messagePk)).attempts).toBe(1);
+
+    fs.rmSync(path.join(config.media.dir, first.sha256!.slice(0, 2), first.sha256!));
+    const third = await attemptDownload(download, input);
+    expect(third).toEqual(first);
+    expect(server.hits(url)).toBe(2);
+  });
+
+  it.each([401, 403, 404, 410])('marks HTTP %i as expired after exactly one request, and keeps it so', async (status) => {
+    const url = server.route((_req, res) => res.writeHead(status).end());
+    const { input, messagePk } = await storeAttachment(url);
+    const download = activities().downloadAttachment;
+
+    const result = await attemptDownload(download, input);
+    expect(result).toEqual({ status: 'expired', contentType: null, bytes: null, sha256: null, error: `HTTP ${status}` });
+    expect(server.hits(url)).toBe(1);
+
+    await expect(attemptDownload(download, input, 2)).resolves.toEqual(result);
+    expect(server.hits(url)).toBe(1);
+    expect(await attachmentState(messagePk)).toMatchObject({ status: 'expired', attempts: 1, error: `HTTP ${status}` });
+  });
+
+  it('retries an HTTP 500 and succeeds on the next attempt', async () => {
+    const body = crypto.randomBytes(5000);
+    const url = server.route((req, res, hit) => (hit === 1 ? res.writeHead(500).end() : sendBody(body)(req, res, hit)));
+    const { input, messagePk } = await storeAttachment(url);
+    const download = activities().downloadAttachment;
+
+    const failure = await retryableFailure(attemptDownload(download, input));
+    expect(failure.message).toBe('HTTP 500');
+    expect(await attachmentState(messagePk)).toMatchObject({ status: 'pending', attempts: 1, error: 'HTTP 500' });
+
+    const result = await attemptDownload(download, input, 2);
+    expect(result).toMatchObject({ status: 'downloaded', sha256: sha256(body), bytes: 5000 });
+    expect(await attachmentState(messagePk)).toMatchObject({ status: 'downloaded', attempts: 2, error: null });
+    expect(server.hits(url)).toBe(2);
+  });
+
+  it.each([502, 503, 408, 429])('treats HTTP %i as transient', async (status) => {
+    const url = server.route((_req, res) => res.writeHead(status).end());
+    const { input } = await storeAttachment(url);
+    const failure = await retryableFailure(attemptDownload(activities().downloadAttachment, input));
+    expect(failure.message).toBe(`HTTP ${status}`);
+  });
+
+  it('records failed when the final attempt gets an HTTP 500', async () => {
+    const url = server.route((_req, res) => res.writeHead(500).end());
+    const { input, messagePk } = await storeAttachment(url);
+
+    const result = await attemptDownload(activities().downloadAttachment, { ...input, finalAttempt: 3 }, 3);
+
+    expect(result).toEqual({ status: 'failed', contentType: null, bytes: null, sha256: null, error: 'HTTP 500' });
+    expect(await attachmentState(messagePk)).toMatchObject({ status: 'failed', attempts: 1, error: 'HTTP 500' });
+    expect(server.hits(url)).toBe(1);
+  });
+
+  it.each([400, 418, 451])('records HTTP %i as failed without retrying', async (status) => {
+    const url = server.route((_req, res) => res.writeHead(status).end());
+    const { input } = await storeAttachment(url);
+    await expect(attemptDownload(activities().downloadAttachment, input)).resolves.toMatchObject({
+      status: 'failed',
+      error: `HTTP ${status}`,
+    });
+  });
+
+  it('marks an attachment without URL as unavailable without any request', async () => {
+    const before = server.totalHits();
+    const { input, messagePk } = await storeAttachment(null);
+    const result = await attemptDownload(activities().downloadAttachment, input);
+    expect(result).toMatchObject({ status: 'unavailable', bytes: null, sha256: null });
+    expect((await attachmentState(messagePk)).status).toBe('unavailable');
+    expect(server.totalHits()).toBe(before);
+  });
+
+  it('refuses a body whose Content-Length is over MEDIA_MAX_BYTES before reading it', async () => {
+    const url = server.route((_req, res) => {
+      res.writeHead(200, { 'content-length': maxBytes + 1 });
+      res.write(Buffer.alloc(10));
+    });
+    const { input, messagePk } = await storeAttachment(url);
+    const download = activities({ options: { limits: { idleTimeoutMs: 5000 } } }).downloadAttachment;
+
+    const result = await attemptDownload(download, input);
+
+    expect(result).toMatchObject({ status: 'failed', error: `the file is larger than MEDIA_MAX_BYTES (${maxBytes} bytes)` });
+    expect((await attachmentState(messagePk)).status).toBe('failed');
+    expect(tempFiles()).toEqual([]);
+  });
+
+  it('stops a chunked body without Content-Length as soon as it passes MEDIA_MAX_BYTES', async () => {
+    const chunk = crypto.randomBytes(16 * 1024);
+    const url = server.route((_req, res) => {
+      res.writeHead(200, { 'content-type': 'video/mp4' });
+      for (let i = 0; i < 8; i++) res.write(chunk);
+      res.end();
+    });
+    const { input } = await storeAttachment(url);
+
+    const result = await attemptDownload(activities().downloadAttachment, input);
+
+    expect(result).toMatchObject({ status: 'failed', error: `the file is larger than MEDIA_MAX_BYTES (${maxBytes} bytes)` });
+    expect(tempFiles()).toEqual([]);
+  });
+
+  it('retries a body cut short by the server, leaving no partial file', async () => {
+    const url = server.route((_req, res) => {
+      res.writeHead(200, { 'content-length': 10_000 });
+      res.write(crypto.randomBytes(4000), () => res.socket?.destroy());
+    });
+    const { input } = await storeAttachment(url);
+    const failure = await retryableFailure(attemptDownload(activities().downloadAttachment, input));
+    expect(failure.message).toBe('the server closed the connection before the whole file arrived');
+    expect(tempFiles()).toEqual([]);
+  });
+
+  describe('with MEDIA_ALLOW_PRIVATE_NETWORKS=false', () => {
+    const guardedConfig = { ...config, media: { ...config.media, allowPrivateNetworks: false } };
+
+    it.each([
+      ['the loopback test server', (url: string) => url, /127\.0\.0\.1 is a loopback address/],
+      ['the loopback test server as IPv4-mapped IPv6', (url: string) => url.replace('127.0.0.1', '[::ffff:127.0.0.1]'), /loopback/],
+      ['the cloud metadata address', () => 'http://169.254.169.254/latest/meta-data/iam/', /169\.254\.169\.254 is a linkLocal address/],
+      ['a private address', () => 'http://10.0.0.8/photo.jpg', /10\.0\.0\.8 is a private address/],
+      ['a CGNAT address', () => 'http://100.64.0.9/photo.jpg', /carrierGradeNat/],
+      ['localhost', (url: string) => url.replace('127.0.0.1', 'localhost'), /loopback address/],
+      ['a non-http scheme', () => 'file:///etc/passwd', /only http and https URLs are fetched/],
+    ])('refuses %s without connecting and without retrying', async (_name, target, message) => {
+      const served = server.route(sendBody(Buffer.from('secret')));
+      const { input, messagePk } = await storeAttachment(target(served));
+      const before = server.totalHits();
+
+      const result = await attemptDownload(activities({ config: guardedConfig }).downloadAttachment, input);
+
+      expect(result.status).toBe('failed');
+      expect(result.error).toMatch(message);
+      expect(server.totalHits()).toBe(before);
+      expect(await attachmentState(messagePk)).toMatchObject({ status: 'failed', attempts: 1 });
+    });
+  });
+
+  describe('redirects, vetted hop by hop', () => {
+    // cdn.test and internal.test exist only in this resolver; system DNS cannot resolve them, so a
+    // successful fetch also shows that the connection went to the vetted (pinned) address.
+    const network: NetworkPolicy = {
+      resolve: (hostname) =>
+        Promise.resolve(
+          hostname === 'cdn.test'
+            ? [{ address: '127.0.0.1', family: 4 }]
+            : hostname === 'internal.test'
+              ? [{ address: '10.20.30.40', family: 4 }]
+              : [],
+        ),
+      permits: (address) => address === '127.0.0.1' || isPublicAddress(address),
+    };
+    const viaCdn = (url: string) => url.replace('127.0.0.1', 'cdn.test');
+    const redirectTo =
+      (location: string): Handler =>
+      (_req, res) =>
+        res.writeHead(302, { location }).end();
+
+    it('follows relative and absolute redirects on allowed hosts', async () => {
+      const body = crypto.randomBytes(3000);
+      const file = server.route(sendBody(body));
+      const second = server.route(redirectTo(new URL(file).pathname));
+      const first = server.route(redirectTo(viaCdn(second)));
+      const { input } = await storeAttachment(viaCdn(first));
+
+      const result = await attemptDownload(activities({ options: { network } }).downloadAttachment, input);
+
+      expect(result).toMatchObject({ status: 'downloaded', sha256: sha256(body) });
+      expect([server.hits(first), server.hits(second), server.hits(file)]).toEqual([1, 1, 1]);
+    });
+
+    it('refuses a redirect from an allowed host to a private address', async () => {
+      const first = server.route(redirectTo('http://internal.test/admin'));
+      const { input } = await storeAttachment(viaCdn(first));
+
+      const result = await attemptDownload(activities({ options: { network } }).downloadAttachment, input);
+
+      expect(result.status).toBe('failed');
+      expect(result.error).toMatch(/internal\.test: 10\.20\.30\.40 is a private address/);
+      expect(server.hits(first)).toBe(1);
+    });
+
+    it('refuses a redirect to a literal loopback address when only the first host is allowed', async () => {
+      const target = server.route(sendBody(Buffer.from('internal')));
+      const first = server.route(redirectTo(target.replace('127.0.0.1', '[::1]')));
+      const { input } = await storeAttachment(viaCdn(first));
+
+      const result = await attemptDownload(activities({ options: { network } }).downloadAttachment, input);
+
+      expect(result.status).toBe('failed');
+      expect(result.error).toMatch(/::1 is a loopback address/);
+      expect(server.hits(target)).toBe(0);
+    });
+
+    it('gives up after 5 redirects', async () => {
+      let loop = '';
+      loop = server.route((_req, res) => res.writeHead(307, { location: viaCdn(loop) }).end());
+      const { input } = await storeAttachment(viaCdn(loop));
+
+      const result = await attemptDownload(activities({ options: { network } }).downloadAttachment, input);
+
+      expect(result).toMatchObject({ status: 'failed', error: 'more than 5 redirects' });
+      expect(server.hits(loop)).toBe(6);
+    });
+  });
+
+  describe('interrupted attempts', () => {
+    const stalling =
+      (declaredBytes: number): Handler =>
+      (_req, res) => {
+        res.writeHead(200, { 'content-length': declaredBytes });
+        res.write(crypto.randomBytes(1000));
+      };
+
+    function heartbeatWithBytes(env: MockActivityEnvironment): Promise<void> {
+      return new Promise((resolve) =>
+        env.on('heartbeat', (details: { bytes: number }) => {
+          if (details.bytes > 0) resolve();
+        }),
+      );
+    }
+
+    it('cleans up the partial file when the attempt is cancelled mid-body, and a later attempt succeeds', async () => {
+      const body = crypto.randomBytes(20_000);
+      const url = server.route((req, res, hit) => (hit === 1 ? stalling(body.length)(req, res, hit) : sendBody(body)(req, res, hit)));
+      const { input, messagePk } = await storeAttachment(url);
+      const download = activities().downloadAttachment;
+
+      const env = activityEnvironment(1);
+      const receivedBytes = heartbeatWithBytes(env);
+      const running = runIn(env, download, input);
+      await receivedBytes;
+      expect(tempFiles()).toHaveLength(1);
+
+      env.cancel();
+      await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+      expect(tempFiles()).toEqual([]);
+      expect(await attachmentState(messagePk)).toMatchObject({ status: 'pending', attempts: 0 });
+
+      const result = await attemptDownload(download, input, 2);
+      expect(result).toMatchObject({ status: 'downloaded', sha256: sha256(body), bytes: body.length });
+      expect(server.hits(url)).toBe(2);
+    });
+
+    it('abandons a stalled server after the idle limit and retries', async () => {
+      const url = server.route(stalling(50_000));
+      const { input, messagePk } = await storeAttachment(url);
+      const download = activities({ options: { limits: { idleTimeoutMs: 300 } } }).downloadAttachment;
+
+      const failure = await retryableFailure(attemptDownload(download, input));
+
+      expect(failure.message).toBe('127.0.0.1 sent nothing for 0.3 s');
+      expect(tempFiles()).toEqual([]);
+      expect(await attachmentState(messagePk)).toMatchObject({ status: 'pending', attempts: 1, error: failure.message });
+    });
+
+    it('removes partial files a crashed worker left for the attachment, keeping recent ones', async () => {
+      const body = crypto.randomBytes(2000);
+      const { input, messagePk } = await storeAttachment(server.route(sendBody(body)));
+      fs.mkdirSync(tempDir, { recursive: true });
+      const abandoned = path.join(tempDir, `${tempFilePrefix(messagePk, 0)}abandoned.part`);
+      const recent = path.join(tempDir, `${tempFilePrefix(messagePk, 0)}recent.part`);
+      const otherAttachment = path.join(tempDir, `${tempFilePrefix(messagePk, 1)}abandoned.part`);
+      for (const file of [abandoned, recent, otherAttachment]) fs.writeFileSync(file, 'partial');
+      const anHourAgo = new Date(Date.now() - 3_600_000);
+      fs.utimesSync(abandoned, anHourAgo, anHourAgo);
+      fs.utimesSync(otherAttachment, anHourAgo, anHourAgo);
+
+      try {
+        await expect(attemptDownload(activities().downloadAttachment, input)).resolves.toMatchObject({ status: 'downloaded' });
+        expect(fs.existsSync(abandoned)).toBe(false);
+        expect(fs.existsSync(recent)).toBe(true);
+        expect(fs.existsSync(otherAttachment)).toBe(true);
+      } finally {
+        fs.rmSync(recent, { force: true });
+        fs.rmSync(otherAttachment, { force: true });
+      }
+    });
+  });
+
+  it('fails the activity without retry when no such attachment is stored', async () => {
+    const { input } = await storeAttachment(null);
+    const err = await attemptDownload(activities().downloadAttachment, { ...input, position: 7 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as ApplicationFailure).nonRetryable).toBe(true);
+  });
+});
