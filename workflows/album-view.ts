@@ -1,0 +1,148 @@
+// The status bodies of DESIGN.md §3, built from normalized parts. The album workflow fills the parts
+// from its state (status query, notifications); the HTTP layer fills them from PostgreSQL rows
+// (messages + attachments + decisions + albums.state/review_reasons). Same parts, same body.
+
+import { agreedTotal, canonicalReasons, compareChildren, type ChildRecord } from './album-rules.js';
+import type {
+  AlbumKey,
+  AlbumState,
+  AlbumStatus,
+  AttachmentView,
+  ChildView,
+  DecisionView,
+  JsonValue,
+  MediaSummary,
+  MessageKey,
+  ReviewReason,
+} from './types.js';
+
+export interface ViewChild {
+  messageId: string;
+  /** Usable values (non-negative integers) or null. */
+  index: number | null;
+  total: number | null;
+  /** The album object as received; the view shows `index` and `total` from it as they came. */
+  albumMeta: { index?: JsonValue; total?: JsonValue } | null;
+  caption: string | null;
+  /** ISO 8601; any parsable instant is normalized, so PostgreSQL and the workflow print the same. */
+  sentAt: string | null;
+  receivedAt: string;
+  attachments: AttachmentView[];
+}
+
+export interface AlbumViewInput {
+  workflowId: string;
+  key: AlbumKey;
+  /** Distinct children in any order. */
+  children: ViewChild[];
+  decisions: DecisionView[];
+  /** The workflow's review reasons, or `albums.review_reasons`. */
+  reviewReasons: readonly ReviewReason[];
+  /** The workflow ended its late window, or `albums.state = 'closed'`. */
+  closed: boolean;
+}
+
+/** The status body of one standalone (album-less) message, answered by the message workflow's `status` query. */
+export interface MessageWorkflowStatus {
+  workflowId: string;
+  key: MessageKey;
+  state: AlbumState;
+  /** Null until the message reached the workflow. */
+  message: ChildView | null;
+  decisions: DecisionView[];
+  media: MediaSummary;
+}
+
+export interface MessageViewInput {
+  workflowId: string;
+  key: MessageKey;
+  child: ViewChild | null;
+  decisions: DecisionView[];
+  closed: boolean;
+}
+
+export function viewChildOf({ arrival, attachments }: ChildRecord): ViewChild {
+  return {
+    messageId: arrival.messageId,
+    index: arrival.index,
+    total: arrival.total,
+    albumMeta: arrival.albumMeta,
+    caption: arrival.caption,
+    sentAt: arrival.sentAt,
+    receivedAt: arrival.receivedAt,
+    attachments,
+  };
+}
+
+function normalizeInstant(value: string): string {
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? value : new Date(ms).toISOString();
+}
+
+function stateOf(decisions: readonly DecisionView[], closed: boolean): AlbumState {
+  if (closed) return 'closed';
+  return decisions.length > 0 ? 'processed' : 'collecting';
+}
+
+function asReceived(meta: ViewChild['albumMeta'], field: 'index' | 'total', usable: number | null): JsonValue | null {
+  if (meta && field in meta) return meta[field] ?? null;
+  return usable;
+}
+
+export function childView(child: ViewChild): ChildView {
+  return {
+    messageId: child.messageId,
+    index: asReceived(child.albumMeta, 'index', child.index),
+    total: asReceived(child.albumMeta, 'total', child.total),
+    caption: child.caption,
+    sentAt: child.sentAt === null ? null : normalizeInstant(child.sentAt),
+    receivedAt: normalizeInstant(child.receivedAt),
+    attachments: [...child.attachments].sort((a, b) => a.position - b.position),
+  };
+}
+
+function decisionView(decision: DecisionView): DecisionView {
+  return {
+    seq: decision.seq,
+    trigger: decision.trigger,
+    childMessageIds: [...decision.childMessageIds],
+    decidedAt: normalizeInstant(decision.decidedAt),
+  };
+}
+
+export function mediaSummary(attachments: readonly AttachmentView[]): MediaSummary {
+  const summary: MediaSummary = { total: 0, pending: 0, downloaded: 0, failed: 0, expired: 0, unavailable: 0 };
+  for (const attachment of attachments) {
+    summary.total += 1;
+    summary[attachment.status] += 1;
+  }
+  return summary;
+}
+
+export function buildAlbumView(input: AlbumViewInput): AlbumStatus {
+  const expectedTotal = agreedTotal(input.children);
+  const reasons = canonicalReasons(input.reviewReasons);
+  return {
+    workflowId: input.workflowId,
+    key: { ...input.key },
+    state: stateOf(input.decisions, input.closed),
+    expectedTotal,
+    distinctChildren: input.children.length,
+    expectedCountReached: expectedTotal !== null && input.children.length >= expectedTotal,
+    review: { required: reasons.length > 0, reasons },
+    children: [...input.children].sort(compareChildren).map(childView),
+    decisions: [...input.decisions].sort((a, b) => a.seq - b.seq).map(decisionView),
+    media: mediaSummary(input.children.flatMap((child) => child.attachments)),
+  };
+}
+
+export function buildMessageView(input: MessageViewInput): MessageWorkflowStatus {
+  return {
+    workflowId: input.workflowId,
+    key: { ...input.key },
+    state: stateOf(input.decisions, input.closed),
+    message: input.child === null ? null : childView(input.child),
+    decisions: [...input.decisions].sort((a, b) => a.seq - b.seq).map(decisionView),
+    media: mediaSummary(input.child?.attachments ?? []),
+  };
+}
