@@ -113,7 +113,7 @@ CREATE TABLE notifications (
   workflow_id  text        NOT NULL,
   type         text        NOT NULL,
   payload      jsonb       NOT NULL,
-  status       text        NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'recorded')),
+  status       text        NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'recorded', 'failed')),
   attempts     integer     NOT NULL DEFAULT 0,
   last_error   text,
   created_at   timestamptz NOT NULL DEFAULT now(),
