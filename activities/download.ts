@@ -140,7 +140,7 @@ export function mediaPath(mediaDir: string, sha256: string): string {
   return path.join(mediaDir, sha256.slice(0, 2), sha256);
 }
 
-export function mediaTempDir(mediaDir: string): string {
+function mediaTempDir(mediaDir: string): string {
   return path.join(mediaDir, '.tmp');
 }
 
