@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import { searchAttributes } from '../../workflows/definitions.js';
 
 /**
@@ -34,7 +34,7 @@ export async function connectWorker(options: NativeConnectionOptions): Promise<N
   return NativeConnection.connect(options);
 }
 
-const { IndexedValueType } = temporal.api.enums.v1;
+const { IndexedValueType } = proto.temporal.api.enums.v1;
 const indexedType = {
   KEYWORD: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   BOOL: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,

@@ -1,0 +1,121 @@
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../activities/index.js';
+import type { Config } from './config.js';
+import { connectionConfig, createPool, ensureDatabase, type Pool } from './db/pool.js';
+import { migrate } from './db/migrate.js';
+import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.js';
+import { buildApp, type App } from './http/app.js';
+import type { Logger } from './log.js';
+import { connectClient, connectWorker, ensureSearchAttributes, temporalConnectOptions } from './temporal/connection.js';
+import { startDevServer, type DevServer } from './temporal/devserver.js';
+import { createAlbumWorker } from './temporal/worker.js';
+
+export interface Roles {
+  /** HTTP server and outbox dispatcher. */
+  ingress: boolean;
+  /** Temporal worker running the album workflows and activities. */
+  worker: boolean;
+}
+
+export interface Service {
+  urls: { http?: string; temporal: string; temporalUi?: string };
+  /** Stops accepting, drains, and closes everything in reverse order of start. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts albumflow's parts: migrations, the embedded Temporal dev server when TEMPORAL_ADDRESS is
+ * unset, then the worker and/or the ingress (HTTP + dispatcher).
+ */
+export async function startService(config: Config, roles: Roles, logger: Logger): Promise<Service> {
+  const closers: Array<() => Promise<unknown>> = [];
+  const close = async () => {
+    for (const closer of closers.reverse()) {
+      await closer().catch((err: unknown) => logger.error({ err }, 'error while shutting down'));
+    }
+    closers.length = 0;
+  };
+
+  try {
+    const dbConfig = connectionConfig(config.databaseUrl);
+    await ensureDatabase(dbConfig);
+    await migrate(dbConfig, logger);
+
+    let devServer: DevServer | undefined;
+    if (!config.temporal.address) {
+      devServer = await startDevServer({
+        dbFile: path.join(config.dataDir, 'temporal.db'),
+        port: 7233,
+        uiPort: config.temporal.uiPort,
+        log: (message) => logger.info(message),
+      });
+      closers.push(() => devServer!.stop());
+    }
+    const { connectionOptions } = temporalConnectOptions(devServer?.address);
+    const namespace = config.temporal.namespace;
+
+    const client: Client = await connectClient(connectionOptions, namespace);
+    closers.push(() => client.connection.close());
+    if (!devServer) {
+      const missing = await ensureSearchAttributes(client, namespace);
+      if (missing.length > 0) {
+        logger.warn(`search attributes missing on namespace ${namespace} and could not be registered: ${missing.join(', ')}`);
+      }
+    }
+
+    const pool: Pool = createPool(dbConfig, { max: 20 });
+    closers.push(() => pool.end());
+
+    if (roles.worker) {
+      const connection: NativeConnection = await connectWorker(connectionOptions);
+      closers.push(() => connection.close());
+      const worker: Worker = await createAlbumWorker({
+        connection,
+        namespace,
+        taskQueue: config.temporal.taskQueue,
+        activities: createActivities({ pool, config, logger }),
+      });
+      const running = worker.run();
+      running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped'));
+      closers.push(async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running;
+      });
+    }
+
+    let app: App | undefined;
+    if (roles.ingress) {
+      const dispatcher: Dispatcher = createDispatcher({
+        pool,
+        client,
+        taskQueue: config.temporal.taskQueue,
+        timings: config.album,
+        logger,
+      });
+      dispatcher.start();
+      closers.push(() => dispatcher.stop());
+      app = await buildApp({ config, pool, temporal: client, wakeDispatcher: () => dispatcher.wake(), logger });
+      closers.push(() => app!.close());
+      await app.listen({ port: config.port, host: config.host });
+    }
+
+    const address = app?.server.address();
+    return {
+      urls: {
+        ...(address && typeof address === 'object' ? { http: `http://${displayHost(config.host)}:${address.port}` } : {}),
+        temporal: devServer?.address ?? connectionOptions.address ?? '',
+        ...(devServer?.uiUrl ? { temporalUi: devServer.uiUrl } : {}),
+      },
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+function displayHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+}

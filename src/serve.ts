@@ -1,0 +1,35 @@
+import closeWithGrace from 'close-with-grace';
+import { loadConfig, type Config } from './config.js';
+import { createLogger, type Logger } from './log.js';
+import { startService, type Roles, type Service } from './runtime.js';
+
+/**
+ * Runs albumflow with the given roles until SIGINT/SIGTERM, then shuts down gracefully:
+ * HTTP stops accepting, the dispatcher and the worker drain, the dev server stops, exit 0.
+ */
+export async function run(roles: Roles, describe: (service: Service, config: Config) => string): Promise<void> {
+  const config = loadConfig();
+  if (!(roles.ingress && roles.worker) && !config.temporal.address) {
+    throw new Error('TEMPORAL_ADDRESS is required to run the ingress or the worker alone; `npm start` runs both with an embedded dev server');
+  }
+  const logger: Logger = createLogger(config.logLevel);
+  for (const [workspace, secrets] of config.workspaceSecrets) {
+    if (secrets.length === 0) logger.warn(`workspace "${workspace}" has no signing secret: unsigned webhooks are accepted`);
+  }
+  const service = await startService(config, roles, logger);
+  process.stdout.write(describe(service, config));
+  // A Ctrl-C reaches us twice when npm relays the terminal's SIGINT to its child: a repeat within a
+  // second is that echo; a later one means "stop now".
+  let firstSignalAt = 0;
+  const onSecondSignal = (signal: NodeJS.Signals) => {
+    if (Date.now() - firstSignalAt < 1_000) return;
+    logger.error(`second ${signal}: exiting without finishing the shutdown`);
+    process.exit(1);
+  };
+  closeWithGrace({ delay: 30_000, logger, onSecondSignal }, async ({ signal, err }) => {
+    firstSignalAt = Date.now();
+    if (err) logger.error({ err }, 'shutting down after an error');
+    else logger.info(`${signal ?? 'exit'}: shutting down`);
+    await service.close();
+  });
+}
