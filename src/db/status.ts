@@ -1,0 +1,209 @@
+import type { ViewChild } from '../../workflows/album-view.js';
+import type {
+  AlbumKey,
+  AlbumState,
+  AttachmentView,
+  DecisionView,
+  JsonValue,
+  MessageKey,
+  ReviewReason,
+} from '../../workflows/types.js';
+import type { Pool } from './pool.js';
+
+export interface AlbumRow {
+  id: string;
+  workflowId: string;
+  state: AlbumState;
+  reviewReasons: ReviewReason[];
+  firstReceivedAt: string;
+  lastReceivedAt: string;
+}
+
+export interface StoredChild extends ViewChild {
+  lastReceivedAt: string;
+  deliveryCount: number;
+  albumPk: string | null;
+}
+
+const scopeWhere = 'workspace = $1 AND provider = $2 AND account_id = $3 AND conversation_id = $4';
+const scopeParams = (key: AlbumKey | MessageKey) => [key.workspace, key.provider, key.accountId, key.conversationId];
+
+const iso = (value: Date | null): string | null => (value === null ? null : value.toISOString());
+
+export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | null> {
+  const { rows } = await pool.query<{
+    id: string;
+    workflow_id: string;
+    state: AlbumState;
+    review_reasons: ReviewReason[];
+    first_received_at: Date;
+    last_received_at: Date;
+  }>(
+    `SELECT id, workflow_id, state, review_reasons, first_received_at, last_received_at
+       FROM albums WHERE ${scopeWhere} AND album_id = $5`,
+    [...scopeParams(key), key.albumId],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    id: row.id,
+    workflowId: row.workflow_id,
+    state: row.state,
+    reviewReasons: row.review_reasons,
+    firstReceivedAt: row.first_received_at.toISOString(),
+    lastReceivedAt: row.last_received_at.toISOString(),
+  };
+}
+
+interface ChildRow {
+  message_id: string;
+  album_pk: string | null;
+  album_index: number | null;
+  album_total: number | null;
+  album_meta: { index?: JsonValue; total?: JsonValue } | null;
+  caption: string | null;
+  sent_at: Date | null;
+  first_received_at: Date;
+  last_received_at: Date;
+  delivery_count: number;
+  attachments: Array<{
+    position: number;
+    status: AttachmentView['status'];
+    content_type: string | null;
+    bytes: string | number | null;
+    sha256: string | null;
+    error: string | null;
+  }>;
+}
+
+const childColumns = `
+  m.message_id, m.album_pk, m.album_index, m.album_total, m.album_meta, m.caption, m.sent_at,
+  m.first_received_at, m.last_received_at, m.delivery_count,
+  COALESCE((SELECT json_agg(json_build_object(
+             'position', a.position, 'status', a.status, 'content_type', a.content_type,
+             'bytes', a.bytes, 'sha256', a.sha256, 'error', a.error) ORDER BY a.position)
+            FROM attachments a WHERE a.message_pk = m.id), '[]') AS attachments`;
+
+function toChild(row: ChildRow): StoredChild {
+  return {
+    messageId: row.message_id,
+    index: row.album_index,
+    total: row.album_total,
+    albumMeta: row.album_meta,
+    caption: row.caption,
+    sentAt: iso(row.sent_at),
+    receivedAt: row.first_received_at.toISOString(),
+    lastReceivedAt: row.last_received_at.toISOString(),
+    deliveryCount: row.delivery_count,
+    albumPk: row.album_pk,
+    attachments: row.attachments.map((a) => ({
+      position: a.position,
+      status: a.status,
+      contentType: a.content_type,
+      bytes: a.bytes === null ? null : Number(a.bytes),
+      sha256: a.sha256,
+      error: a.error,
+    })),
+  };
+}
+
+export async function albumChildren(pool: Pool, albumPk: string): Promise<StoredChild[]> {
+  const { rows } = await pool.query<ChildRow>(`SELECT ${childColumns} FROM messages m WHERE m.album_pk = $1`, [albumPk]);
+  return rows.map(toChild);
+}
+
+export async function findMessage(pool: Pool, key: MessageKey): Promise<(StoredChild & { albumId: string | null }) | null> {
+  const { rows } = await pool.query<ChildRow & { album_id: string | null }>(
+    `SELECT ${childColumns}, al.album_id
+       FROM messages m LEFT JOIN albums al ON al.id = m.album_pk
+      WHERE m.${scopeWhere.replaceAll(' AND ', ' AND m.')} AND m.message_id = $5`,
+    [...scopeParams(key), key.messageId],
+  );
+  const row = rows[0];
+  return row ? { ...toChild(row), albumId: row.album_id } : null;
+}
+
+/** Decisions of one workflow, optionally only those that included one message. */
+export async function decisionsOf(pool: Pool, workflowId: string, messageId?: string): Promise<DecisionView[]> {
+  const { rows } = await pool.query<{ seq: number; trigger: DecisionView['trigger']; child_message_ids: string[]; decided_at: Date }>(
+    `SELECT seq, trigger, child_message_ids, decided_at FROM decisions
+      WHERE workflow_id = $1 AND ($2::text IS NULL OR $2 = ANY (child_message_ids))
+      ORDER BY seq`,
+    [workflowId, messageId ?? null],
+  );
+  return rows.map((row) => ({
+    seq: row.seq,
+    trigger: row.trigger,
+    childMessageIds: row.child_message_ids,
+    decidedAt: row.decided_at.toISOString(),
+  }));
+}
+
+export interface AlbumListFilter {
+  workspace: string;
+  state?: AlbumState;
+  review?: boolean;
+  provider?: string;
+  conversationId?: string;
+  limit: number;
+  /** Continue after this album row id (newest first). */
+  afterId?: string;
+}
+
+export interface AlbumListRow extends AlbumRow {
+  key: AlbumKey;
+  distinctChildren: number;
+}
+
+export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<AlbumListRow[]> {
+  const { rows } = await pool.query<{
+    id: string;
+    workflow_id: string;
+    workspace: string;
+    provider: string;
+    account_id: string;
+    conversation_id: string;
+    album_id: string;
+    state: AlbumState;
+    review_reasons: ReviewReason[];
+    first_received_at: Date;
+    last_received_at: Date;
+    distinct_children: number;
+  }>(
+    `SELECT a.*, (SELECT count(*)::int FROM messages m WHERE m.album_pk = a.id) AS distinct_children
+       FROM albums a
+      WHERE a.workspace = $1
+        AND ($2::text IS NULL OR a.state = $2)
+        AND ($3::boolean IS NULL OR (cardinality(a.review_reasons) > 0) = $3)
+        AND ($4::text IS NULL OR a.provider = $4)
+        AND ($5::text IS NULL OR a.conversation_id = $5)
+        AND ($6::bigint IS NULL OR a.id < $6)
+      ORDER BY a.id DESC
+      LIMIT $7`,
+    [
+      filter.workspace,
+      filter.state ?? null,
+      filter.review ?? null,
+      filter.provider ?? null,
+      filter.conversationId ?? null,
+      filter.afterId ?? null,
+      filter.limit,
+    ],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    workflowId: row.workflow_id,
+    key: {
+      workspace: row.workspace,
+      provider: row.provider,
+      accountId: row.account_id,
+      conversationId: row.conversation_id,
+      albumId: row.album_id,
+    },
+    state: row.state,
+    reviewReasons: row.review_reasons,
+    firstReceivedAt: row.first_received_at.toISOString(),
+    lastReceivedAt: row.last_received_at.toISOString(),
+    distinctChildren: row.distinct_children,
+  }));
+}

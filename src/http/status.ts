@@ -1,0 +1,169 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Client } from '@temporalio/client';
+import { Type } from 'typebox';
+import { buildAlbumView } from '../../workflows/album-view.js';
+import { statusQuery } from '../../workflows/definitions.js';
+import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
+import type { AlbumKey, AlbumStatus, MessageKey } from '../../workflows/types.js';
+import { albumChildren, decisionsOf, findAlbum, findMessage, listAlbums } from '../db/status.js';
+import type { Pool } from '../db/pool.js';
+import { HttpError } from './errors.js';
+import { AlbumListSchema, AlbumStatusSchema, ErrorBody, MessageStatusSchema } from './schemas.js';
+import type { AlbumListBody, MessageStatus } from './status-body.js';
+
+export interface StatusOptions {
+  pool: Pool;
+  temporal: Client;
+}
+
+const Segment = Type.String({ minLength: 1, maxLength: 512, description: 'URL-encoded' });
+const ScopeParams = {
+  workspace: Segment,
+  provider: Segment,
+  account: Segment,
+  conversation: Segment,
+};
+
+/** Where an album body came from, in the `x-albumflow-source` response header. */
+export type StatusSource = 'workflow' | 'database';
+
+function encodeCursor(id: string): string {
+  return Buffer.from(`album:${id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  const match = /^album:(\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  if (!match) throw new HttpError(400, 'invalid_cursor', 'cursor is not one this API returned');
+  return match[1]!;
+}
+
+/**
+ * Album, message and album-list status. While an album's workflow runs, its body is the workflow's
+ * `status` query; otherwise it is built from PostgreSQL with the same view builder.
+ */
+export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app, { pool, temporal }) => {
+  async function queryRunningWorkflow(workflowId: string): Promise<AlbumStatus | null> {
+    try {
+      return await temporal.connection.withDeadline(Date.now() + 5_000, async () => {
+        const handle = temporal.workflow.getHandle(workflowId);
+        const description = await handle.describe();
+        if (description.status.name !== 'RUNNING') return null;
+        return handle.query(statusQuery);
+      });
+    } catch (err) {
+      app.log.warn({ err, workflowId }, 'album status query failed; answering from PostgreSQL');
+      return null;
+    }
+  }
+
+  app.get(
+    '/workspaces/:workspace/albums/:provider/:account/:conversation/:album',
+    {
+      schema: {
+        summary: 'Status of one album',
+        tags: ['status'],
+        params: Type.Object({ ...ScopeParams, album: Segment }),
+        response: { 200: AlbumStatusSchema, 400: ErrorBody, 404: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const p = request.params;
+      const key: AlbumKey = { workspace: p.workspace, provider: p.provider, accountId: p.account, conversationId: p.conversation, albumId: p.album };
+      const album = await findAlbum(pool, key);
+      if (!album) throw new HttpError(404, 'album_not_found', `no child of album ${albumWorkflowId(key)} was ever stored`);
+      const live = await queryRunningWorkflow(album.workflowId);
+      void reply.header('x-albumflow-source', (live ? 'workflow' : 'database') satisfies StatusSource);
+      if (live) return live;
+      const [children, decisions] = await Promise.all([albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);
+      return buildAlbumView({
+        workflowId: album.workflowId,
+        key,
+        children,
+        decisions,
+        reviewReasons: album.reviewReasons,
+        closed: album.state === 'closed',
+      });
+    },
+  );
+
+  app.get(
+    '/workspaces/:workspace/messages/:provider/:account/:conversation/:message',
+    {
+      schema: {
+        summary: 'Status of one child message',
+        tags: ['status'],
+        params: Type.Object({ ...ScopeParams, message: Segment }),
+        response: { 200: MessageStatusSchema, 400: ErrorBody, 404: ErrorBody },
+      },
+    },
+    async (request): Promise<MessageStatus> => {
+      const p = request.params;
+      const key: MessageKey = { workspace: p.workspace, provider: p.provider, accountId: p.account, conversationId: p.conversation, messageId: p.message };
+      const message = await findMessage(pool, key);
+      if (!message) throw new HttpError(404, 'message_not_found', `message ${messageWorkflowId(key)} was never stored`);
+      const { messageId, ...scope } = key;
+      const albumKey: AlbumKey | null = message.albumId === null ? null : { ...scope, albumId: message.albumId };
+      const workflowId = albumKey ? albumWorkflowId(albumKey) : messageWorkflowId(key);
+      const decisions = await decisionsOf(pool, workflowId, albumKey ? messageId : undefined);
+      return {
+        workflowId,
+        key,
+        albumKey,
+        index: message.albumMeta?.index ?? message.index,
+        total: message.albumMeta?.total ?? message.total,
+        caption: message.caption,
+        sentAt: message.sentAt,
+        receivedAt: message.receivedAt,
+        lastReceivedAt: message.lastReceivedAt,
+        deliveryCount: message.deliveryCount,
+        attachments: message.attachments,
+        decisions,
+      };
+    },
+  );
+
+  app.get(
+    '/workspaces/:workspace/albums',
+    {
+      schema: {
+        summary: 'Albums of a workspace, newest first',
+        tags: ['status'],
+        params: Type.Object({ workspace: Segment }),
+        querystring: Type.Object({
+          review: Type.Optional(Type.Boolean({ description: 'only albums that need review (true) or not (false)' })),
+          state: Type.Optional(Type.Enum(['collecting', 'processed', 'closed'])),
+          provider: Type.Optional(Segment),
+          conversation: Type.Optional(Segment),
+          limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
+          cursor: Type.Optional(Type.String({ maxLength: 64 })),
+        }),
+        response: { 200: AlbumListSchema, 400: ErrorBody },
+      },
+    },
+    async (request): Promise<AlbumListBody> => {
+      const q = request.query;
+      const rows = await listAlbums(pool, {
+        workspace: request.params.workspace,
+        ...(q.state !== undefined ? { state: q.state } : {}),
+        ...(q.review !== undefined ? { review: q.review } : {}),
+        ...(q.provider !== undefined ? { provider: q.provider } : {}),
+        ...(q.conversation !== undefined ? { conversationId: q.conversation } : {}),
+        ...(q.cursor !== undefined ? { afterId: decodeCursor(q.cursor) } : {}),
+        limit: q.limit + 1,
+      });
+      const page = rows.slice(0, q.limit);
+      return {
+        items: page.map((row) => ({
+          workflowId: row.workflowId,
+          key: row.key,
+          state: row.state,
+          review: { required: row.reviewReasons.length > 0, reasons: row.reviewReasons },
+          distinctChildren: row.distinctChildren,
+          firstReceivedAt: row.firstReceivedAt,
+          lastReceivedAt: row.lastReceivedAt,
+        })),
+        nextCursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!.id) : null,
+      };
+    },
+  );
+};
