@@ -87,12 +87,14 @@ CREATE TABLE quarantine (
 );
 
 -- Children committed but not yet handed to Temporal. Rows are deleted once Temporal accepted the signal.
+-- A row whose workflow refused the signal waits until available_at (per-row backoff).
 CREATE TABLE outbox (
-  id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  message_pk bigint      NOT NULL REFERENCES messages (id),
-  created_at timestamptz NOT NULL DEFAULT now(),
-  attempts   integer     NOT NULL DEFAULT 0,
-  last_error text
+  id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  message_pk   bigint      NOT NULL REFERENCES messages (id),
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  available_at timestamptz NOT NULL DEFAULT now(),
+  attempts     integer     NOT NULL DEFAULT 0,
+  last_error   text
 );
 
 -- Every decision an album (or standalone message) workflow took, with the exact children it included.

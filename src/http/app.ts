@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import { registry } from '../metrics.js';
 import { handleError } from './errors.js';
 import { healthRoutes } from './health.js';
+import { webhookRoutes } from './webhook.js';
 
 export interface AppDeps {
   config: Config;
@@ -43,6 +44,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   await app.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal });
+  await app.register(webhookRoutes, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
     reply.type(registry.contentType).send(await registry.metrics()),
   );

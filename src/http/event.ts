@@ -1,0 +1,197 @@
+import crypto from 'node:crypto';
+import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
+import type { AlbumKey, JsonValue, MessageKey } from '../../workflows/types.js';
+
+/** The UnifyPort event type that carries one child message; every other type is recorded and ignored. */
+export const childEventType = 'message.received';
+
+/** Temporal's default limit on workflow id length; it also keeps the unique indexes within PostgreSQL's row limit. */
+export const maxWorkflowIdLength = 1000;
+export const maxEventIdLength = 512;
+const maxInt32 = 2_147_483_647;
+
+type JsonObject = { [key: string]: JsonValue };
+
+export interface AttachmentInput {
+  position: number;
+  kind: string | null;
+  url: string | null;
+  mimeType: string | null;
+  declaredSize: number | null;
+  fileName: string | null;
+}
+
+export interface AlbumMetadata {
+  /** The album object exactly as received. */
+  raw: JsonObject;
+  /** Usable values: an integer ≥ 0 for the index, ≥ 1 for the total; null when absent or unusable. */
+  index: number | null;
+  total: number | null;
+  /** `index` or `total` was present but wrong-typed, negative, fractional or out of range. */
+  metadataInvalid: boolean;
+}
+
+export interface ChildMessage {
+  key: MessageKey;
+  /** Null for a standalone message (no `album` or no usable `album.id`). */
+  albumKey: AlbumKey | null;
+  album: AlbumMetadata | null;
+  caption: string | null;
+  /** ISO 8601, or null when `sent_at` is absent or not a valid ISO 8601 timestamp. */
+  sentAt: string | null;
+  attachments: AttachmentInput[];
+}
+
+export type RejectionCode = 'invalid_json' | 'invalid_event' | 'missing_identity' | 'invalid_identity';
+
+export type ParsedEvent =
+  | { kind: 'child'; eventId: string; type: string; child: ChildMessage }
+  | { kind: 'ignored'; eventId: string; type: string }
+  | { kind: 'rejected'; code: RejectionCode; message: string };
+
+/** Parses and validates a verified UnifyPort body, deriving the scoped identities of DESIGN.md §2. */
+export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
+  let event: unknown;
+  try {
+    event = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    return reject('invalid_json', `body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!isObject(event)) return reject('invalid_event', 'the event must be a JSON object');
+  if (typeof event.type !== 'string' || event.type === '') return reject('invalid_event', 'the event has no "type"');
+
+  const eventId = deriveEventId(event.id, body);
+  if (eventId === null) {
+    return reject('invalid_event', `"id" must be a non-empty string or integer of at most ${maxEventIdLength} characters`);
+  }
+  if (event.type !== childEventType) return { kind: 'ignored', eventId, type: event.type };
+
+  const data = isObject(event.data) ? event.data : {};
+  const conversation = isObject(data.conversation) ? data.conversation : {};
+  const message = isObject(data.message) ? data.message : {};
+
+  const identity = resolveIdentity({
+    provider: event.provider,
+    account_id: event.account_id,
+    'data.conversation.id': conversation.id,
+    'data.message.id': message.id,
+  });
+  if (identity.missing.length > 0) return reject('missing_identity', `missing child identity: ${identity.missing.join(', ')}`);
+  if (identity.invalid.length > 0) {
+    return reject('invalid_identity', `must be a non-empty string or a safe integer: ${identity.invalid.join(', ')}`);
+  }
+  const [provider, accountId, conversationId, messageId] = identity.values as [string, string, string, string];
+  const key: MessageKey = { workspace, provider, accountId, conversationId, messageId };
+  const albumObject = isObject(message.album) ? message.album : null;
+  const albumIdPart = albumObject ? identityPart(albumObject.id) : null;
+  const albumKey: AlbumKey | null =
+    albumIdPart && 'value' in albumIdPart ? { workspace, provider, accountId, conversationId, albumId: albumIdPart.value } : null;
+
+  if (messageWorkflowId(key).length > maxWorkflowIdLength || (albumKey && albumWorkflowId(albumKey).length > maxWorkflowIdLength)) {
+    return reject('invalid_identity', `the child or album identity is longer than ${maxWorkflowIdLength} characters once encoded`);
+  }
+
+  return {
+    kind: 'child',
+    eventId,
+    type: event.type,
+    child: {
+      key,
+      albumKey,
+      album: albumObject && albumKey ? albumMetadata(albumObject) : null,
+      caption: caption(message),
+      sentAt: isoTimestamp(message.sent_at),
+      attachments: Array.isArray(message.attachments) ? message.attachments.map(attachment) : [],
+    },
+  };
+}
+
+function reject(code: RejectionCode, message: string): ParsedEvent {
+  return { kind: 'rejected', code, message };
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+type IdentityPart = { value: string } | { problem: 'missing' | 'invalid' };
+
+function identityPart(value: unknown): IdentityPart {
+  if (value === undefined || value === null || value === '') return { problem: 'missing' };
+  if (typeof value === 'string') return { value };
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return { value: String(value) };
+  return { problem: 'invalid' };
+}
+
+function resolveIdentity(fields: Record<string, unknown>): { values: string[]; missing: string[]; invalid: string[] } {
+  const resolved = { values: [] as string[], missing: [] as string[], invalid: [] as string[] };
+  for (const [name, value] of Object.entries(fields)) {
+    const part = identityPart(value);
+    if ('value' in part) resolved.values.push(part.value);
+    else resolved[part.problem].push(name);
+  }
+  return resolved;
+}
+
+/** The event's own id, or `sha256:<hex of the raw body>` when it has none; null when the id is unusable. */
+function deriveEventId(id: unknown, body: Buffer): string | null {
+  if (id === undefined || id === null) return `sha256:${crypto.createHash('sha256').update(body).digest('hex')}`;
+  const part = identityPart(id);
+  return 'value' in part && part.value.length <= maxEventIdLength ? part.value : null;
+}
+
+function albumMetadata(album: JsonObject): AlbumMetadata {
+  const index = usableInteger(album.index, 0);
+  const total = usableInteger(album.total, 1);
+  return { raw: album, index: index.value, total: total.value, metadataInvalid: index.invalid || total.invalid };
+}
+
+function usableInteger(value: unknown, minimum: number): { value: number | null; invalid: boolean } {
+  if (value === undefined || value === null) return { value: null, invalid: false };
+  if (typeof value === 'number' && Number.isInteger(value) && value >= minimum && value <= maxInt32) {
+    return { value, invalid: false };
+  }
+  return { value: null, invalid: true };
+}
+
+function caption(message: JsonObject): string | null {
+  for (const candidate of [message.text, message.caption]) {
+    if (typeof candidate === 'string' && candidate !== '') return candidate;
+  }
+  return null;
+}
+
+const isoPattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
+
+/** A valid ISO 8601 date-time with an offset, normalised to UTC; anything else (2026-02-30, 24:00) is null. */
+export function isoTimestamp(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const match = isoPattern.exec(value);
+  const millis = Date.parse(value);
+  if (!match || !Number.isFinite(millis)) return null;
+  const [year, month, day, hour, minute] = match.slice(1, 6).map(Number) as [number, number, number, number, number];
+  const wallClock = new Date(Date.UTC(year, month - 1, day, hour, minute));
+  const rolledOver =
+    wallClock.getUTCFullYear() !== year ||
+    wallClock.getUTCMonth() !== month - 1 ||
+    wallClock.getUTCDate() !== day ||
+    wallClock.getUTCHours() !== hour ||
+    wallClock.getUTCMinutes() !== minute;
+  return rolledOver ? null : new Date(millis).toISOString();
+}
+
+function attachment(value: unknown, position: number): AttachmentInput {
+  const item = isObject(value) ? value : {};
+  return {
+    position,
+    kind: nonEmptyString(item.type),
+    url: nonEmptyString(item.url),
+    mimeType: nonEmptyString(item.mime_type),
+    declaredSize: typeof item.size === 'number' && Number.isSafeInteger(item.size) && item.size >= 0 ? item.size : null,
+    fileName: nonEmptyString(item.file_name),
+  };
+}
+
+function nonEmptyString(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null;
+}

@@ -1,0 +1,175 @@
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Config } from '../config.js';
+import { ingestChild, isDataException, quarantine, recordEvent } from '../db/ingest.js';
+import { isUnavailable, type Pool } from '../db/pool.js';
+import { signatureFailuresTotal, webhooksTotal } from '../metrics.js';
+import { verifySignature, type VerifyFailure } from '../signature.js';
+import { HttpError } from './errors.js';
+import { parseEvent } from './event.js';
+
+export interface WebhookOptions {
+  config: Config;
+  pool: Pool;
+  /** Called after a child commits so the outbox is drained at once. */
+  wakeDispatcher: () => void;
+}
+
+export const timestampHeader = 'x-unifyport-timestamp';
+export const signatureHeaderName = 'x-unifyport-signature';
+
+const ErrorBody = Type.Object(
+  { error: Type.Object({ code: Type.String(), message: Type.String() }) },
+  { description: 'Why the request was refused' },
+);
+
+const Accepted = Type.Object(
+  {
+    status: Type.Literal('accepted'),
+    duplicate: Type.Boolean({ description: 'The child was already stored (a redelivery)' }),
+    childKey: Type.String({ description: '<ws>:<provider>:<account>:<conversation>:<message>, each part URL-encoded' }),
+    albumKey: Type.Union([Type.String(), Type.Null()], { description: 'null for a standalone message' }),
+  },
+  { description: 'The child is committed (new or redelivered)' },
+);
+
+const Ignored = Type.Object({ status: Type.Literal('ignored') }, { description: 'A verified event of another type; recorded' });
+
+const signatureFailures: Record<VerifyFailure, { code: string; message: (toleranceS: number) => string }> = {
+  missing_headers: {
+    code: 'missing_signature',
+    message: () => `the ${timestampHeader} and ${signatureHeaderName} headers are required`,
+  },
+  malformed_timestamp: { code: 'invalid_timestamp', message: () => `${timestampHeader} must be unix seconds` },
+  stale_timestamp: { code: 'stale_timestamp', message: (s) => `${timestampHeader} is more than ${s} s in the past` },
+  future_timestamp: { code: 'future_timestamp', message: (s) => `${timestampHeader} is more than ${s} s in the future` },
+  no_valid_signature: { code: 'invalid_signature', message: () => `no v1= entry of ${signatureHeaderName} matches the body` },
+};
+
+const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 'unsupported_media_type' };
+
+/**
+ * `POST /webhooks/unifyport/:workspace`: verifies the raw body, stores the child in one transaction
+ * and answers 202 only after the commit. The raw-body parser is registered here only.
+ */
+export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app, { config, pool, wakeDispatcher }, done) => {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+  const outcomes = new WeakMap<FastifyRequest, string>();
+  function refuse(request: FastifyRequest, status: number, code: string, message: string, headers?: Record<string, string>) {
+    outcomes.set(request, code);
+    return new HttpError(status, code, message, headers);
+  }
+  function storageFailure(request: FastifyRequest, err: unknown): unknown {
+    if (!isUnavailable(err)) return err;
+    return refuse(request, 503, 'database_unavailable', 'the database is unavailable; retry later', { 'retry-after': '5' });
+  }
+
+  app.addHook('onResponse', async (request, reply) => {
+    const status = reply.statusCode;
+    const outcome = outcomes.get(request) ?? frameworkOutcomes[status] ?? (status >= 500 ? 'error' : 'rejected');
+    webhooksTotal.inc({ status: String(status), outcome });
+  });
+
+  app.post(
+    '/webhooks/unifyport/:workspace',
+    {
+      schema: {
+        summary: 'Receive a UnifyPort event',
+        description:
+          'Body: the UnifyPort event as `application/json`, at most MAX_BODY_BYTES. When the workspace has signing ' +
+          `secrets, \`${signatureHeaderName}: v1=<hex>\` with hex = HMAC-SHA256(secret, "<timestamp>.<raw body>") ` +
+          `and \`${timestampHeader}\` (unix seconds) are required. 202 means the child is committed.`,
+        tags: ['ingress'],
+        params: Type.Object({ workspace: Type.String({ description: 'A workspace configured in WORKSPACE_SECRETS' }) }),
+        headers: Type.Object({
+          [timestampHeader]: Type.Optional(Type.String({ description: 'Unix seconds' })),
+          [signatureHeaderName]: Type.Optional(Type.String({ description: 'One or more v1=<hex> entries' })),
+        }),
+        response: {
+          202: Type.Union([Accepted, Ignored]),
+          400: ErrorBody,
+          401: ErrorBody,
+          404: ErrorBody,
+          413: ErrorBody,
+          415: ErrorBody,
+          500: ErrorBody,
+          503: ErrorBody,
+        },
+      },
+      onRequest: (request, _reply, next) => {
+        const { workspace } = request.params;
+        if (config.workspaceSecrets.has(workspace)) return next();
+        next(refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`));
+      },
+    },
+    async (request, reply) => {
+      const { workspace } = request.params;
+      if (!Buffer.isBuffer(request.body)) {
+        throw refuse(request, 415, 'unsupported_media_type', 'the body must be application/json');
+      }
+      const body = request.body;
+
+      const secrets = config.workspaceSecrets.get(workspace) ?? [];
+      if (secrets.length > 0) {
+        const verdict = verifySignature({
+          secrets,
+          timestamp: headerValue(request, timestampHeader),
+          signature: headerValue(request, signatureHeaderName),
+          body,
+          toleranceS: config.signatureToleranceS,
+        });
+        if (!verdict.ok) {
+          signatureFailuresTotal.inc({ reason: verdict.reason });
+          const failure = signatureFailures[verdict.reason];
+          throw refuse(request, 401, failure.code, failure.message(config.signatureToleranceS));
+        }
+      }
+
+      const keepInQuarantine = async (code: string, message: string): Promise<never> => {
+        try {
+          await quarantine(pool, { workspace, reason: code, detail: message, raw: body });
+        } catch (err) {
+          throw storageFailure(request, err);
+        }
+        request.log.warn({ workspace, reason: code }, 'event quarantined');
+        throw refuse(request, 400, code, message);
+      };
+
+      const event = parseEvent(workspace, body);
+      if (event.kind === 'rejected') return keepInQuarantine(event.code, event.message);
+
+      const raw = body.toString('utf8');
+      if (event.kind === 'ignored') {
+        try {
+          await recordEvent(pool, { workspace, eventId: event.eventId, type: event.type, raw });
+        } catch (err) {
+          if (isDataException(err)) return keepInQuarantine('unstorable_event', (err as Error).message);
+          throw storageFailure(request, err);
+        }
+        outcomes.set(request, 'ignored');
+        return reply.code(202).send({ status: 'ignored' as const });
+      }
+
+      let stored;
+      try {
+        stored = await ingestChild(pool, { eventId: event.eventId, type: event.type, raw, child: event.child });
+      } catch (err) {
+        if (isDataException(err)) return keepInQuarantine('unstorable_event', (err as Error).message);
+        throw storageFailure(request, err);
+      }
+      wakeDispatcher();
+      outcomes.set(request, stored.duplicate ? 'duplicate' : 'accepted');
+      request.log.debug({ childKey: stored.childKey, albumKey: stored.albumKey, duplicate: stored.duplicate }, 'child stored');
+      return reply.code(202).send({ status: 'accepted' as const, ...stored });
+    },
+  );
+  done();
+};
+
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
+}
