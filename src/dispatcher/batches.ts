@@ -1,0 +1,79 @@
+import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
+import { workflowTypes } from '../../workflows/definitions.js';
+import type {
+  AlbumTimings,
+  AlbumWorkflowInput,
+  ChildArrival,
+  ConversationScope,
+  MessageWorkflowInput,
+} from '../../workflows/types.js';
+import type { OutboxRow, StoredChild } from '../db/outbox.js';
+
+/** Bounds the payload of one signal; an album with more pending children gets several signals. */
+export const maxChildrenPerSignal = 200;
+
+export type SignalTarget =
+  | { workflowType: typeof workflowTypes.album; workflowId: string; input: AlbumWorkflowInput }
+  | { workflowType: typeof workflowTypes.message; workflowId: string; input: MessageWorkflowInput };
+
+/** One signalWithStart: distinct children of one workflow, and every outbox row it settles. */
+export interface SignalBatch {
+  target: SignalTarget;
+  scope: ConversationScope;
+  children: ChildArrival[];
+  outboxIds: string[];
+}
+
+/**
+ * Groups claimed outbox rows by workflow (album children → `album:` workflow, standalone → `message:`),
+ * one child per message however many rows it has, in order of each workflow's oldest row.
+ */
+export function planSignals(
+  rows: OutboxRow[],
+  children: StoredChild[],
+  timings: AlbumTimings,
+  maxChildren = maxChildrenPerSignal,
+): SignalBatch[] {
+  const childByPk = new Map(children.map((child) => [child.messagePk, child]));
+  const groups = new Map<string, { target: SignalTarget; scope: ConversationScope; members: Map<string, string[]> }>();
+  for (const row of rows) {
+    const child = childByPk.get(row.messagePk);
+    if (!child) throw new Error(`outbox row ${row.id} refers to message ${row.messagePk}, which was not loaded`);
+    const target = targetOf(child, timings);
+    let group = groups.get(target.workflowId);
+    if (!group) {
+      group = { target, scope: scopeOf(child), members: new Map() };
+      groups.set(target.workflowId, group);
+    }
+    const outboxIds = group.members.get(child.messagePk) ?? [];
+    outboxIds.push(row.id);
+    group.members.set(child.messagePk, outboxIds);
+  }
+
+  const batches: SignalBatch[] = [];
+  for (const { target, scope, members } of groups.values()) {
+    const entries = [...members];
+    for (let start = 0; start < entries.length; start += maxChildren) {
+      const chunk = entries.slice(start, start + maxChildren);
+      batches.push({
+        target,
+        scope,
+        children: chunk.map(([messagePk]) => childByPk.get(messagePk)!.arrival),
+        outboxIds: chunk.flatMap(([, ids]) => ids),
+      });
+    }
+  }
+  return batches;
+}
+
+function scopeOf({ key }: StoredChild): ConversationScope {
+  return { workspace: key.workspace, provider: key.provider, accountId: key.accountId, conversationId: key.conversationId };
+}
+
+function targetOf(child: StoredChild, timings: AlbumTimings): SignalTarget {
+  if (child.albumId === null) {
+    return { workflowType: workflowTypes.message, workflowId: messageWorkflowId(child.key), input: { key: child.key, timings } };
+  }
+  const key = { ...scopeOf(child), albumId: child.albumId };
+  return { workflowType: workflowTypes.album, workflowId: albumWorkflowId(key), input: { key, timings } };
+}

@@ -1,0 +1,254 @@
+import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
+import { childrenSignal, searchAttributes } from '../../workflows/definitions.js';
+import type { AlbumTimings } from '../../workflows/types.js';
+import { listen, type Listener } from '../db/listen.js';
+import {
+  claimOutbox,
+  deleteOutboxRows,
+  loadChildren,
+  outboxChannel,
+  outboxStats,
+  recordOutboxFailure,
+} from '../db/outbox.js';
+import type { Pool, PoolClient } from '../db/pool.js';
+import { withTransaction } from '../db/transaction.js';
+import type { Logger } from '../log.js';
+import {
+  childrenPerSignal,
+  childrenSignalledTotal,
+  outboxDepth,
+  outboxOldestAgeSeconds,
+  signalFailuresTotal,
+  signalsSentTotal,
+} from '../metrics.js';
+import { planSignals, type SignalBatch } from './batches.js';
+
+export interface DispatcherOptions {
+  pool: Pool;
+  client: Client;
+  taskQueue: string;
+  timings: AlbumTimings;
+  logger: Logger;
+  /** Outbox rows claimed per transaction. */
+  batchSize?: number;
+  /** Period of the sweep that catches what no notification announced. */
+  sweepIntervalMs?: number;
+  /** Cap of the backoff while Temporal (or PostgreSQL) is unreachable, and of a refused row's retry delay. */
+  maxBackoffMs?: number;
+  /** Deadline of one signalWithStart call, retries included. */
+  signalTimeoutMs?: number;
+  /** signalWithStart calls in flight at once. */
+  concurrency?: number;
+  /** Dispatch only children of workspaces whose name starts with this (sharding by tenant; tests). */
+  workspacePrefix?: string;
+}
+
+/** Its functions do not depend on `this`: `wakeDispatcher: dispatcher.wake` is fine. */
+export interface Dispatcher {
+  /** Starts listening for commits and sweeping; runs a first pass at once. */
+  start: () => void;
+  /** Asks for a pass now (after a commit in this process); coalesced with the pass in flight. */
+  wake: () => void;
+  /** Finishes the pass in flight, then stops the timer and the listener. */
+  stop: () => Promise<void>;
+  /** Runs one pass (after the one in flight, if any) and resolves with the number of outbox rows delivered. */
+  drainOnce: () => Promise<number>;
+}
+
+interface BatchOutcome {
+  claimed: number;
+  delivered: number;
+  temporalUnavailable: boolean;
+}
+
+const grpcStatus = { DEADLINE_EXCEEDED: 4, RESOURCE_EXHAUSTED: 8, UNAVAILABLE: 14 } as const;
+const unavailableCodes: ReadonlySet<number> = new Set(Object.values(grpcStatus));
+
+/** The call failed because Temporal did not answer, not because it refused this workflow's signal. */
+export function isTemporalUnavailable(err: unknown): boolean {
+  const cause = err instanceof ServiceError ? err.cause : err;
+  return isGrpcServiceError(cause) && unavailableCodes.has(cause.code);
+}
+
+/**
+ * Drains the outbox into Temporal: each pass locks due rows (SKIP LOCKED, so several processes share
+ * the work), sends one signalWithStart per workflow with all its pending children, and deletes the rows
+ * Temporal accepted, in the transaction that holds their locks.
+ */
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const { pool, client, taskQueue, timings } = options;
+  const log = options.logger.child({ component: 'dispatcher' });
+  const batchSize = options.batchSize ?? 500;
+  const sweepIntervalMs = options.sweepIntervalMs ?? 1_000;
+  const maxBackoffMs = options.maxBackoffMs ?? 30_000;
+  const signalTimeoutMs = options.signalTimeoutMs ?? 10_000;
+  const concurrency = options.concurrency ?? 8;
+
+  let started = false;
+  let stopped = false;
+  let backoffMs = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let listener: Listener | undefined;
+  let inFlight: Promise<number> | undefined;
+  let queued: Promise<number> | undefined;
+
+  function requestPass(): Promise<number> {
+    if (queued) return queued;
+    if (!inFlight) return startPass();
+    queued = inFlight.then(() => {
+      queued = undefined;
+      return startPass();
+    });
+    return queued;
+  }
+
+  function startPass(): Promise<number> {
+    if (stopped) return Promise.resolve(0);
+    clearTimeout(timer);
+    const pass = runPass().finally(() => {
+      inFlight = undefined;
+      armTimer();
+    });
+    inFlight = pass;
+    return pass;
+  }
+
+  function armTimer() {
+    clearTimeout(timer);
+    if (!started || stopped) return;
+    timer = setTimeout(() => void requestPass(), backoffMs || sweepIntervalMs);
+  }
+
+  function backOff() {
+    backoffMs = backoffMs === 0 ? sweepIntervalMs : Math.min(maxBackoffMs, backoffMs * 2);
+  }
+
+  async function runPass(): Promise<number> {
+    let delivered = 0;
+    try {
+      for (;;) {
+        const outcome = await drainBatch();
+        delivered += outcome.delivered;
+        if (outcome.temporalUnavailable) {
+          backOff();
+          log.warn({ retryInMs: backoffMs }, 'Temporal is unreachable; children stay in the outbox');
+          break;
+        }
+        if (backoffMs > 0) log.info('outbox dispatch recovered');
+        backoffMs = 0;
+        if (outcome.claimed < batchSize || stopped) break;
+      }
+    } catch (err) {
+      backOff();
+      log.warn({ err, retryInMs: backoffMs }, 'outbox pass failed');
+    }
+    await refreshGauges();
+    return delivered;
+  }
+
+  async function drainBatch(): Promise<BatchOutcome> {
+    return withTransaction(pool, async (db) => {
+      const rows = await claimOutbox(db, { limit: batchSize, workspacePrefix: options.workspacePrefix });
+      if (rows.length === 0) return { claimed: 0, delivered: 0, temporalUnavailable: false };
+      const children = await loadChildren(db, [...new Set(rows.map((row) => row.messagePk))]);
+      const outcome: BatchOutcome = { claimed: rows.length, delivered: 0, temporalUnavailable: false };
+      await forEachConcurrently(planSignals(rows, children, timings), concurrency, async (batch) => {
+        if (outcome.temporalUnavailable) return;
+        const result = await deliver(db, batch);
+        if (result === 'delivered') outcome.delivered += batch.outboxIds.length;
+        if (result === 'temporal_unavailable') outcome.temporalUnavailable = true;
+      });
+      return outcome;
+    });
+  }
+
+  /** Signals one workflow; deletes its rows when Temporal accepted, records the failure on them otherwise. */
+  async function deliver(db: PoolClient, batch: SignalBatch): Promise<'delivered' | 'refused' | 'temporal_unavailable'> {
+    try {
+      await signal(batch);
+    } catch (err) {
+      const unavailable = isTemporalUnavailable(err);
+      signalFailuresTotal.inc();
+      log.warn({ err, workflowId: batch.target.workflowId, children: batch.children.length }, 'signalWithStart failed');
+      await recordOutboxFailure(db, batch.outboxIds, {
+        error: describe(err),
+        baseDelayMs: unavailable ? 0 : sweepIntervalMs,
+        maxDelayMs: maxBackoffMs,
+      });
+      return unavailable ? 'temporal_unavailable' : 'refused';
+    }
+    await deleteOutboxRows(db, batch.outboxIds);
+    signalsSentTotal.inc();
+    childrenSignalledTotal.inc(batch.children.length);
+    childrenPerSignal.observe(batch.children.length);
+    return 'delivered';
+  }
+
+  async function signal({ target, scope, children }: SignalBatch): Promise<void> {
+    await client.withDeadline(Date.now() + signalTimeoutMs, () =>
+      client.workflow.signalWithStart(target.workflowType, {
+        workflowId: target.workflowId,
+        taskQueue,
+        args: [target.input],
+        signal: childrenSignal,
+        signalArgs: [{ children }],
+        typedSearchAttributes: [
+          { key: searchAttributes.workspace, value: scope.workspace },
+          { key: searchAttributes.provider, value: scope.provider },
+          { key: searchAttributes.state, value: 'collecting' },
+        ],
+      }),
+    );
+  }
+
+  async function refreshGauges(): Promise<void> {
+    try {
+      const stats = await outboxStats(pool);
+      outboxDepth.set(stats.depth);
+      outboxOldestAgeSeconds.set(stats.oldestAgeSeconds);
+    } catch (err) {
+      log.debug({ err }, 'could not read the outbox depth');
+    }
+  }
+
+  function wake() {
+    if (!started || stopped || backoffMs > 0) return;
+    void requestPass();
+  }
+
+  function start() {
+    if (started || stopped) return;
+    started = true;
+    listener = listen({
+      config: pool.options,
+      channel: outboxChannel,
+      onNotification: wake,
+      onConnectionLost: (err) => log.warn({ err }, 'outbox listener lost its connection; reconnecting'),
+    });
+    void requestPass();
+  }
+
+  async function stop() {
+    stopped = true;
+    clearTimeout(timer);
+    await listener?.close();
+    await (queued ?? inFlight);
+    clearTimeout(timer);
+  }
+
+  return { start, wake, stop, drainOnce: requestPass };
+}
+
+async function forEachConcurrently<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  });
+  await Promise.all(lanes);
+}
+
+function describe(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  return `${message}${cause}`.slice(0, 2000);
+}

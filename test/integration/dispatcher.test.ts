@@ -1,0 +1,389 @@
+import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Pool } from '../../src/db/pool.js';
+import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatcher/dispatcher.js';
+import { buildApp, type App } from '../../src/http/app.js';
+import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src/metrics.js';
+import { startDevServer, type DevServer } from '../../src/temporal/devserver.js';
+import { searchAttributes } from '../../workflows/definitions.js';
+import type { ChildrenBatch } from '../../workflows/types.js';
+import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+
+const prefix = unique('disp');
+const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial'] as const;
+const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
+
+const config = testConfig({ WORKSPACE_SECRETS: JSON.stringify(Object.fromEntries(Object.values(ws).map((w) => [w, []]))) });
+const logger = testLogger(config);
+
+let pool: Pool;
+let client: Client;
+let app: App;
+let wake: () => void = () => undefined;
+const dispatchers: Dispatcher[] = [];
+const extraClients: Client[] = [];
+
+beforeAll(async () => {
+  pool = testPool(config);
+  client = await testClient(config);
+  app = await buildApp({ config, pool, temporal: client, wakeDispatcher: () => wake(), logger });
+});
+
+afterEach(async () => {
+  wake = () => undefined;
+  await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
+});
+
+afterAll(async () => {
+  await app.close();
+  await Promise.all(extraClients.map((c) => c.connection.close()));
+  await client.connection.close();
+  await pool.end();
+});
+
+/** A dispatcher that drains only the given test workspace, so tests never take each other's children. */
+function dispatcher(workspace: string, overrides: Partial<DispatcherOptions> = {}): Dispatcher {
+  const created = createDispatcher({
+    pool,
+    client,
+    taskQueue: config.temporal.taskQueue,
+    timings: config.album,
+    logger,
+    workspacePrefix: workspace,
+    ...overrides,
+  });
+  dispatchers.push(created);
+  return created;
+}
+
+interface ChildSpec {
+  message: string;
+  album?: Record<string, unknown>;
+  account?: string;
+  conversation?: string;
+  text?: string;
+  attachments?: unknown[];
+}
+
+async function postChild(workspace: string, spec: ChildSpec) {
+  const response = await app.inject({
+    method: 'POST',
+    url: `/webhooks/unifyport/${workspace}`,
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({
+      id: unique('evt'),
+      type: 'message.received',
+      provider: 'telegram',
+      account_id: spec.account ?? 'acc',
+      data: {
+        conversation: { id: spec.conversation ?? 'conv' },
+        message: {
+          id: spec.message,
+          text: spec.text,
+          sent_at: '2026-09-29T10:00:00Z',
+          attachments: spec.attachments ?? [{ type: 'image', url: `https://media.example/${spec.message}.jpg`, mime_type: 'image/jpeg' }],
+          album: spec.album,
+        },
+      },
+    }),
+  });
+  expect(response.statusCode).toBe(202);
+  return response.json<{ childKey: string; albumKey: string | null }>();
+}
+
+const albumId = (workspace: string, album: string, conversation = 'conv', account = 'acc') =>
+  `album:${workspace}:telegram:${account}:${conversation}:${album}`;
+const messageId = (workspace: string, message: string) => `message:${workspace}:telegram:acc:conv:${message}`;
+
+/** Every `children` signal in the workflow's history, decoded. */
+async function signalsOf(temporal: Client, workflowId: string): Promise<ChildrenBatch[]> {
+  const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).flatMap((event) => {
+    const attributes = event.workflowExecutionSignaledEventAttributes;
+    if (!attributes || attributes.signalName !== 'children') return [];
+    return [defaultPayloadConverter.fromPayload<ChildrenBatch>(attributes.input!.payloads![0]!)];
+  });
+}
+
+async function signalledIds(temporal: Client, workflowId: string): Promise<string[]> {
+  try {
+    return (await signalsOf(temporal, workflowId)).flatMap((batch) => batch.children.map((c) => c.messageId));
+  } catch (err) {
+    if ((err as { code?: number }).code === grpcNotFound) return [];
+    throw err;
+  }
+}
+
+async function outboxRows(workspace: string) {
+  const { rows } = await pool.query<{ id: string; attempts: number; last_error: string | null; available_at: Date }>(
+    `SELECT o.id, o.attempts, o.last_error, o.available_at
+       FROM outbox o JOIN messages m ON m.id = o.message_pk
+      WHERE m.workspace = $1 ORDER BY o.id`,
+    [workspace],
+  );
+  return rows;
+}
+
+const grpcNotFound = 5;
+const eventually = { timeout: 45_000, interval: 200 };
+
+describe('dispatcher', () => {
+  it('coalesces the pending children of one album into one signalWithStart built from the committed rows', async () => {
+    const w = ws.coalesce;
+    const sentBefore = (await signalsSentTotal.get()).values[0]?.value ?? 0;
+    const childrenBefore = (await childrenSignalledTotal.get()).values[0]?.value ?? 0;
+    await postChild(w, { message: 'm2', album: { id: 'a1', index: 2, total: 3 }, text: 'third' });
+    await postChild(w, { message: 'm0', album: { id: 'a1', index: 0, total: '3' }, attachments: [{ type: 'video' }] });
+    await postChild(w, { message: 'm1', album: { id: 'a1', index: 1, total: 3 } });
+    expect(await outboxRows(w)).toHaveLength(3);
+
+    const delivered = await dispatcher(w).drainOnce();
+
+    expect(delivered).toBe(3);
+    expect(await outboxRows(w)).toEqual([]);
+    const workflowId = albumId(w, 'a1');
+    const signals = await signalsOf(client, workflowId);
+    expect(signals).toHaveLength(1);
+    const children = signals[0]!.children;
+    expect(children.map((c) => c.messageId).sort()).toEqual(['m0', 'm1', 'm2']);
+
+    const { rows } = await pool.query<{ message_id: string; first_received_at: Date }>(
+      `SELECT message_id, first_received_at FROM messages WHERE workspace = $1`,
+      [w],
+    );
+    const receivedAt = new Map(rows.map((r) => [r.message_id, r.first_received_at.toISOString()]));
+    expect(children.find((c) => c.messageId === 'm2')).toEqual({
+      messageId: 'm2',
+      index: 2,
+      total: 3,
+      metadataInvalid: false,
+      albumMeta: { index: 2, total: 3 },
+      caption: 'third',
+      sentAt: '2026-09-29T10:00:00.000Z',
+      receivedAt: receivedAt.get('m2'),
+      attachments: [{ position: 0, url: 'https://media.example/m2.jpg', mimeType: 'image/jpeg' }],
+    });
+    expect(children.find((c) => c.messageId === 'm0')).toMatchObject({
+      index: 0,
+      total: null,
+      metadataInvalid: true,
+      albumMeta: { index: 0, total: '3' },
+      attachments: [{ position: 0, url: null, mimeType: null }],
+    });
+
+    const handle = client.workflow.getHandle(workflowId);
+    const description = await handle.describe();
+    expect(description.type).toBe('albumWorkflow');
+    expect(description.taskQueue).toBe(config.temporal.taskQueue);
+    expect(description.typedSearchAttributes.get(searchAttributes.workspace)).toBe(w);
+    expect(description.typedSearchAttributes.get(searchAttributes.provider)).toBe('telegram');
+    expect(description.typedSearchAttributes.get(searchAttributes.state)).toBe('collecting');
+    const history = await handle.fetchHistory();
+    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+    expect(defaultPayloadConverter.fromPayload(started!.input!.payloads![0]!)).toEqual({
+      key: { workspace: w, provider: 'telegram', accountId: 'acc', conversationId: 'conv', albumId: 'a1' },
+      timings: config.album,
+    });
+
+    expect((await signalsSentTotal.get()).values[0]?.value).toBe(sentBefore + 1);
+    expect((await childrenSignalledTotal.get()).values[0]?.value).toBe(childrenBefore + 3);
+    expect((await outboxDepth.get()).values[0]?.value).toBeGreaterThanOrEqual(0);
+  });
+
+  it('sends a standalone message to its own message: workflow', async () => {
+    const w = ws.standalone;
+    await postChild(w, { message: 'solo', album: { index: 0, total: 2 } });
+    await postChild(w, { message: 'album-child', album: { id: 'a' } });
+
+    expect(await dispatcher(w).drainOnce()).toBe(2);
+
+    const solo = client.workflow.getHandle(messageId(w, 'solo'));
+    expect((await solo.describe()).type).toBe('messageWorkflow');
+    expect(await signalledIds(client, messageId(w, 'solo'))).toEqual(['solo']);
+    const started = (await solo.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes;
+    expect(defaultPayloadConverter.fromPayload(started!.input!.payloads![0]!)).toEqual({
+      key: { workspace: w, provider: 'telegram', accountId: 'acc', conversationId: 'conv', messageId: 'solo' },
+      timings: config.album,
+    });
+    expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['album-child']);
+  });
+
+  it('wakes at once when this process commits a child', async () => {
+    const w = ws.wake;
+    const d = dispatcher(w, { sweepIntervalMs: 600_000 });
+    wake = () => d.wake();
+    d.start();
+    await d.drainOnce();
+
+    await postChild(w, { message: 'woken', album: { id: 'a' } });
+    await vi.waitFor(async () => expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['woken']), eventually);
+    expect(await outboxRows(w)).toEqual([]);
+  });
+
+  it('wakes on the PostgreSQL notification of a commit made by another process', async () => {
+    const w = ws.listen;
+    const d = dispatcher(w, { sweepIntervalMs: 600_000 });
+    d.start();
+    await d.drainOnce();
+
+    await postChild(w, { message: 'notified', album: { id: 'a' } });
+    await vi.waitFor(async () => expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['notified']), eventually);
+  });
+
+  it('delivers children committed while no dispatcher could reach Temporal once one can', async () => {
+    const w = ws.crash;
+    await postChild(w, { message: 'c1', album: { id: 'a' } });
+    await postChild(w, { message: 'c2' });
+
+    const deadClient = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }), namespace: config.temporal.namespace });
+    extraClients.push(deadClient);
+    const stranded = dispatcher(w, { client: deadClient, signalTimeoutMs: 1_500 });
+    expect(await stranded.drainOnce()).toBe(0);
+    const rows = await outboxRows(w);
+    expect(rows).toHaveLength(2);
+    expect(rows.some((r) => r.attempts === 1 && r.last_error !== null)).toBe(true);
+    expect(await signalledIds(client, albumId(w, 'a'))).toEqual([]);
+
+    dispatcher(w).start();
+    await vi.waitFor(async () => {
+      expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['c1']);
+      expect(await signalledIds(client, messageId(w, 'c2'))).toEqual(['c2']);
+      expect(await outboxRows(w)).toEqual([]);
+    }, eventually);
+  });
+
+  it('lets one workflow refuse its signal without holding back the others, and retries it later', async () => {
+    const w = ws.refused;
+    await postChild(w, { message: 'ok-1', album: { id: 'fine' } });
+    await postChild(w, { message: 'bad-1', album: { id: 'refused' } });
+    await postChild(w, { message: 'ok-2', album: { id: 'fine' } });
+
+    const refusedId = albumId(w, 'refused');
+    const refusing: WorkflowClientInterceptor = {
+      async signalWithStart(input, next) {
+        if (input.options.workflowId === refusedId) throw new Error('refused for this test');
+        return next(input);
+      },
+    };
+    const picky = new Client({ connection: client.connection, namespace: config.temporal.namespace, interceptors: { workflow: [refusing] } });
+    expect(await dispatcher(w, { client: picky, sweepIntervalMs: 300 }).drainOnce()).toBe(2);
+
+    expect((await signalledIds(client, albumId(w, 'fine'))).sort()).toEqual(['ok-1', 'ok-2']);
+    const [left, ...others] = await outboxRows(w);
+    expect(others).toEqual([]);
+    expect(left).toMatchObject({ attempts: 1, last_error: 'refused for this test' });
+
+    const retry = dispatcher(w, { sweepIntervalMs: 300 });
+    retry.start();
+    await vi.waitFor(async () => {
+      expect(await signalledIds(client, refusedId)).toEqual(['bad-1']);
+      expect(await outboxRows(w)).toEqual([]);
+    }, eventually);
+  });
+
+  it('shares the outbox between two dispatchers: every child delivered, every row deleted once', async () => {
+    const w = ws.two;
+    const albums = ['a', 'b', 'c', 'd'];
+    const expected = new Map<string, string[]>();
+    const posts: Promise<unknown>[] = [];
+    for (let i = 0; i < 24; i++) {
+      const album = albums[i % albums.length]!;
+      const standalone = i % 6 === 5;
+      const message = `m${i}`;
+      const workflowId = standalone ? messageId(w, message) : albumId(w, album);
+      expected.set(workflowId, [...(expected.get(workflowId) ?? []), message]);
+      posts.push(postChild(w, { message, album: standalone ? undefined : { id: album, index: i } }));
+    }
+    await Promise.all(posts);
+
+    const first = dispatcher(w, { batchSize: 4, concurrency: 2 });
+    const second = dispatcher(w, { batchSize: 4, concurrency: 2 });
+    let delivered = 0;
+    while ((await outboxRows(w)).length > 0) {
+      const counts = await Promise.all([first.drainOnce(), second.drainOnce(), first.drainOnce(), second.drainOnce()]);
+      delivered += counts.reduce((a, b) => a + b, 0);
+    }
+
+    expect(delivered).toBe(24);
+    for (const [workflowId, messages] of expected) {
+      expect((await signalledIds(client, workflowId)).sort()).toEqual([...messages].sort());
+    }
+  });
+
+  it('coalesces wakes: never two passes at once in one process', async () => {
+    const w = ws.serial;
+    for (let i = 0; i < 5; i++) await postChild(w, { message: `s${i}`, album: { id: 'a' } });
+    const serialPool = testPool(config, 4);
+    let checkedOut = 0;
+    let maxCheckedOut = 0;
+    serialPool.on('acquire', () => {
+      checkedOut += 1;
+      maxCheckedOut = Math.max(maxCheckedOut, checkedOut);
+    });
+    serialPool.on('release', () => {
+      checkedOut -= 1;
+    });
+    try {
+      const d = dispatcher(w, { pool: serialPool });
+      const results = await Promise.all(Array.from({ length: 8 }, () => d.drainOnce()));
+      expect(results.reduce((a, b) => a + b, 0)).toBe(5);
+      expect(results[0]).toBe(5);
+      expect(maxCheckedOut).toBe(1);
+      expect(await signalsOf(client, albumId(w, 'a'))).toHaveLength(1);
+    } finally {
+      await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
+      await serialPool.end();
+    }
+  });
+
+  it('finishes the pass in flight when stopped', async () => {
+    const w = ws.stop;
+    await postChild(w, { message: 'last', album: { id: 'a' } });
+    const d = dispatcher(w);
+    const pass = d.drainOnce();
+    await d.stop();
+    expect(await pass).toBe(1);
+    expect(await outboxRows(w)).toEqual([]);
+    expect(await d.drainOnce()).toBe(0);
+  });
+});
+
+describe('dispatcher while Temporal is down', () => {
+  let server: DevServer | undefined;
+
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('keeps accepting webhooks into the outbox and delivers everything once Temporal is back', async () => {
+    const w = ws.down;
+    server = await startDevServer({ port: 0, uiPort: false });
+    const port = Number(server.address.split(':').at(-1));
+    const connection = Connection.lazy({ address: server.address });
+    const ownClient = new Client({ connection, namespace: 'default' });
+    extraClients.push(ownClient);
+    const d = dispatcher(w, { client: ownClient, sweepIntervalMs: 200, maxBackoffMs: 1_000, signalTimeoutMs: 2_000 });
+    wake = () => d.wake();
+    d.start();
+
+    await postChild(w, { message: 'before', album: { id: 'a' } });
+    await vi.waitFor(async () => expect(await signalledIds(ownClient, albumId(w, 'a'))).toEqual(['before']), eventually);
+
+    await server.stop();
+    server = undefined;
+    const during = ['d1', 'd2', 'd3'];
+    for (const message of during) await postChild(w, { message, album: { id: 'a' } });
+    await postChild(w, { message: 'd-solo' });
+    expect((await outboxRows(w)).length).toBe(4);
+    await vi.waitFor(async () => expect((await outboxRows(w)).some((r) => r.attempts > 0)).toBe(true), eventually);
+    expect((await outboxRows(w)).length).toBe(4);
+
+    server = await startDevServer({ port, uiPort: false });
+    await vi.waitFor(async () => {
+      expect(await outboxRows(w)).toEqual([]);
+      expect((await signalledIds(ownClient, albumId(w, 'a'))).sort()).toEqual(during);
+      expect(await signalledIds(ownClient, messageId(w, 'd-solo'))).toEqual(['d-solo']);
+    }, { timeout: 90_000, interval: 300 });
+  }, 180_000);
+});

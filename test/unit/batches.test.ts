@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import type { OutboxRow, StoredChild } from '../../src/db/outbox.js';
+import { maxChildrenPerSignal, planSignals } from '../../src/dispatcher/batches.js';
+import type { AlbumTimings } from '../../workflows/types.js';
+
+const timings: AlbumTimings = { quietPeriodMs: 2000, maxWaitMs: 30000, lateWindowMs: 86400000, lateItemPolicy: 'refresh' };
+const scope = { workspace: 'ws', provider: 'whatsapp', accountId: 'acc', conversationId: 'conv' };
+
+function stored(messagePk: string, albumId: string | null, overrides: Partial<StoredChild['key']> = {}): StoredChild {
+  const key = { ...scope, messageId: `m${messagePk}`, ...overrides };
+  return {
+    messagePk,
+    key,
+    albumId,
+    arrival: {
+      messageId: key.messageId,
+      index: null,
+      total: null,
+      metadataInvalid: false,
+      albumMeta: null,
+      caption: null,
+      sentAt: null,
+      receivedAt: '2026-09-29T10:00:00.000Z',
+      attachments: [],
+    },
+  };
+}
+
+const row = (id: number, messagePk: string): OutboxRow => ({ id: String(id), messagePk });
+
+describe('planSignals', () => {
+  it('sends one signal per album with all its pending children, and album-less children to their message workflow', () => {
+    const children = [stored('1', 'alb'), stored('2', null), stored('3', 'alb'), stored('4', 'alb', { conversationId: 'other' })];
+    const batches = planSignals([row(10, '1'), row(11, '2'), row(12, '3'), row(13, '4')], children, timings);
+
+    expect(batches.map((b) => [b.target.workflowType, b.target.workflowId, b.children.map((c) => c.messageId), b.outboxIds])).toEqual([
+      ['albumWorkflow', 'album:ws:whatsapp:acc:conv:alb', ['m1', 'm3'], ['10', '12']],
+      ['messageWorkflow', 'message:ws:whatsapp:acc:conv:m2', ['m2'], ['11']],
+      ['albumWorkflow', 'album:ws:whatsapp:acc:other:alb', ['m4'], ['13']],
+    ]);
+    expect(batches[0]!.target.input).toEqual({ key: { ...scope, albumId: 'alb' }, timings });
+    expect(batches[1]!.target.input).toEqual({ key: { ...scope, messageId: 'm2' }, timings });
+    expect(batches[0]!.scope).toEqual(scope);
+  });
+
+  it('carries a child once however many outbox rows it has, and settles all of them', () => {
+    const batches = planSignals([row(1, '7'), row(2, '8'), row(3, '7')], [stored('7', 'alb'), stored('8', 'alb')], timings);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.children.map((c) => c.messageId)).toEqual(['m7', 'm8']);
+    expect(batches[0]!.outboxIds.sort()).toEqual(['1', '2', '3']);
+  });
+
+  it(`splits an album with more than ${maxChildrenPerSignal} pending children into several signals`, () => {
+    const count = maxChildrenPerSignal * 2 + 1;
+    const children = Array.from({ length: count }, (_, i) => stored(String(i), 'big'));
+    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, timings);
+    expect(batches.map((b) => b.children.length)).toEqual([maxChildrenPerSignal, maxChildrenPerSignal, 1]);
+    expect(new Set(batches.map((b) => b.target.workflowId)).size).toBe(1);
+    expect(batches.flatMap((b) => b.outboxIds)).toHaveLength(count);
+  });
+
+  it('fails loudly when a row refers to a child that was not loaded', () => {
+    expect(() => planSignals([row(1, '99')], [], timings)).toThrow(/message 99/);
+  });
+});
