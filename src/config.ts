@@ -14,6 +14,7 @@ const Env = Type.Object({
   TEMPORAL_NAMESPACE: Type.String({ default: 'default' }),
   TEMPORAL_TASK_QUEUE: Type.String({ default: 'albums' }),
   TEMPORAL_UI_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 8233 }),
+  WORKER_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   WORKSPACE_SECRETS: Type.String({ default: '{}' }),
   SIGNATURE_TOLERANCE_S: Type.Integer({ minimum: 1, default: 300 }),
   MAX_BODY_BYTES: Type.Integer({ minimum: 1, default: 1048576 }),
@@ -52,6 +53,8 @@ export interface Config {
     namespace: string;
     taskQueue: string;
     uiPort: number;
+    /** Where the worker serves Temporal's own metrics (Prometheus); a free port when unset. */
+    workerMetricsPort: number | undefined;
   };
   workspaceSecrets: ReadonlyMap<string, readonly string[]>;
   signatureToleranceS: number;
@@ -86,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       namespace: raw.TEMPORAL_NAMESPACE,
       taskQueue: raw.TEMPORAL_TASK_QUEUE,
       uiPort: raw.TEMPORAL_UI_PORT,
+      workerMetricsPort: raw.WORKER_METRICS_PORT,
     },
     workspaceSecrets: parseWorkspaceSecrets(raw.WORKSPACE_SECRETS),
     signatureToleranceS: raw.SIGNATURE_TOLERANCE_S,

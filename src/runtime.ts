@@ -9,8 +9,9 @@ import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.js';
 import { buildApp, type App } from './http/app.js';
 import type { Logger } from './log.js';
 import { connectClient, connectWorker, ensureSearchAttributes, temporalConnectOptions } from './temporal/connection.js';
-import { startDevServer, type DevServer } from './temporal/devserver.js';
-import { createAlbumWorker } from './temporal/worker.js';
+import { freePort, startDevServer, type DevServer } from './temporal/devserver.js';
+import { installTemporalRuntime } from './temporal/runtime.js';
+import { bundleWorkflows, createAlbumWorker } from './temporal/worker.js';
 
 export interface Roles {
   /** HTTP server and outbox dispatcher. */
@@ -20,7 +21,7 @@ export interface Roles {
 }
 
 export interface Service {
-  urls: { http?: string; temporal: string; temporalUi?: string };
+  urls: { http?: string; temporal: string; temporalUi?: string; workerMetrics?: string };
   /** Stops accepting, drains, and closes everything in reverse order of start. */
   close(): Promise<void>;
 }
@@ -68,7 +69,11 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
     const pool: Pool = createPool(dbConfig, { max: 20 });
     closers.push(() => pool.end());
 
+    let workerMetrics: string | undefined;
     if (roles.worker) {
+      const metricsPort = config.temporal.workerMetricsPort ?? (await freePort());
+      installTemporalRuntime(logger, `127.0.0.1:${metricsPort}`);
+      workerMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
       const connection: NativeConnection = await connectWorker(connectionOptions);
       closers.push(() => connection.close());
       const worker: Worker = await createAlbumWorker({
@@ -76,6 +81,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
         namespace,
         taskQueue: config.temporal.taskQueue,
         activities: createActivities({ pool, config, logger }),
+        workflowBundle: await bundleWorkflows(),
       });
       const running = worker.run();
       running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped'));
@@ -96,7 +102,14 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
       });
       dispatcher.start();
       closers.push(() => dispatcher.stop());
-      app = await buildApp({ config, pool, temporal: client, wakeDispatcher: () => dispatcher.wake(), logger });
+      app = await buildApp({
+        config,
+        pool,
+        temporal: client,
+        wakeDispatcher: () => dispatcher.wake(),
+        logger,
+        ...(workerMetrics ? { workerMetricsUrl: workerMetrics } : {}),
+      });
       closers.push(() => app!.close());
       await app.listen({ port: config.port, host: config.host });
     }
@@ -107,6 +120,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
         ...(address && typeof address === 'object' ? { http: `http://${displayHost(config.host)}:${address.port}` } : {}),
         temporal: devServer?.address ?? connectionOptions.address ?? '',
         ...(devServer?.uiUrl ? { temporalUi: devServer.uiUrl } : {}),
+        ...(workerMetrics ? { workerMetrics } : {}),
       },
       close,
     };
