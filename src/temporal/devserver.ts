@@ -37,9 +37,11 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const ip = options.ip ?? '127.0.0.1';
   const port = options.port === 0 || options.port === undefined ? await freePort(ip) : options.port;
   const uiPort = options.uiPort === false ? undefined : options.uiPort === 0 || options.uiPort === undefined ? await freePort(ip) : options.uiPort;
+  if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
+  const pidFile = options.dbFile ? `${options.dbFile}.pid` : undefined;
+  if (pidFile) await stopOrphan(pidFile, log);
   await assertPortFree(ip, port, 'Temporal frontend');
   if (uiPort !== undefined) await assertPortFree(ip, uiPort, 'Temporal UI');
-  if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
 
   const cli = await locateTemporalCli({ log });
   const address = `${ip}:${port}`;
@@ -79,13 +81,47 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
+  if (pidFile && child.pid) fs.writeFileSync(pidFile, String(child.pid));
+  const stop = async () => {
+    await stopProcess(child, exited);
+    if (pidFile) fs.rmSync(pidFile, { force: true });
+  };
   try {
     await waitUntilServing(address, exited, () => stderr);
   } catch (err) {
-    await stopProcess(child, exited);
+    await stop();
     throw err;
   }
-  return { address, uiUrl, stop: () => stopProcess(child, exited) };
+  return { address, uiUrl, stop };
+}
+
+/**
+ * A dev server left running by a process that was killed (its pid file survived) holds the port and
+ * the state file; stop it before starting a new one on the same state.
+ */
+async function stopOrphan(pidFile: string, log: (message: string) => void): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+  } catch {
+    return;
+  }
+  const isOurServer = (() => {
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      return cmdline.includes('start-dev') && cmdline.includes(pidFile.slice(0, -'.pid'.length));
+    } catch {
+      return false;
+    }
+  })();
+  if (Number.isInteger(pid) && pid > 0 && isOurServer) {
+    log(`stopping the dev server (pid ${pid}) left running by an earlier albumflow`);
+    process.kill(pid, 'SIGTERM');
+    for (let waited = 0; waited < 10_000 && fs.existsSync(`/proc/${pid}`); waited += 100) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  fs.rmSync(pidFile, { force: true });
 }
 
 async function waitUntilServing(address: string, exited: Promise<number | null>, stderr: () => string): Promise<void> {
