@@ -1,6 +1,9 @@
 import type { Config } from '../src/config.js';
 import type { Pool } from '../src/db/pool.js';
 import type { Logger } from '../src/log.js';
+import { createDownloadActivities } from './download.js';
+import { createPublishActivities } from './publish.js';
+import { createRecordActivities } from './record.js';
 
 export interface ActivityDeps {
   pool: Pool;
@@ -9,6 +12,10 @@ export interface ActivityDeps {
 }
 
 /** Every activity the album and message workflows call, bound to the worker's dependencies. */
-export function createActivities(_deps: ActivityDeps) {
-  return {};
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createRecordActivities(deps),
+    ...createPublishActivities(deps),
+    ...createDownloadActivities(deps),
+  };
 }

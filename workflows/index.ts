@@ -1,2 +1,3 @@
-// The workflow functions the worker registers.
-export {};
+// The workflow functions the worker registers; their names are `workflowTypes` of definitions.ts.
+export { albumWorkflow } from './album.js';
+export { messageWorkflow } from './message.js';

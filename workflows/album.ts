@@ -1,0 +1,160 @@
+import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { NotifyInput } from '../activities/publish.js';
+import {
+  initialState,
+  nextDeadline,
+  pendingDownloads,
+  restoreState,
+  step,
+  type AlbumCommand,
+  type AlbumEvent,
+  type AlbumRulesState,
+  type Transition,
+} from './album-rules.js';
+import { buildAlbumView, viewChildOf } from './album-view.js';
+import { statusQuery } from './definitions.js';
+import { ChildrenInbox, DeadlineTimer, Downloads, loadPrior, publish, record, recordClosed, UiPublisher } from './effects.js';
+import type { AlbumKey, AlbumStatus, AlbumWorkflowInput, JsonValue } from './types.js';
+
+type SequentialCommand = Exclude<AlbumCommand, { type: 'download' }>;
+
+/** What an album run hands to the run it continues as. */
+interface AlbumCarried {
+  version: 1;
+  rules: AlbumRulesState;
+}
+
+function carriedRules(carried: JsonValue): AlbumRulesState {
+  const value = carried as unknown as Partial<AlbumCarried>;
+  if (value.version !== 1 || !value.rules) throw new Error('albumWorkflow: carried state of an unknown version');
+  return value.rules;
+}
+
+function albumStatus(workflowId: string, key: AlbumKey, state: AlbumRulesState): AlbumStatus {
+  return buildAlbumView({
+    workflowId,
+    key,
+    children: state.children.map(viewChildOf),
+    decisions: state.decisions,
+    reviewReasons: state.reviewReasons,
+    closed: state.phase === 'closed',
+  });
+}
+
+function summarize(status: AlbumStatus): string {
+  const { media, decisions, review } = status;
+  const latest = decisions[decisions.length - 1];
+  const expected = status.expectedTotal === null ? 'no usable total' : `expected ${status.expectedTotal}`;
+  return [
+    `**${status.state}** · ${status.distinctChildren} children (${expected})`,
+    latest ? `decision #${latest.seq} ${latest.trigger}` : 'no decision yet',
+    `media ${media.downloaded}/${media.total} downloaded, ${media.pending} pending`,
+    review.required ? `review: ${review.reasons.join(', ')}` : 'no review',
+  ].join(' · ');
+}
+
+/**
+ * One media album (DESIGN.md §4): collects distinct children, downloads their attachments at once,
+ * decides with the album rules, records each decision before notifying, amends the album for late
+ * items until the late window ends, then marks it closed and returns its final status.
+ */
+export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumStatus> {
+  const { workflowId } = workflowInfo();
+  const { key, timings } = input;
+  const inbox = new ChildrenInbox();
+  const downloads = new Downloads();
+  const timer = new DeadlineTimer();
+  const ui = new UiPublisher();
+  const commands: SequentialCommand[] = [];
+  let state = initialState();
+
+  const status = () => albumStatus(workflowId, key, state);
+  setHandler(statusQuery, status);
+
+  const apply = (transition: Transition) => {
+    state = transition.state;
+    for (const command of transition.commands) {
+      if (command.type === 'download') {
+        const { messageId, position } = command;
+        downloads.start({ ...key, messageId }, position, (result) =>
+          apply(step(state, { type: 'download_settled', messageId, position, result }, timings)),
+        );
+      } else {
+        commands.push(command);
+      }
+    }
+    const current = status();
+    ui.update({
+      workspace: key.workspace,
+      provider: key.provider,
+      state: current.state,
+      needsReview: current.review.required,
+      children: current.distinctChildren,
+      details: summarize(current),
+    });
+  };
+  const handle = (event: AlbumEvent) => apply(step(state, event, timings));
+
+  const execute = async (command: SequentialCommand) => {
+    const { decision } = command;
+    let notification: NotifyInput;
+    if (command.type === 'decide') {
+      await record({ workflowId, decision, album: { reviewReasons: command.reviewReasons } });
+      notification = command.late
+        ? {
+            workflowId,
+            seq: decision.seq,
+            type: 'album.updated',
+            album: status(),
+            decision: { ...decision, lateChildMessageIds: command.late.childMessageIds, lateItemPolicy: command.late.policy },
+          }
+        : { workflowId, seq: decision.seq, type: 'album.ready', album: status(), decision };
+    } else {
+      notification = { workflowId, seq: decision.seq, type: 'album.media_settled', album: status(), decision };
+    }
+    await publish(notification);
+  };
+
+  const continueAsNewDue = () =>
+    workflowInfo().continueAsNewSuggested ||
+    (input.continueAsNewAfterSignals !== undefined && inbox.signals >= input.continueAsNewAfterSignals);
+  const idle = () => !inbox.pending && commands.length === 0 && downloads.inFlight === 0;
+
+  if (input.carried !== undefined) {
+    const rules = carriedRules(input.carried);
+    apply({ state: rules, commands: pendingDownloads(rules) });
+  } else {
+    const prior = await loadPrior({ kind: 'album', key });
+    apply(restoreState(prior, Date.now(), timings));
+  }
+
+  for (;;) {
+    if (inbox.pending) handle({ type: 'children_arrived', now: Date.now(), children: inbox.take() });
+    const firedAt = timer.takeFired();
+    if (firedAt !== null) handle({ type: 'timer_fired', now: Math.max(Date.now(), firedAt) });
+
+    const command = commands.shift();
+    if (command) {
+      await execute(command);
+      continue;
+    }
+    if (idle() && state.phase === 'closed') {
+      await recordClosed({ workflowId, reviewReasons: state.reviewReasons });
+      if (idle() && state.phase === 'closed') return status();
+      continue;
+    }
+    if (idle() && continueAsNewDue()) {
+      await condition(allHandlersFinished);
+      if (idle()) {
+        const carried: AlbumCarried = { version: 1, rules: state };
+        return continueAsNew<typeof albumWorkflow>({ ...input, carried: carried as unknown as JsonValue });
+      }
+      continue;
+    }
+
+    timer.arm(nextDeadline(state, timings));
+    await condition(
+      () => timer.fired || inbox.pending || commands.length > 0 || (downloads.inFlight === 0 && (state.phase === 'closed' || continueAsNewDue())),
+    );
+  }
+}

@@ -1,0 +1,186 @@
+// Workflow-side pieces the album and message workflows share: the children inbox, attachment
+// downloads, decision records and notifications through activities, a deadline timer, and the
+// search attributes and summary the Temporal UI shows.
+
+import {
+  ActivityFailure,
+  CancellationScope,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import type { createActivities } from '../activities/index.js';
+import type { NotifyInput } from '../activities/publish.js';
+import type { MarkClosedInput, RecordDecisionInput } from '../activities/record.js';
+import type { Deadline } from './album-rules.js';
+import { childrenSignal, searchAttributes } from './definitions.js';
+import type { AlbumState, ChildArrival, DownloadResult, MessageKey } from './types.js';
+
+type Activities = ReturnType<typeof createActivities>;
+
+/** Download attempts per attachment; the last one records a transient failure as `failed`. */
+export const downloadFinalAttempt = 5;
+
+const { downloadAttachment } = proxyActivities<Activities>({
+  startToCloseTimeout: '6 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { maximumAttempts: downloadFinalAttempt, initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+const { recordDecision, markClosed, notify } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export const { loadPrior } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+function isChildArrival(value: unknown): value is ChildArrival {
+  const child = value as Partial<ChildArrival> | null;
+  return typeof child === 'object' && child !== null && typeof child.messageId === 'string' && Array.isArray(child.attachments);
+}
+
+/** Collects the children of every `children` signal until the workflow takes them. */
+export class ChildrenInbox {
+  private buffered: ChildArrival[] = [];
+  /** Signals received by this run. */
+  signals = 0;
+
+  constructor() {
+    setHandler(childrenSignal, (batch) => {
+      this.signals += 1;
+      const children: unknown[] = Array.isArray(batch?.children) ? batch.children : [];
+      const valid = children.filter(isChildArrival);
+      if (valid.length < children.length) log.warn('ignored malformed children in a signal', { malformed: children.length - valid.length });
+      this.buffered.push(...valid);
+    });
+  }
+
+  get pending(): boolean {
+    return this.buffered.length > 0;
+  }
+
+  take(): ChildArrival[] {
+    const taken = this.buffered;
+    this.buffered = [];
+    return taken;
+  }
+}
+
+function failureMessage(err: unknown): string {
+  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** One download activity per attachment, started at once; a download that fails for good counts as `failed`. */
+export class Downloads {
+  inFlight = 0;
+
+  start(key: MessageKey, position: number, onSettled: (result: DownloadResult) => void): void {
+    this.inFlight += 1;
+    void downloadAttachment
+      .executeWithOptions({ summary: `download ${key.messageId} #${position}` }, [{ key, position, finalAttempt: downloadFinalAttempt }])
+      .catch((err: unknown): DownloadResult => ({ status: 'failed', contentType: null, bytes: null, sha256: null, error: failureMessage(err) }))
+      .then((result) => {
+        this.inFlight -= 1;
+        onSettled(result);
+      });
+  }
+}
+
+export async function record(input: RecordDecisionInput): Promise<void> {
+  const { decision } = input;
+  await recordDecision.executeWithOptions({ summary: `record decision #${decision.seq} (${decision.trigger})` }, [input]);
+}
+
+/** Sends a notification; one the receiver refused for good is logged (and marked in PostgreSQL), never fatal. */
+export async function publish(input: NotifyInput): Promise<void> {
+  try {
+    await notify.executeWithOptions({ summary: `notify ${input.type} #${input.seq}` }, [input]);
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    log.warn('notification refused', { type: input.type, seq: input.seq, error: failureMessage(err) });
+  }
+}
+
+export async function recordClosed(input: MarkClosedInput): Promise<void> {
+  await markClosed.executeWithOptions({ summary: 'mark the album closed' }, [input]);
+}
+
+const deadlineSummaries: Record<Deadline['kind'], string> = {
+  quiet_period: 'quiet period',
+  max_wait: 'maximum wait',
+  late_item: 'late items debounce',
+  late_window: 'late window',
+};
+
+/** At most one durable timer, for the current deadline; a timer whose deadline moved is cancelled. */
+export class DeadlineTimer {
+  private armed: { at: number; scope: CancellationScope; fired: boolean } | undefined;
+
+  /** Keeps the running timer when the deadline is unchanged, replaces it otherwise. */
+  arm(deadline: Deadline | null): void {
+    if (this.armed && deadline && this.armed.at === deadline.at) return;
+    this.disarm();
+    if (!deadline) return;
+    const armed = { at: deadline.at, scope: new CancellationScope(), fired: false };
+    this.armed = armed;
+    const summary = `${deadlineSummaries[deadline.kind]} ends ${new Date(deadline.at).toISOString()}`;
+    void armed.scope.run(() => sleep(Math.max(1, deadline.at - Date.now()), { summary })).then(
+      () => {
+        armed.fired = true;
+      },
+      () => undefined,
+    );
+  }
+
+  get fired(): boolean {
+    return this.armed?.fired ?? false;
+  }
+
+  /** The deadline of a timer that fired, clearing it; null when none fired. */
+  takeFired(): number | null {
+    if (!this.armed?.fired) return null;
+    const { at } = this.armed;
+    this.armed = undefined;
+    return at;
+  }
+
+  private disarm(): void {
+    if (this.armed && !this.armed.fired) this.armed.scope.cancel();
+    this.armed = undefined;
+  }
+}
+
+export interface UiState {
+  workspace: string;
+  provider: string;
+  state: AlbumState;
+  needsReview: boolean;
+  children: number;
+  details: string;
+}
+
+/** Keeps the search attributes (upserted only when a value changed) and the current details current. */
+export class UiPublisher {
+  private shown: Partial<UiState> = {};
+
+  update(next: UiState): void {
+    const changes: SearchAttributeUpdatePair[] = [];
+    if (next.workspace !== this.shown.workspace) changes.push({ key: searchAttributes.workspace, value: next.workspace });
+    if (next.provider !== this.shown.provider) changes.push({ key: searchAttributes.provider, value: next.provider });
+    if (next.state !== this.shown.state) changes.push({ key: searchAttributes.state, value: next.state });
+    if (next.needsReview !== this.shown.needsReview) changes.push({ key: searchAttributes.needsReview, value: next.needsReview });
+    if (next.children !== this.shown.children) changes.push({ key: searchAttributes.children, value: next.children });
+    if (changes.length > 0) upsertSearchAttributes(changes);
+    if (next.details !== this.shown.details) setCurrentDetails(next.details);
+    this.shown = next;
+  }
+}

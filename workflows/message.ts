@@ -1,0 +1,71 @@
+import { condition, defineQuery, setHandler, workflowInfo } from '@temporalio/workflow';
+import { initialAttachments, settleAttachment, type ChildRecord } from './album-rules.js';
+import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from './album-view.js';
+import { ChildrenInbox, Downloads, loadPrior, publish, record, UiPublisher } from './effects.js';
+import type { DecisionView, MessageWorkflowInput } from './types.js';
+
+/** The `status` query of a `message:` workflow (same name as the album's, its own body). */
+export const messageStatusQuery = defineQuery<MessageWorkflowStatus>('status');
+
+/**
+ * One standalone (album-less) message: records its `standalone` decision, downloads its attachments,
+ * and once they are all terminal notifies `message.ready` with them. A run started by a redelivery
+ * finds the decision in PostgreSQL and takes none again.
+ */
+export async function messageWorkflow(input: MessageWorkflowInput): Promise<MessageWorkflowStatus> {
+  const { workflowId } = workflowInfo();
+  const { key } = input;
+  const inbox = new ChildrenInbox();
+  const downloads = new Downloads();
+  const ui = new UiPublisher();
+  let child: ChildRecord | null = null;
+  let decisions: DecisionView[] = [];
+  let closed = false;
+
+  const status = () => buildMessageView({ workflowId, key, child: child && viewChildOf(child), decisions, closed });
+  setHandler(messageStatusQuery, status);
+  const refresh = () => {
+    const current = status();
+    const { media } = current;
+    ui.update({
+      workspace: key.workspace,
+      provider: key.provider,
+      state: current.state,
+      needsReview: false,
+      children: current.message ? 1 : 0,
+      details: `**${current.state}** · standalone message · media ${media.downloaded}/${media.total} downloaded, ${media.pending} pending`,
+    });
+  };
+
+  const prior = await loadPrior({ kind: 'message', key });
+  decisions = prior.decisions;
+  child = prior.children.find((stored) => stored.arrival.messageId === key.messageId) ?? null;
+  while (!child) {
+    await condition(() => inbox.pending);
+    const arrival = inbox.take().find((candidate) => candidate.messageId === key.messageId);
+    if (arrival) child = { arrival, attachments: initialAttachments(arrival) };
+  }
+  refresh();
+
+  for (const { position, status: attachmentStatus } of child.attachments) {
+    if (attachmentStatus !== 'pending') continue;
+    downloads.start(key, position, (result) => {
+      if (child) child = { ...child, attachments: settleAttachment(child.attachments, position, result) };
+      refresh();
+    });
+  }
+
+  let decision = decisions[0];
+  if (!decision) {
+    decision = { seq: 1, trigger: 'standalone', childMessageIds: [key.messageId], decidedAt: new Date(Date.now()).toISOString() };
+    decisions = [decision];
+    refresh();
+    await record({ workflowId, decision, album: null });
+  }
+
+  await condition(() => downloads.inFlight === 0);
+  await publish({ workflowId, seq: decision.seq, type: 'message.ready', message: status(), decision });
+  closed = true;
+  refresh();
+  return status();
+}
