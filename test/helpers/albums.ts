@@ -1,0 +1,239 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type { Client, WorkflowHandle, WorkflowHandleWithSignaledRunId } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { vi } from 'vitest';
+import type { Config } from '../../src/config.js';
+import { loadChildren } from '../../src/db/outbox.js';
+import type { Pool } from '../../src/db/pool.js';
+import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
+import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
+import type { AlbumKey, AlbumWorkflowInput, ChildArrival, JsonValue, MessageKey } from '../../workflows/types.js';
+import { unique } from './env.js';
+
+export interface TestChild {
+  messageId: string;
+  index?: number | null;
+  total?: number | null;
+  /** The album object as received; defaults to `{ id, index, total }` of the usable values. */
+  albumMeta?: Record<string, JsonValue>;
+  metadataInvalid?: boolean;
+  caption?: string;
+  sentAt?: string;
+  /** One attachment per entry; null stores an attachment without URL (`unavailable`). */
+  urls?: (string | null)[];
+}
+
+/** A fresh album key in a conversation of its own. */
+export function newAlbumKey(workspace: string, albumId = 'alb_1', conversationId = unique('conv')): AlbumKey {
+  return { workspace, provider: 'whatsapp', accountId: 'acc_1', conversationId, albumId };
+}
+
+async function insertMessage(pool: Pool, key: MessageKey, albumPk: string | null, child: TestChild): Promise<string> {
+  const albumMeta =
+    albumPk === null ? null : (child.albumMeta ?? { index: child.index ?? null, total: child.total ?? null });
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
+                           album_index, album_total, metadata_invalid, caption, sent_at, raw)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '{}')
+     ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE SET last_received_at = now()
+     RETURNING id`,
+    [
+      key.workspace,
+      key.provider,
+      key.accountId,
+      key.conversationId,
+      key.messageId,
+      albumPk,
+      albumMeta === null ? null : JSON.stringify(albumMeta),
+      child.index ?? null,
+      child.total ?? null,
+      child.metadataInvalid ?? false,
+      child.caption ?? null,
+      child.sentAt ?? null,
+    ],
+  );
+  const messagePk = rows[0]!.id;
+  for (const [position, url] of (child.urls ?? []).entries()) {
+    await pool.query(
+      `INSERT INTO attachments (message_pk, position, kind, url, mime_type, status)
+       VALUES ($1, $2, 'image', $3, 'image/jpeg', $4)
+       ON CONFLICT DO NOTHING`,
+      [messagePk, position, url, url === null ? 'unavailable' : 'pending'],
+    );
+  }
+  return messagePk;
+}
+
+async function arrivalsOf(pool: Pool, messagePks: string[]): Promise<ChildArrival[]> {
+  const client = await pool.connect();
+  try {
+    const stored = await loadChildren(client, messagePks);
+    return messagePks.map((pk) => stored.find((child) => child.messagePk === pk)!.arrival);
+  } finally {
+    client.release();
+  }
+}
+
+/** Stores children of an album the way the ingress does and returns them as the dispatcher signals them. */
+export async function storeAlbumChildren(pool: Pool, key: AlbumKey, children: TestChild[]): Promise<ChildArrival[]> {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (workspace, provider, account_id, conversation_id, album_id) DO UPDATE SET last_received_at = now()
+     RETURNING id`,
+    [key.workspace, key.provider, key.accountId, key.conversationId, key.albumId, albumWorkflowId(key)],
+  );
+  const albumPk = rows[0]!.id;
+  const pks: string[] = [];
+  for (const child of children) pks.push(await insertMessage(pool, { ...key, messageId: child.messageId }, albumPk, child));
+  return arrivalsOf(pool, pks);
+}
+
+export async function storeStandaloneMessage(pool: Pool, key: MessageKey, child: Omit<TestChild, 'messageId'>): Promise<ChildArrival> {
+  const pk = await insertMessage(pool, key, null, { ...child, messageId: key.messageId });
+  return (await arrivalsOf(pool, [pk]))[0]!;
+}
+
+/** What the dispatcher sends for an album: signal-with-start carrying the pending children. */
+export async function signalAlbum(
+  client: Client,
+  config: Config,
+  key: AlbumKey,
+  children: ChildArrival[],
+  options: Pick<AlbumWorkflowInput, 'continueAsNewAfterSignals'> = {},
+): Promise<WorkflowHandleWithSignaledRunId> {
+  const input: AlbumWorkflowInput = { key, timings: config.album, ...options };
+  return client.workflow.signalWithStart(workflowTypes.album, {
+    workflowId: albumWorkflowId(key),
+    taskQueue: config.temporal.taskQueue,
+    args: [input],
+    signal: childrenSignal,
+    signalArgs: [{ children }],
+  });
+}
+
+export async function signalMessage(client: Client, config: Config, key: MessageKey, child: ChildArrival): Promise<WorkflowHandleWithSignaledRunId> {
+  return client.workflow.signalWithStart(workflowTypes.message, {
+    workflowId: messageWorkflowId(key),
+    taskQueue: config.temporal.taskQueue,
+    args: [{ key, timings: config.album }],
+    signal: childrenSignal,
+    signalArgs: [{ children: [child] }],
+  });
+}
+
+export interface DecisionRow {
+  seq: number;
+  trigger: string;
+  child_message_ids: string[];
+}
+
+export async function storedDecisions(pool: Pool, workflowId: string): Promise<DecisionRow[]> {
+  const { rows } = await pool.query<DecisionRow>(
+    `SELECT seq, trigger, child_message_ids FROM decisions WHERE workflow_id = $1 ORDER BY seq`,
+    [workflowId],
+  );
+  return rows;
+}
+
+export interface NotificationRow {
+  id: string;
+  type: string;
+  status: string;
+  payload: {
+    id: string;
+    type: string;
+    album?: { state: string; distinctChildren: number; media: Record<string, number>; review: { reasons: string[] } };
+    message?: { state: string; media: Record<string, number> };
+    decision: { seq: number; trigger: string; childMessageIds: string[]; lateChildMessageIds?: string[]; lateItemPolicy?: string };
+  };
+}
+
+export async function storedNotifications(pool: Pool, workflowId: string): Promise<NotificationRow[]> {
+  const { rows } = await pool.query<NotificationRow>(
+    `SELECT id, type, status, payload FROM notifications WHERE workflow_id = $1 ORDER BY created_at, id`,
+    [workflowId],
+  );
+  return rows;
+}
+
+export async function albumRow(pool: Pool, workflowId: string): Promise<{ state: string; review_reasons: string[] }> {
+  const { rows } = await pool.query<{ state: string; review_reasons: string[] }>(
+    `SELECT state, review_reasons FROM albums WHERE workflow_id = $1`,
+    [workflowId],
+  );
+  return rows[0]!;
+}
+
+/** Retries `check` until it passes; asynchronous outcomes on a busy machine take their time. */
+export function eventually<T>(check: () => Promise<T> | T, timeout = 45_000): Promise<T> {
+  return vi.waitFor(check, { timeout, interval: 100 });
+}
+
+export interface MediaServer {
+  /** A URL that answers 200 with `body`. */
+  file(body: string): string;
+  /** A URL that answers 410 Gone. */
+  gone(): string;
+  close(): Promise<void>;
+}
+
+export async function startMediaServer(): Promise<MediaServer> {
+  const bodies = new Map<string, string>();
+  const server = http.createServer((req, res) => {
+    const body = bodies.get(req.url ?? '');
+    if (body === undefined) res.writeHead(410).end();
+    else res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': Buffer.byteLength(body) }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    file(body) {
+      const route = `/${unique('file')}`;
+      bodies.set(route, body);
+      return `${base}${route}`;
+    },
+    gone: () => `${base}/${unique('gone')}`,
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export const historiesDir = path.resolve(import.meta.dirname, '../fixtures/histories');
+
+const { History } = temporal.api.history.v1;
+
+/**
+ * With UPDATE_HISTORIES=1, saves the run's history as a replay fixture (test/fixtures/histories/<name>.json),
+ * in protobufjs' JSON object form: the SDK's historyToJSON/historyFromJSON fail with this install's
+ * two protobufjs copies ("type must be a Type").
+ */
+export async function saveHistory(name: string, handle: WorkflowHandle): Promise<void> {
+  if (process.env.UPDATE_HISTORIES !== '1') return;
+  const history = History.toObject(History.fromObject(await handle.fetchHistory()), { longs: String, enums: String, bytes: String });
+  fs.mkdirSync(historiesDir, { recursive: true });
+  fs.writeFileSync(path.join(historiesDir, `${name}.json`), JSON.stringify({ workflowId: handle.workflowId, history }, null, 1) + '\n');
+}
+
+export interface SavedHistory {
+  name: string;
+  workflowId: string;
+  history: temporal.api.history.v1.History;
+}
+
+export function loadHistories(): SavedHistory[] {
+  if (!fs.existsSync(historiesDir)) return [];
+  return fs
+    .readdirSync(historiesDir)
+    .filter((file) => file.endsWith('.json'))
+    .sort()
+    .map((file) => {
+      const saved = JSON.parse(fs.readFileSync(path.join(historiesDir, file), 'utf8')) as { workflowId: string; history: object };
+      return { name: path.basename(file, '.json'), workflowId: saved.workflowId, history: History.fromObject(saved.history) };
+    });
+}
