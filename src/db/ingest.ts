@@ -66,16 +66,33 @@ export async function recordEvent(db: Queryable, event: EventRecord): Promise<vo
   );
 }
 
+/**
+ * The album's row, created on its first child. Not a single INSERT … ON CONFLICT DO UPDATE: albums has a
+ * second unique constraint (workflow_id), and a concurrent first insert would violate it instead of
+ * taking the conflict path; ON CONFLICT DO NOTHING without a target covers both.
+ */
 async function upsertAlbum(db: Queryable, key: AlbumKey): Promise<string> {
+  const touch = async () => {
+    const { rows } = await db.query<{ id: string }>(
+      `UPDATE albums SET last_received_at = now()
+        WHERE workspace = $1 AND provider = $2 AND account_id = $3 AND conversation_id = $4 AND album_id = $5
+        RETURNING id`,
+      [key.workspace, key.provider, key.accountId, key.conversationId, key.albumId],
+    );
+    return rows[0]?.id;
+  };
+  const existing = await touch();
+  if (existing) return existing;
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
      VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (workspace, provider, account_id, conversation_id, album_id) DO UPDATE
-       SET last_received_at = now()
+     ON CONFLICT DO NOTHING
      RETURNING id`,
     [key.workspace, key.provider, key.accountId, key.conversationId, key.albumId, albumWorkflowId(key)],
   );
-  return rows[0]!.id;
+  const id = rows[0]?.id ?? (await touch());
+  if (!id) throw new Error(`album ${albumWorkflowId(key)} was neither inserted nor found`);
+  return id;
 }
 
 /** A redelivery keeps the first stored values; a caption or sent_at missing so far is filled in, never erased. */

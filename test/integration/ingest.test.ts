@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ingestChild, type IngestResult } from '../../src/db/ingest.js';
+import type { Pool } from '../../src/db/pool.js';
+import { parseEvent } from '../../src/http/event.js';
+import { testConfig, testPool, unique } from '../helpers/env.js';
+
+const config = testConfig();
+let pool: Pool;
+
+beforeAll(() => {
+  pool = testPool(config, 20);
+});
+
+afterAll(async () => {
+  await pool.end();
+});
+
+function ingest(workspace: string, event: Record<string, unknown>): Promise<IngestResult> {
+  const body = Buffer.from(JSON.stringify(event));
+  const parsed = parseEvent(workspace, body);
+  if (parsed.kind !== 'child') throw new Error(`not a child event: ${JSON.stringify(parsed)}`);
+  return ingestChild(pool, { eventId: parsed.eventId, type: parsed.type, raw: body.toString(), child: parsed.child });
+}
+
+function childEvent(messageId: string, albumId: string) {
+  return {
+    id: unique('evt'),
+    type: 'message.received',
+    provider: 'telegram',
+    account_id: 'acc',
+    data: { conversation: { id: 'conv' }, message: { id: messageId, album: { id: albumId } } },
+  };
+}
+
+describe('ingestChild under concurrency', () => {
+  it('stores the concurrent first children of new albums under one album row each', async () => {
+    const workspace = unique('ingest');
+    const albums = Array.from({ length: 40 }, (_, a) => `alb-${a}`);
+    const outcomes = await Promise.allSettled(
+      albums.flatMap((album) => Array.from({ length: 8 }, (_, i) => ingest(workspace, childEvent(`${album}-m${i}`, album)))),
+    );
+    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+
+    const { rows } = await pool.query<{ album_id: string; children: number }>(
+      `SELECT al.album_id, count(m.id)::int AS children
+         FROM albums al JOIN messages m ON m.album_pk = al.id
+        WHERE al.workspace = $1
+        GROUP BY al.album_id`,
+      [workspace],
+    );
+    expect(rows.sort((a, b) => a.album_id.localeCompare(b.album_id))).toEqual(
+      [...albums].sort().map((album_id) => ({ album_id, children: 8 })),
+    );
+  });
+
+  it('stores one child once when its redeliveries race, and reports the others as duplicates', async () => {
+    const workspace = unique('ingest');
+    const results = await Promise.all(Array.from({ length: 12 }, () => ingest(workspace, childEvent('same', 'alb'))));
+    expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
+    const { rows } = await pool.query<{ delivery_count: number; outbox: number }>(
+      `SELECT m.delivery_count, (SELECT count(*)::int FROM outbox o WHERE o.message_pk = m.id) AS outbox
+         FROM messages m WHERE m.workspace = $1`,
+      [workspace],
+    );
+    expect(rows).toEqual([{ delivery_count: 12, outbox: 1 }]);
+  });
+});
