@@ -9,8 +9,9 @@ import type {
 } from '../../workflows/types.js';
 import type { OutboxRow, StoredChild } from '../db/outbox.js';
 
-/** Bounds the payload of one signal; an album with more pending children gets several signals. */
+/** Bound the payload of one signal (Temporal refuses payloads over 2 MiB); an album with more pending children gets several signals. */
 export const maxChildrenPerSignal = 200;
+export const maxSignalBytes = 512 * 1024;
 
 export type SignalTarget =
   | { workflowType: typeof workflowTypes.album; workflowId: string; input: AlbumWorkflowInput }
@@ -32,7 +33,7 @@ export function planSignals(
   rows: OutboxRow[],
   children: StoredChild[],
   timings: AlbumTimings,
-  maxChildren = maxChildrenPerSignal,
+  limits: { maxChildren: number; maxBytes: number } = { maxChildren: maxChildrenPerSignal, maxBytes: maxSignalBytes },
 ): SignalBatch[] {
   const childByPk = new Map(children.map((child) => [child.messagePk, child]));
   const groups = new Map<string, { target: SignalTarget; scope: ConversationScope; members: Map<string, string[]> }>();
@@ -52,15 +53,19 @@ export function planSignals(
 
   const batches: SignalBatch[] = [];
   for (const { target, scope, members } of groups.values()) {
-    const entries = [...members];
-    for (let start = 0; start < entries.length; start += maxChildren) {
-      const chunk = entries.slice(start, start + maxChildren);
-      batches.push({
-        target,
-        scope,
-        children: chunk.map(([messagePk]) => childByPk.get(messagePk)!.arrival),
-        outboxIds: chunk.flatMap(([, ids]) => ids),
-      });
+    let batch: SignalBatch | undefined;
+    let bytes = 0;
+    for (const [messagePk, outboxIds] of members) {
+      const arrival = childByPk.get(messagePk)!.arrival;
+      const size = JSON.stringify(arrival).length;
+      if (!batch || batch.children.length === limits.maxChildren || bytes + size > limits.maxBytes) {
+        batch = { target, scope, children: [], outboxIds: [] };
+        batches.push(batch);
+        bytes = 0;
+      }
+      batch.children.push(arrival);
+      batch.outboxIds.push(...outboxIds);
+      bytes += size;
     }
   }
   return batches;

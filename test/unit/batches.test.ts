@@ -59,6 +59,21 @@ describe('planSignals', () => {
     expect(batches.flatMap((b) => b.outboxIds)).toHaveLength(count);
   });
 
+  it('starts another signal before one would carry more than the byte limit', () => {
+    const children = Array.from({ length: 5 }, (_, i) => {
+      const child = stored(String(i), 'large');
+      child.arrival.caption = 'x'.repeat(1000);
+      return child;
+    });
+    const size = JSON.stringify(children[0]!.arrival).length;
+    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, timings, {
+      maxChildren: maxChildrenPerSignal,
+      maxBytes: size * 2,
+    });
+    expect(batches.map((b) => b.children.length)).toEqual([2, 2, 1]);
+    expect(batches.map((b) => b.outboxIds)).toEqual([['0', '1'], ['2', '3'], ['4']]);
+  });
+
   it('fails loudly when a row refers to a child that was not loaded', () => {
     expect(() => planSignals([row(1, '99')], [], timings)).toThrow(/message 99/);
   });
