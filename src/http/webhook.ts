@@ -47,6 +47,8 @@ const signatureFailures: Record<VerifyFailure, { code: string; message: (toleran
   no_valid_signature: { code: 'invalid_signature', message: () => `no v1= entry of ${signatureHeaderName} matches the body` },
 };
 
+const unstorableMessage = 'the event holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)';
+
 const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 'unsupported_media_type' };
 
 /**
@@ -55,7 +57,7 @@ const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 
  */
 export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app, { config, pool, wakeDispatcher }, done) => {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, parsed) => parsed(null, body));
 
   const outcomes = new WeakMap<FastifyRequest, string>();
   function refuse(request: FastifyRequest, status: number, code: string, message: string, headers?: Record<string, string>) {
@@ -128,9 +130,9 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
         }
       }
 
-      const keepInQuarantine = async (code: string, message: string): Promise<never> => {
+      const keepInQuarantine = async (code: string, message: string, detail = message): Promise<never> => {
         try {
-          await quarantine(pool, { workspace, reason: code, detail: message, raw: body });
+          await quarantine(pool, { workspace, reason: code, detail, raw: body });
         } catch (err) {
           throw storageFailure(request, err);
         }
@@ -146,7 +148,7 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
         try {
           await recordEvent(pool, { workspace, eventId: event.eventId, type: event.type, raw });
         } catch (err) {
-          if (isDataException(err)) return keepInQuarantine('unstorable_event', (err as Error).message);
+          if (isDataException(err)) return keepInQuarantine('unstorable_event', unstorableMessage, (err as Error).message);
           throw storageFailure(request, err);
         }
         outcomes.set(request, 'ignored');
@@ -157,7 +159,7 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       try {
         stored = await ingestChild(pool, { eventId: event.eventId, type: event.type, raw, child: event.child });
       } catch (err) {
-        if (isDataException(err)) return keepInQuarantine('unstorable_event', (err as Error).message);
+        if (isDataException(err)) return keepInQuarantine('unstorable_event', unstorableMessage, (err as Error).message);
         throw storageFailure(request, err);
       }
       wakeDispatcher();
