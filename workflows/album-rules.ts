@@ -234,17 +234,14 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
   const decided = new Set(prior.decisions.flatMap((decision) => decision.childMessageIds));
   const known = prior.children.filter((child) => decided.has(child.arrival.messageId));
   const last = prior.decisions[prior.decisions.length - 1];
-  const restored: AlbumRulesState = {
+  const base: AlbumRulesState = {
     ...initialState(),
     children: known,
     decisions: prior.decisions,
     reviewReasons: canonicalReasons([...prior.reviewReasons, ...analyzeMetadata(known.map((child) => child.arrival)).reasons]),
     phase: last ? 'processed' : 'collecting',
     lastDecisionAt: last ? Date.parse(last.decidedAt) : null,
-  };
-  const base: AlbumRulesState = {
-    ...restored,
-    mediaSettledSeq: last && mediaSettled(restored, last) ? last.seq : null,
+    mediaSettledSeq: last && mediaSettled(known, last) ? last.seq : null,
   };
   const undecided = prior.children.filter((child) => !decided.has(child.arrival.messageId));
   const next = undecided.length > 0 ? addChildren(base, undecided, now, timings) : evaluate(base, now, timings);
@@ -348,15 +345,15 @@ function settleDownload(state: AlbumRulesState, messageId: string, position: num
   return emitMediaSettled({ ...state, children });
 }
 
-function mediaSettled(state: AlbumRulesState, decision: DecisionView): boolean {
+function mediaSettled(children: readonly ChildRecord[], decision: DecisionView): boolean {
   const included = new Set(decision.childMessageIds);
-  return state.children
+  return children
     .filter((child) => included.has(child.arrival.messageId))
     .every((child) => child.attachments.every((attachment) => attachment.status !== 'pending'));
 }
 
 function emitMediaSettled(state: AlbumRulesState): Transition {
   const latest = latestDecision(state);
-  if (!latest || state.mediaSettledSeq === latest.seq || !mediaSettled(state, latest)) return { state, commands: [] };
+  if (!latest || state.mediaSettledSeq === latest.seq || !mediaSettled(state.children, latest)) return { state, commands: [] };
   return { state: { ...state, mediaSettledSeq: latest.seq }, commands: [{ type: 'media_settled', decision: latest }] };
 }
