@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import { registry } from '../metrics.js';
 import { handleError } from './errors.js';
 import { healthRoutes } from './health.js';
+import { statusRoutes } from './status.js';
 import { webhookRoutes } from './webhook.js';
 
 export interface AppDeps {
@@ -19,14 +20,17 @@ export interface AppDeps {
   /** Called after a child commits so the outbox is drained at once. */
   wakeDispatcher: () => void;
   logger: Logger;
+  /** The in-process worker's Temporal metrics, appended to `/metrics`. */
+  workerMetricsUrl?: string;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
 /** The HTTP application without a listening socket: tests use `app.inject`, servers call `listen`. */
 export async function buildApp(deps: AppDeps): Promise<App> {
+  const loggerInstance: FastifyBaseLogger = deps.logger;
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance,
     bodyLimit: deps.config.maxBodyBytes,
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -45,9 +49,19 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(webhookRoutes, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
-  );
+  await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    let text = await registry.metrics();
+    if (deps.workerMetricsUrl) {
+      try {
+        const response = await fetch(deps.workerMetricsUrl, { signal: AbortSignal.timeout(2_000) });
+        text += `\n${await response.text()}`;
+      } catch (err) {
+        request.log.warn({ err }, 'worker metrics unavailable');
+      }
+    }
+    return reply.type(registry.contentType).send(text);
+  });
 
   return app;
 }

@@ -7,9 +7,8 @@ export interface HealthOptions {
   temporal: Client;
 }
 
-type CheckResult = 'ok' | string;
-
-async function check(probe: () => Promise<unknown>, timeoutMs = 2_000): Promise<CheckResult> {
+/** 'ok', or why the probe failed. */
+async function check(probe: () => Promise<unknown>, timeoutMs = 2_000): Promise<string> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

@@ -54,7 +54,7 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
   try {
     await client.connection.operatorService.addSearchAttributes({
       namespace,
-      searchAttributes: Object.fromEntries(missing.map((key) => [key.name, indexedType[key.type as keyof typeof indexedType]])),
+      searchAttributes: Object.fromEntries(missing.map((key) => [key.name, indexedType[key.type]])),
     });
     return [];
   } catch {

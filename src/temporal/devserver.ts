@@ -27,7 +27,7 @@ export interface DevServerOptions {
 }
 
 const searchAttributeFlags = Object.values(searchAttributes).map((key) => {
-  const type = { KEYWORD: 'Keyword', BOOL: 'Bool', INT: 'Int' }[key.type as 'KEYWORD' | 'BOOL' | 'INT'];
+  const type = { KEYWORD: 'Keyword', BOOL: 'Bool', INT: 'Int' }[key.type];
   return `${key.name}=${type}`;
 });
 
