@@ -30,7 +30,7 @@ CREATE TABLE albums (
   updated_at        timestamptz NOT NULL DEFAULT now(),
   UNIQUE (workspace, provider, account_id, conversation_id, album_id)
 );
-CREATE INDEX albums_newest ON albums (workspace, first_received_at DESC, id DESC);
+CREATE INDEX albums_newest ON albums (workspace, id DESC);
 
 -- One row per child message, under its own scoped identity. Album metadata is kept as received
 -- (album_meta) next to the usable values (album_index, album_total: non-negative integers only).
