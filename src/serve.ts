@@ -8,15 +8,30 @@ import { startService, type Roles, type Service } from './runtime.js';
  * HTTP stops accepting, the dispatcher and the worker drain, the dev server stops, exit 0.
  */
 export async function run(roles: Roles, describe: (service: Service, config: Config) => string): Promise<void> {
-  const config = loadConfig();
+  const fail = (message: string): never => {
+    process.stderr.write(`\nalbumflow could not start: ${message}\n`);
+    process.exit(1);
+  };
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    return fail((err as Error).message);
+  }
   if (!(roles.ingress && roles.worker) && !config.temporal.address) {
-    throw new Error('TEMPORAL_ADDRESS is required to run the ingress or the worker alone; `npm start` runs both with an embedded dev server');
+    fail('TEMPORAL_ADDRESS is required to run the ingress or the worker alone; `npm start` runs both with an embedded dev server');
   }
   const logger: Logger = createLogger(config.logLevel);
   for (const [workspace, secrets] of config.workspaceSecrets) {
     if (secrets.length === 0) logger.warn(`workspace "${workspace}" has no signing secret: unsigned webhooks are accepted`);
   }
-  const service = await startService(config, roles, logger);
+  let service: Service;
+  try {
+    service = await startService(config, roles, logger);
+  } catch (err) {
+    logger.fatal({ err }, 'albumflow could not start');
+    return fail((err as Error).message);
+  }
   process.stdout.write(describe(service, config));
   // A Ctrl-C reaches us twice when npm relays the terminal's SIGINT to its child: a repeat within a
   // second is that echo; a later one means "stop now".

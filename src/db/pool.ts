@@ -1,4 +1,6 @@
+import os from 'node:os';
 import pg from 'pg';
+import { parseIntoClientConfig } from 'pg-connection-string';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -10,13 +12,21 @@ const defaultDatabase = 'albumflow';
  * (the PG* variables and the socket first, as libpq does, then 127.0.0.1:5432) with database `albumflow`.
  */
 export function connectionConfig(databaseUrl: string | undefined): pg.ClientConfig {
-  if (databaseUrl) return { connectionString: databaseUrl };
+  if (databaseUrl) {
+    const parsed = parseIntoClientConfig(databaseUrl);
+    // As libpq does, a URL without a user name connects as PGUSER or the OS user.
+    return { ...parsed, user: parsed.user || defaultUser(), database: parsed.database || defaultDatabase };
+  }
   return {
     host: process.env.PGHOST ?? localSocketOrTcp(),
     port: Number(process.env.PGPORT ?? 5432),
-    user: process.env.PGUSER ?? process.env.USER ?? 'postgres',
+    user: defaultUser(),
     database: process.env.PGDATABASE ?? defaultDatabase,
   };
+}
+
+function defaultUser(): string {
+  return process.env.PGUSER || os.userInfo().username;
 }
 
 function localSocketOrTcp(): string {
@@ -72,19 +82,11 @@ export async function ensureDatabase(config: pg.ClientConfig): Promise<void> {
 }
 
 export function databaseName(config: pg.ClientConfig): string {
-  if (config.connectionString) {
-    const name = decodeURIComponent(new URL(config.connectionString).pathname.slice(1));
-    if (!name) throw new Error('DATABASE_URL names no database');
-    return name;
-  }
   return config.database ?? defaultDatabase;
 }
 
 export function withDatabase(config: pg.ClientConfig, database: string): pg.ClientConfig {
-  if (!config.connectionString) return { ...config, database };
-  const url = new URL(config.connectionString);
-  url.pathname = `/${encodeURIComponent(database)}`;
-  return { ...config, connectionString: url.toString() };
+  return { ...config, database };
 }
 
 /** Errors that mean "the database is unreachable or restarting", as opposed to a bad statement. */
@@ -97,4 +99,16 @@ export function isUnavailable(err: unknown): boolean {
   if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
   const message = e.message ?? '';
   return /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|connection timeout/i.test(message);
+}
+
+/** A `postgresql://` URL for a connection config, for child processes and DATABASE_URL. */
+export function connectionUrl(config: pg.ClientConfig): string {
+  const url = new URL('postgresql://localhost');
+  const host = config.host ?? '127.0.0.1';
+  if (host.startsWith('/')) url.searchParams.set('host', host);
+  else url.host = `${host}:${config.port ?? 5432}`;
+  url.username = encodeURIComponent(config.user ?? '');
+  if (typeof config.password === 'string') url.password = encodeURIComponent(config.password);
+  url.pathname = `/${encodeURIComponent(config.database ?? defaultDatabase)}`;
+  return url.toString();
 }

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { connectionConfig, withDatabase } from '../../src/db/pool.js';
+import { connectionConfig, connectionUrl, withDatabase } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 import { startDevServer, type DevServer } from '../../src/temporal/devserver.js';
 import { bundleWorkflows } from '../../src/temporal/worker.js';
@@ -49,15 +49,4 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
     await admin.end();
   };
-}
-
-function connectionUrl(config: pg.ClientConfig): string {
-  if (config.connectionString) return config.connectionString;
-  const host = config.host ?? '127.0.0.1';
-  const url = new URL('postgresql://localhost');
-  url.username = encodeURIComponent(config.user ?? '');
-  url.pathname = `/${encodeURIComponent(config.database ?? '')}`;
-  if (host.startsWith('/')) url.searchParams.set('host', host);
-  else url.host = `${host}:${config.port ?? 5432}`;
-  return url.toString();
 }
