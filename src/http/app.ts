@@ -33,6 +33,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     loggerInstance,
     bodyLimit: deps.config.maxBodyBytes,
     return503OnClosing: true,
+    // Key segments longer than this are refused by the route schemas with a 400, not by the router.
+    routerOptions: { maxParamLength: 2048 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setErrorHandler(handleError);

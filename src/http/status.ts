@@ -63,6 +63,12 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
         summary: 'Status of one album',
         tags: ['status'],
         params: Type.Object({ ...ScopeParams, album: Segment }),
+        querystring: Type.Object({
+          source: Type.Enum(['auto', 'database'], {
+            default: 'auto',
+            description: 'auto: the running workflow, else PostgreSQL; database: always what PostgreSQL recorded',
+          }),
+        }),
         response: { 200: AlbumStatusSchema, 400: ErrorBody, 404: ErrorBody },
       },
     },
@@ -71,7 +77,7 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
       const key: AlbumKey = { workspace: p.workspace, provider: p.provider, accountId: p.account, conversationId: p.conversation, albumId: p.album };
       const album = await findAlbum(pool, key);
       if (!album) throw new HttpError(404, 'album_not_found', `no child of album ${albumWorkflowId(key)} was ever stored`);
-      const live = await queryRunningWorkflow(album.workflowId);
+      const live = request.query.source === 'auto' ? await queryRunningWorkflow(album.workflowId) : null;
       void reply.header('x-albumflow-source', (live ? 'workflow' : 'database') satisfies StatusSource);
       if (live) return live;
       const [children, decisions] = await Promise.all([albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);

@@ -1,0 +1,101 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { projectRoot } from '../../src/paths.js';
+import type { AlbumStatus } from '../../workflows/types.js';
+import { eventually } from '../helpers/albums.js';
+import { unique } from '../helpers/env.js';
+import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+
+let stack: Stack;
+let url: string;
+const conversation = unique('conv');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-cli-'));
+
+beforeAll(async () => {
+  stack = await startStack({ QUIET_PERIOD_MS: '300' });
+  await stack.app.listen({ port: 0, host: '127.0.0.1' });
+  url = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await stack.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Runs the CLI as users do (`npx albumflow …` runs bin/albumflow.js); never blocks this process's worker. */
+function albumflow(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [path.join(projectRoot, 'bin/albumflow.js'), ...args],
+      { env: { ...process.env, ALBUMFLOW_URL: url, TEMPORAL_ADDRESS: stack.config.temporal.address, ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+function eventFile(messageId: string, index: number): string {
+  const file = path.join(tmp, `${messageId}.json`);
+  fs.writeFileSync(file, JSON.stringify(albumEvent({ conversationId: conversation, albumId: 'trip', messageId, index, total: 2 })));
+  return file;
+}
+
+describe('albumflow CLI against a running server', () => {
+  it('send signs and posts events; status shows the album as a table and as JSON', async () => {
+    for (const [messageId, index] of [['p2', 1], ['p1', 0]] as const) {
+      const sent = await albumflow(['send', eventFile(messageId, index), '--workspace', stack.workspace, '--secret', stack.secret]);
+      expect(sent.stderr).toBe('');
+      expect(sent.code).toBe(0);
+      expect(sent.stdout).toMatch(/^202 .*"status":"accepted"/);
+    }
+
+    const keyArgs = [stack.workspace, 'whatsapp', 'acc_1', conversation, 'trip'];
+    const json = await eventually(async () => {
+      const result = await albumflow(['status', ...keyArgs, '--json']);
+      expect(result.code).toBe(0);
+      const body = JSON.parse(result.stdout) as AlbumStatus;
+      expect(body.decisions).toHaveLength(1);
+      return body;
+    });
+    expect(json).toMatchObject({ distinctChildren: 2, expectedTotal: 2, decisions: [{ trigger: 'expected_count_reached', childMessageIds: ['p1', 'p2'] }] });
+
+    const table = await albumflow(['status', ...keyArgs]);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain(`workflow id:    ${json.workflowId}`);
+    expect(table.stdout).toContain('children:       2 of 2 expected (reached)');
+    expect(table.stdout).toMatch(/1\s+expected_count_reached\s+\S+\s+p1, p2/);
+
+    const list = await albumflow(['list', stack.workspace]);
+    expect(list.stdout).toMatch(/processed\s+2\s+-\s+whatsapp\/acc_1\/.+\/trip/);
+    const review = await albumflow(['list', stack.workspace, '--review']);
+    expect(review.stdout.trim()).toBe('No albums.');
+
+    const history = await albumflow(['history', ...keyArgs]);
+    expect(history.code).toBe(0);
+    expect(history.stdout).toContain(`workflow id: ${json.workflowId}`);
+    expect(history.stdout).toContain(`temporal workflow query --workflow-id '${json.workflowId}' --name status`);
+    expect(history.stdout).toMatch(/Runs on .*:\n\s+\S+\s+(RUNNING|COMPLETED)/);
+  });
+
+  it('says clearly when the album is unknown, the request is refused or the server is unreachable', async () => {
+    const missing = await albumflow(['status', stack.workspace, 'whatsapp', 'acc_1', conversation, 'nope']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('404 album_not_found');
+
+    const unsigned = await albumflow(['send', eventFile('p3', 2), '--workspace', stack.workspace, '--secret', 'wrong']);
+    expect(unsigned.code).toBe(1);
+    expect(unsigned.stderr).toContain('401 invalid_signature');
+
+    const down = await albumflow(['list', stack.workspace], { ALBUMFLOW_URL: 'http://127.0.0.1:9' });
+    expect(down.code).toBe(2);
+    expect(down.stderr).toContain('cannot reach albumflow at http://127.0.0.1:9');
+
+    const usage = await albumflow(['status', 'only-one']);
+    expect(usage.code).toBe(1);
+    expect(usage.stderr).toContain('expected 4 arguments');
+  });
+});

@@ -1,0 +1,209 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AlbumStatus } from '../../workflows/types.js';
+import type { AlbumListBody, MessageStatus } from '../../src/http/status-body.js';
+import { eventually, startMediaServer, type MediaServer } from '../helpers/albums.js';
+import { unique } from '../helpers/env.js';
+import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+
+let stack: Stack;
+let media: MediaServer;
+
+beforeAll(async () => {
+  stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '3000', LATE_WINDOW_MS: '2500' });
+  media = await startMediaServer();
+});
+
+afterAll(async () => {
+  await stack.close();
+  await media.close();
+});
+
+async function get<T>(url: string) {
+  const response = await stack.app.inject({ method: 'GET', url });
+  return { statusCode: response.statusCode, source: response.headers['x-albumflow-source'], body: response.json<T>() };
+}
+
+const albumUrl = (conversation: string, album: string, query = '') =>
+  `/workspaces/${encodeURIComponent(stack.workspace)}/albums/whatsapp/acc_1/${encodeURIComponent(conversation)}/${encodeURIComponent(album)}${query}`;
+
+describe('album status', () => {
+  it('answers from the running workflow and from PostgreSQL with the same body', async () => {
+    const conversation = unique('conv');
+    const photos = [0, 1, 2].map((index) =>
+      albumEvent({
+        conversationId: conversation,
+        albumId: 'alb/1 ü',
+        messageId: `m${index}`,
+        index,
+        total: 3,
+        attachments: [{ type: 'image', url: media.file(`photo ${index}`) }, { type: 'image' }],
+      }),
+    );
+    for (const photo of [photos[2], photos[0], photos[0], photos[1]]) expect((await stack.post(photo)).statusCode).toBe(202);
+
+    const live = await eventually(async () => {
+      const response = await get<AlbumStatus>(albumUrl(conversation, 'alb/1 ü'));
+      expect(response.source).toBe('workflow');
+      expect(response.body.decisions).toHaveLength(1);
+      expect(response.body.media.pending).toBe(0);
+      return response.body;
+    });
+    expect(live).toMatchObject({
+      key: { workspace: stack.workspace, provider: 'whatsapp', accountId: 'acc_1', conversationId: conversation, albumId: 'alb/1 ü' },
+      state: 'processed',
+      expectedTotal: 3,
+      distinctChildren: 3,
+      expectedCountReached: true,
+      review: { required: false, reasons: [] },
+      media: { total: 6, downloaded: 3, unavailable: 3, pending: 0, failed: 0, expired: 0 },
+    });
+    expect(live.children.map((c) => c.messageId)).toEqual(['m0', 'm1', 'm2']);
+    expect(live.decisions[0]).toMatchObject({ seq: 1, trigger: 'expected_count_reached', childMessageIds: ['m0', 'm1', 'm2'] });
+    expect(live.children[0]!.attachments[0]).toMatchObject({ position: 0, status: 'downloaded', bytes: 7 });
+
+    const recorded = await get<AlbumStatus>(albumUrl(conversation, 'alb/1 ü', '?source=database'));
+    expect(recorded.source).toBe('database');
+    expect(recorded.body).toEqual(live);
+
+    const closed = await eventually(async () => {
+      const response = await get<AlbumStatus>(albumUrl(conversation, 'alb/1 ü'));
+      expect(response.body.state).toBe('closed');
+      return response;
+    });
+    expect(closed.source).toBe('database');
+    expect(closed.body).toEqual({ ...live, state: 'closed' });
+  });
+
+  it('is 404 for an album no child of was stored, and 400 for a malformed request', async () => {
+    const missing = await get<{ error: { code: string } }>(albumUrl('nowhere', 'none'));
+    expect(missing.statusCode).toBe(404);
+    expect(missing.body.error.code).toBe('album_not_found');
+
+    const tooLong = await get<{ error: { code: string } }>(albumUrl('x'.repeat(600), 'a'));
+    expect(tooLong.statusCode).toBe(400);
+    expect(tooLong.body.error.code).toBe('invalid_request');
+
+    const badSource = await get<{ error: { code: string } }>(albumUrl('c', 'a', '?source=cache'));
+    expect(badSource.statusCode).toBe(400);
+  });
+});
+
+describe('message status', () => {
+  it('shows an album child with the decisions that included it, and a standalone message with its own workflow', async () => {
+    const conversation = unique('conv');
+    await stack.post(albumEvent({ conversationId: conversation, albumId: 'a1', messageId: 'c1', index: 0, total: 1 }));
+    await stack.post(albumEvent({ conversationId: conversation, messageId: 'solo', text: 'just me' }));
+    await stack.post(albumEvent({ conversationId: conversation, messageId: 'solo', text: 'just me' }));
+    const base = `/workspaces/${encodeURIComponent(stack.workspace)}/messages/whatsapp/acc_1/${conversation}`;
+
+    const child = await eventually(async () => {
+      const response = await get<MessageStatus>(`${base}/c1`);
+      expect(response.body.decisions).toHaveLength(1);
+      return response.body;
+    });
+    expect(child).toMatchObject({
+      workflowId: `album:${encodeURIComponent(stack.workspace)}:whatsapp:acc_1:${conversation}:a1`,
+      albumKey: { albumId: 'a1', conversationId: conversation },
+      index: 0,
+      total: 1,
+      deliveryCount: 1,
+      decisions: [{ seq: 1, trigger: 'expected_count_reached', childMessageIds: ['c1'] }],
+    });
+
+    const solo = await eventually(async () => {
+      const response = await get<MessageStatus>(`${base}/solo`);
+      expect(response.body.decisions).toHaveLength(1);
+      return response.body;
+    });
+    expect(solo).toMatchObject({
+      workflowId: `message:${encodeURIComponent(stack.workspace)}:whatsapp:acc_1:${conversation}:solo`,
+      albumKey: null,
+      caption: 'just me',
+      deliveryCount: 2,
+      attachments: [{ position: 0, status: 'unavailable' }],
+      decisions: [{ seq: 1, trigger: 'standalone', childMessageIds: ['solo'] }],
+    });
+
+    const missing = await get<{ error: { code: string } }>(`${base}/nope`);
+    expect(missing.statusCode).toBe(404);
+    expect(missing.body.error.code).toBe('message_not_found');
+  });
+});
+
+describe('album list', () => {
+  it('filters by review, state, provider and conversation, newest first, with a cursor', async () => {
+    const conversation = unique('conv');
+    const post = (albumId: string, messageId: string, total: number, provider = 'whatsapp') =>
+      stack.post(albumEvent({ conversationId: conversation, albumId, messageId, index: 0, total, provider }));
+    await post('older', 'o1', 1);
+    await post('conflicted', 'k1', 2);
+    await stack.post(albumEvent({ conversationId: conversation, albumId: 'conflicted', messageId: 'k2', index: 1, total: 3 }));
+    await post('newest', 'n1', 1, 'telegram');
+
+    const list = (query: string) => get<AlbumListBody>(`/workspaces/${encodeURIComponent(stack.workspace)}/albums?conversation=${conversation}${query}`);
+    const all = await eventually(async () => {
+      const response = await list('');
+      expect(response.body.items.map((a) => a.state)).toEqual(['processed', 'processed', 'processed']);
+      return response.body;
+    });
+    expect(all.items.map((a) => a.key.albumId)).toEqual(['newest', 'conflicted', 'older']);
+    expect(all.items[1]).toMatchObject({ distinctChildren: 2, review: { required: true, reasons: ['total_conflict'] } });
+    expect(all.nextCursor).toBeNull();
+
+    expect((await list('&review=true')).body.items.map((a) => a.key.albumId)).toEqual(['conflicted']);
+    expect((await list('&review=false')).body.items.map((a) => a.key.albumId)).toEqual(['newest', 'older']);
+    expect((await list('&provider=telegram')).body.items.map((a) => a.key.albumId)).toEqual(['newest']);
+    expect((await list('&state=collecting')).body.items).toEqual([]);
+
+    const first = await list('&limit=2');
+    expect(first.body.items.map((a) => a.key.albumId)).toEqual(['newest', 'conflicted']);
+    expect(first.body.nextCursor).toEqual(expect.any(String));
+    const second = await list(`&limit=2&cursor=${first.body.nextCursor}`);
+    expect(second.body.items.map((a) => a.key.albumId)).toEqual(['older']);
+    expect(second.body.nextCursor).toBeNull();
+
+    const badCursor = await list('&cursor=bm9wZQ');
+    expect(badCursor.statusCode).toBe(400);
+    expect((badCursor.body as unknown as { error: { code: string } }).error.code).toBe('invalid_cursor');
+  });
+});
+
+describe('metrics and API docs', () => {
+  it('serves Prometheus metrics with the ingress, dispatcher and workflow counters', async () => {
+    const response = await stack.app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toContain('text/plain');
+    for (const name of [
+      'albumflow_webhooks_total',
+      'albumflow_signature_failures_total',
+      'albumflow_outbox_depth',
+      'albumflow_outbox_oldest_age_seconds',
+      'albumflow_signals_sent_total',
+      'albumflow_children_per_signal',
+      'albumflow_decisions_total',
+      'albumflow_downloads_total',
+      'albumflow_notification_failures_total',
+    ]) {
+      expect(response.body).toContain(`# TYPE ${name}`);
+    }
+    expect(response.body).toMatch(/albumflow_webhooks_total\{status="202",outcome="accepted"\} [1-9]/);
+  });
+
+  it('publishes an OpenAPI document generated from the route schemas', async () => {
+    const response = await stack.app.inject({ method: 'GET', url: '/docs/json' });
+    expect(response.statusCode).toBe(200);
+    const document = response.json<{ openapi: string; paths: Record<string, Record<string, unknown>> }>();
+    expect(document.openapi).toMatch(/^3\./);
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining([
+        '/webhooks/unifyport/{workspace}',
+        '/workspaces/{workspace}/albums/{provider}/{account}/{conversation}/{album}',
+        '/workspaces/{workspace}/messages/{provider}/{account}/{conversation}/{message}',
+        '/workspaces/{workspace}/albums',
+      ]),
+    );
+    expect(document.paths['/workspaces/{workspace}/albums/{provider}/{account}/{conversation}/{album}']?.get).toBeDefined();
+    const ui = await stack.app.inject({ method: 'GET', url: '/docs' });
+    expect([200, 302]).toContain(ui.statusCode);
+  });
+});
