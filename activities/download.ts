@@ -310,7 +310,7 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
   }
 
   async function downloadAttachment({ key, position, finalAttempt }: DownloadInput): Promise<DownloadResult> {
-    const log = logger.child({ attachment: childKeyString(key), position });
+    const log = logger.child({ workflowId: Context.current().info.workflowExecution?.workflowId, attachment: childKeyString(key), position });
     const { rows } = await pool.query<AttachmentRow>(findAttachmentSql, [
       key.workspace,
       key.provider,

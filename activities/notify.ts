@@ -62,7 +62,7 @@ export function createNotifier(deps: ActivityDeps) {
       [n.id, error, retryable],
     );
     notificationFailuresTotal.inc();
-    logger.warn({ notificationId: n.id, type: n.type, error, retryable }, 'notification not delivered');
+    logger.warn({ notificationId: n.id, type: n.type, workflowId: n.workflowId, error, retryable }, 'notification not delivered');
     if (retryable) throw ApplicationFailure.retryable(`notification ${n.id}: ${error}`, 'NotificationDeliveryFailed');
     notificationsTotal.inc({ type: n.type, outcome: 'failed' });
     throw ApplicationFailure.nonRetryable(`notification ${n.id} rejected: ${error}`, 'NotificationRejected');
