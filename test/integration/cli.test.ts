@@ -16,7 +16,7 @@ const conversation = unique('conv');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-cli-'));
 
 beforeAll(async () => {
-  stack = await startStack({ QUIET_PERIOD_MS: '300' });
+  stack = await startStack({ QUIET_PERIOD_MS: '300', LATE_WINDOW_MS: '600000' });
   await stack.app.listen({ port: 0, host: '127.0.0.1' });
   url = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
 });
