@@ -3,7 +3,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Client, WorkflowHandle, WorkflowHandleWithSignaledRunId } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import type { temporal } from '@temporalio/proto';
 import { vi } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { loadChildren } from '../../src/db/outbox.js';
@@ -206,16 +207,13 @@ export async function startMediaServer(): Promise<MediaServer> {
 
 export const historiesDir = path.resolve(import.meta.dirname, '../fixtures/histories');
 
-const { History } = temporal.api.history.v1;
-
 /**
- * With UPDATE_HISTORIES=1, saves the run's history as a replay fixture (test/fixtures/histories/<name>.json),
- * in protobufjs' JSON object form: the SDK's historyToJSON/historyFromJSON fail with this install's
- * two protobufjs copies ("type must be a Type").
+ * With UPDATE_HISTORIES=1, saves the run's history as a replay fixture (test/fixtures/histories/<name>.json)
+ * in Temporal's JSON history format, the one `temporal workflow show --output json` and the UI export.
  */
 export async function saveHistory(name: string, handle: WorkflowHandle): Promise<void> {
   if (process.env.UPDATE_HISTORIES !== '1') return;
-  const history = History.toObject(History.fromObject(await handle.fetchHistory()), { longs: String, enums: String, bytes: String });
+  const history: unknown = JSON.parse(historyToJSON(await handle.fetchHistory()));
   fs.mkdirSync(historiesDir, { recursive: true });
   fs.writeFileSync(path.join(historiesDir, `${name}.json`), JSON.stringify({ workflowId: handle.workflowId, history }, null, 1) + '\n');
 }
@@ -223,7 +221,7 @@ export async function saveHistory(name: string, handle: WorkflowHandle): Promise
 export interface SavedHistory {
   name: string;
   workflowId: string;
-  history: temporal.api.history.v1.History;
+  history: temporal.api.history.v1.IHistory;
 }
 
 export function loadHistories(): SavedHistory[] {
@@ -233,7 +231,7 @@ export function loadHistories(): SavedHistory[] {
     .filter((file) => file.endsWith('.json'))
     .sort()
     .map((file) => {
-      const saved = JSON.parse(fs.readFileSync(path.join(historiesDir, file), 'utf8')) as { workflowId: string; history: object };
-      return { name: path.basename(file, '.json'), workflowId: saved.workflowId, history: History.fromObject(saved.history) };
+      const saved = JSON.parse(fs.readFileSync(path.join(historiesDir, file), 'utf8')) as { workflowId: string; history: unknown };
+      return { name: path.basename(file, '.json'), workflowId: saved.workflowId, history: historyFromJSON(saved.history) };
     });
 }
