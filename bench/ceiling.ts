@@ -1,0 +1,51 @@
+// The ceiling of the ingest benchmark: a bare Fastify endpoint that verifies the same HMAC
+// (src/signature.ts), parses the event into the same child (src/http/event.ts) and commits the same
+// rows in one transaction with the project's own SQL (ingestChild of src/db/ingest.ts: event, album,
+// child, attachments, outbox row and its NOTIFY). Nothing else: no schemas, no hooks, no logging, no
+// metrics, no dispatcher, no Temporal. Reads PORT, HOST, DATABASE_URL, WORKSPACE_SECRETS,
+// SIGNATURE_TOLERANCE_S and MAX_BODY_BYTES like the app.
+import Fastify from 'fastify';
+import { loadConfig } from '../src/config.js';
+import { ingestChild } from '../src/db/ingest.js';
+import { connectionConfig, createPool } from '../src/db/pool.js';
+import { parseEvent } from '../src/http/event.js';
+import { verifySignature } from '../src/signature.js';
+
+/** The size of the pool src/runtime.ts gives the app, so both sides have the same connections. */
+export const ceilingPoolSize = 20;
+
+const config = loadConfig();
+const pool = createPool(connectionConfig(config.databaseUrl), { max: ceilingPoolSize, applicationName: 'albumflow-bench-ceiling' });
+const app = Fastify({ bodyLimit: config.maxBodyBytes });
+app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+app.post<{ Params: { workspace: string }; Body: Buffer }>('/webhooks/unifyport/:workspace', async (request, reply) => {
+  const { workspace } = request.params;
+  const secrets = config.workspaceSecrets.get(workspace);
+  if (!secrets) return reply.code(404).send({ error: { code: 'unknown_workspace', message: workspace } });
+  const verdict = verifySignature({
+    secrets,
+    timestamp: request.headers['x-unifyport-timestamp'] as string | undefined,
+    signature: request.headers['x-unifyport-signature'] as string | undefined,
+    body: request.body,
+    toleranceS: config.signatureToleranceS,
+  });
+  if (!verdict.ok) return reply.code(401).send({ error: { code: verdict.reason, message: verdict.reason } });
+  const event = parseEvent(workspace, request.body);
+  if (event.kind !== 'child') return reply.code(400).send({ error: { code: 'not_a_child', message: event.kind } });
+  const stored = await ingestChild(pool, { eventId: event.eventId, type: event.type, raw: request.body.toString('utf8'), child: event.child });
+  return reply.code(202).send({ status: 'accepted', ...stored });
+});
+
+await app.listen({ port: config.port, host: config.host });
+const address = app.server.address();
+process.stdout.write(`ceiling listening on http://${config.host}:${typeof address === 'object' && address ? address.port : config.port}\n`);
+
+const shutdown = () => {
+  void app
+    .close()
+    .then(() => pool.end())
+    .finally(() => process.exit(0));
+};
+process.once('SIGTERM', shutdown);
+process.once('SIGINT', shutdown);

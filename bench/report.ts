@@ -1,0 +1,425 @@
+// What a bench run reports: the figures of each section, the targets they are held to, and the
+// markdown section appended to BENCHMARKS.md. Pure (no I/O).
+import type { RequestRecord } from './load.js';
+
+export interface Percentiles {
+  count: number;
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+  max: number | null;
+}
+
+/** Nearest-rank percentiles. */
+export function percentiles(values: readonly number[]): Percentiles {
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = (p: number) => (sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
+  return { count: sorted.length, p50: rank(50), p90: rank(90), p99: rank(99), max: sorted.length ? sorted[sorted.length - 1]! : null };
+}
+
+export interface StepStats {
+  /** Requests the load generator sent. */
+  sent: number;
+  /** 202 answers (new children and redeliveries). */
+  accepted: number;
+  duplicates: number;
+  /** Non-202 answers and requests without an answer, by status ("0" = no answer). */
+  failures: Record<string, number>;
+  /** From the first intended send to the last answer. */
+  durationS: number;
+  acceptedPerS: number;
+  /** From the intended send (so queueing in the load generator counts) to the answer, ms. */
+  ackMs: Percentiles;
+  truncated: boolean;
+}
+
+export function stepStats(records: readonly RequestRecord[], truncated: boolean): StepStats {
+  const accepted = records.filter((r) => r.status === 202);
+  const failures: Record<string, number> = {};
+  for (const r of records) if (r.status !== 202) failures[String(r.status)] = (failures[String(r.status)] ?? 0) + 1;
+  const first = Math.min(...records.map((r) => r.intendedAt));
+  const last = Math.max(...records.map((r) => r.ackAt));
+  const durationS = records.length > 0 ? (last - first) / 1000 : 0;
+  return {
+    sent: records.length,
+    accepted: accepted.length,
+    duplicates: accepted.filter((r) => r.duplicate === true).length,
+    failures,
+    durationS: round(durationS, 2),
+    acceptedPerS: durationS > 0 ? round(accepted.length / durationS, 1) : 0,
+    ackMs: roundPercentiles(percentiles(accepted.map((r) => r.ackAt - r.intendedAt))),
+    truncated,
+  };
+}
+
+export interface IngestStep {
+  /** Offered rate, requests/s; null for the closed loop (as fast as answered). */
+  rate: number | null;
+  concurrency: number;
+  ceiling: StepStats;
+  app: StepStats;
+  /** app accepted/s ÷ ceiling accepted/s. */
+  throughputRatio: number | null;
+  /** app p99 ack ÷ ceiling p99 ack. */
+  p99Ratio: number | null;
+}
+
+export interface EndToEnd {
+  phase: string;
+  /** New children accepted per second over the phase (redeliveries not counted). */
+  childrenPerS: number;
+  withTotal: {
+    albums: number;
+    /** Complete albums whose first decision was not `expected_count_reached`. */
+    decidedOtherwise: number;
+    /** Last child's 202 → recorded `expected_count_reached` decision, ms. */
+    ms: Percentiles;
+  };
+  withoutTotal: {
+    albums: number;
+    decidedOtherwise: number;
+    /** Last child's 202 → recorded `quiet_period` decision, minus QUIET_PERIOD_MS, ms. */
+    ms: Percentiles;
+  };
+}
+
+export interface TemporalCost {
+  phase: string;
+  /** New children accepted in the phase. */
+  children: number;
+  signalWithStarts: number;
+  signalsPerChild: number | null;
+  childrenPerSignal: number | null;
+  signalFailures: number;
+}
+
+export interface ProcessMemory {
+  /** Peak sampled VmRSS while the albums were open, MB (10^6 bytes). */
+  peakRssMB: number | null;
+  /** VmHWM at the end of the run: the peak since the process started, start-up included, MB. */
+  hwmMB: number | null;
+  /** VmRSS once the albums were open and every child decided, MB. */
+  rssAtTargetMB: number | null;
+}
+
+export interface Scale {
+  /** Albums in PostgreSQL not closed, at the measurement. */
+  openAlbums: number;
+  /** Running album workflows on the run's task queue (Temporal visibility); null when it could not be counted. */
+  runningWorkflows: number | null;
+  processes: Record<string, ProcessMemory>;
+  /** The worker's sticky cache (Temporal's temporal_sticky_cache_size) at the measurement. */
+  workerCachedWorkflows: number | null;
+}
+
+export interface Correctness {
+  acceptedChildren: number;
+  /** Accepted children that no recorded decision includes. */
+  missingFromDecisions: number;
+  missingExamples: string[];
+  albums: number;
+  /** Albums with more than one `album.ready` notification. */
+  duplicateAlbumReady: number;
+  albumsWithoutReady: number;
+  decisionsByTrigger: Record<string, number>;
+  ok: boolean;
+}
+
+export interface PhaseCpu {
+  phase: string;
+  wallS: number;
+  /** CPU seconds per process (postgres: every PostgreSQL process of the machine). */
+  cpuS: Record<string, number>;
+  /** Whole-machine busy share over the phase, 0–1 per core summed (2 = both cores busy). */
+  machineBusyCores: number;
+  /** Cores busy with processes the bench did not start (other work on a shared machine), on average. */
+  otherCores: number;
+}
+
+export interface Target {
+  name: string;
+  target: string;
+  measured: string;
+  met: boolean | null;
+}
+
+export interface BenchReport {
+  startedAt: string;
+  finishedAt: string;
+  machine: { cpuModel: string; cores: number; memoryGB: number; os: string };
+  versions: Record<string, string>;
+  configuration: Record<string, unknown>;
+  ingest: IngestStep[];
+  endToEnd: EndToEnd[];
+  /** The phase held to the end-to-end target. */
+  sustainedPhase: string;
+  temporalCost: TemporalCost[];
+  /** The phase held to the signals-per-child target. */
+  burstPhase: string;
+  scale: Scale;
+  correctness: Correctness;
+  cpu: PhaseCpu[];
+  targets: Target[];
+  /** Warnings and errors the app's processes logged, by message. */
+  appLogs: Record<string, number>;
+}
+
+export function round(value: number, digits = 1): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+function roundPercentiles(p: Percentiles): Percentiles {
+  const r = (v: number | null) => (v === null ? null : round(v, 1));
+  return { count: p.count, p50: r(p.p50), p90: r(p.p90), p99: r(p.p99), max: r(p.max) };
+}
+
+export function ratio(numerator: number | null, denominator: number | null): number | null {
+  if (numerator === null || denominator === null || denominator === 0) return null;
+  return round(numerator / denominator, 2);
+}
+
+export function megabytes(bytes: number | null): number | null {
+  return bytes === null ? null : round(bytes / 1e6, 1);
+}
+
+const targetLimits = {
+  throughputRatio: 0.9,
+  p99Ratio: 2,
+  endToEndP99Ms: 250,
+  sustainedChildrenPerS: 200,
+  signalsPerChild: 0.2,
+  rssMB: 400,
+};
+
+export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbumsTarget: number): Target[] {
+  const closedLoop = report.ingest.find((step) => step.rate === null);
+  const openLoop = report.ingest.filter((step) => step.rate !== null && step.p99Ratio !== null);
+  const worstP99 = openLoop.reduce<IngestStep | null>((worst, step) => (worst && worst.p99Ratio! >= step.p99Ratio! ? worst : step), null);
+  const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
+  const burst = report.temporalCost.find((c) => c.phase === report.burstPhase);
+  const memory = Object.entries(report.scale.processes).filter(([name]) => name === 'ingress' || name === 'worker');
+  const targets: Target[] = [
+    {
+      name: 'Ingest throughput (closed loop)',
+      target: `≥ ${targetLimits.throughputRatio * 100}% of the ceiling's req/s`,
+      measured: closedLoop
+        ? `${closedLoop.app.acceptedPerS} vs ${closedLoop.ceiling.acceptedPerS} req/s = ${pct(closedLoop.throughputRatio)}`
+        : 'not measured',
+      met: closedLoop?.throughputRatio == null ? null : closedLoop.throughputRatio >= targetLimits.throughputRatio,
+    },
+    {
+      name: 'Ingest p99 ack (worst open-loop step)',
+      target: `≤ ${targetLimits.p99Ratio}× the ceiling's p99`,
+      measured: worstP99
+        ? `${worstP99.app.ackMs.p99} vs ${worstP99.ceiling.ackMs.p99} ms at ${worstP99.rate} req/s = ${worstP99.p99Ratio}×`
+        : 'not measured',
+      met: worstP99 ? worstP99.p99Ratio! <= targetLimits.p99Ratio : null,
+    },
+    {
+      name: 'Album completion p99 (total known)',
+      target: `≤ ${targetLimits.endToEndP99Ms} ms at ≥ ${targetLimits.sustainedChildrenPerS} children/s`,
+      measured: sustained
+        ? `${sustained.withTotal.ms.p99} ms at ${sustained.childrenPerS} children/s (${sustained.withTotal.albums} albums)`
+        : 'not measured',
+      met:
+        sustained?.withTotal.ms.p99 == null
+          ? null
+          : sustained.withTotal.ms.p99 <= targetLimits.endToEndP99Ms && sustained.childrenPerS >= targetLimits.sustainedChildrenPerS,
+    },
+    {
+      name: 'Signals per child (10-photo bursts)',
+      target: `≤ ${targetLimits.signalsPerChild}`,
+      measured: burst ? `${burst.signalsPerChild} (${burst.signalWithStarts} signals / ${burst.children} children)` : 'not measured',
+      met: burst?.signalsPerChild == null ? null : burst.signalsPerChild <= targetLimits.signalsPerChild,
+    },
+    ...memory.map(([name, m]): Target => {
+      const worst = Math.max(m.peakRssMB ?? 0, m.hwmMB ?? 0);
+      return {
+        name: `Peak RSS, ${name}`,
+        target: `≤ ${targetLimits.rssMB} MB with ${openAlbumsTarget} open albums`,
+        measured: `${worst} MB peak (VmHWM ${m.hwmMB} MB, sampled ${m.peakRssMB} MB, ${report.scale.openAlbums} open)`,
+        met: m.hwmMB === null ? null : worst <= targetLimits.rssMB && report.scale.openAlbums >= openAlbumsTarget,
+      };
+    }),
+    {
+      name: 'Correctness',
+      target: 'every accepted child in a decision; no duplicate album.ready',
+      measured: `${report.correctness.missingFromDecisions} missing of ${report.correctness.acceptedChildren}; ${report.correctness.duplicateAlbumReady} duplicate album.ready`,
+      met: report.correctness.ok,
+    },
+  ];
+  return targets;
+}
+
+function pct(value: number | null): string {
+  return value === null ? 'n/a' : `${Math.round(value * 100)}%`;
+}
+
+type Cell = string | number | boolean | null | undefined;
+
+function cell(value: Cell): string {
+  if (value === null || value === undefined) return '–';
+  return String(value);
+}
+
+function table(header: string[], rows: Cell[][]): string {
+  return [
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((row) => `| ${row.map(cell).join(' | ')} |`),
+  ].join('\n');
+}
+
+function failures(stats: StepStats): string {
+  const entries = Object.entries(stats.failures);
+  return entries.length === 0 ? '0' : entries.map(([status, n]) => `${n}×${status === '0' ? 'no answer' : status}`).join(', ');
+}
+
+/** The section appended to BENCHMARKS.md for one run. */
+export function renderMarkdown(report: BenchReport): string {
+  const { machine, versions, configuration } = report;
+  const lines: string[] = [];
+  lines.push(`## Run of ${report.startedAt}`);
+  lines.push('');
+  lines.push(`- Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB RAM, ${machine.os}`);
+  lines.push(`- Versions: ${Object.entries(versions).map(([name, version]) => `${name} ${version}`).join(', ')}`);
+  lines.push(`- Configuration: ${Object.entries(configuration).map(([name, value]) => `${name}=${JSON.stringify(value)}`).join(', ')}`);
+  lines.push('');
+  lines.push('### Targets');
+  lines.push('');
+  lines.push(table(['figure', 'target', 'measured', 'met'], report.targets.map((t) => [t.name, t.target, t.measured, t.met === null ? 'n/a' : t.met ? 'yes' : '**no**'])));
+  lines.push('');
+  lines.push('### 1–2. Ingest against the ceiling (same load, same run)');
+  lines.push('');
+  lines.push(
+    table(
+      ['offered', 'ceiling req/s', 'ceiling p50 / p99 ms', 'app req/s', 'app p50 / p99 ms', 'req/s ratio', 'p99 ratio', 'failures (app)'],
+      report.ingest.map((step) => [
+        step.rate === null ? `closed loop, ${step.concurrency} in flight` : `${step.rate} req/s`,
+        step.ceiling.acceptedPerS,
+        `${cell(step.ceiling.ackMs.p50)} / ${cell(step.ceiling.ackMs.p99)}`,
+        step.app.acceptedPerS,
+        `${cell(step.app.ackMs.p50)} / ${cell(step.app.ackMs.p99)}`,
+        pct(step.throughputRatio),
+        step.p99Ratio === null ? '–' : `${step.p99Ratio}×`,
+        failures(step.app),
+      ]),
+    ),
+  );
+  lines.push('');
+  lines.push('### 3. End to end: last child\'s 202 → recorded decision');
+  lines.push('');
+  lines.push(
+    table(
+      ['phase', 'children/s', 'total known: albums', 'p50 / p99 / max ms', 'no total: albums', 'p50 / p99 / max ms (minus quiet period)', 'decided otherwise'],
+      report.endToEnd.map((e) => [
+        e.phase === report.sustainedPhase ? `**${e.phase}**` : e.phase,
+        e.childrenPerS,
+        e.withTotal.albums,
+        `${cell(e.withTotal.ms.p50)} / ${cell(e.withTotal.ms.p99)} / ${cell(e.withTotal.ms.max)}`,
+        e.withoutTotal.albums,
+        `${cell(e.withoutTotal.ms.p50)} / ${cell(e.withoutTotal.ms.p99)} / ${cell(e.withoutTotal.ms.max)}`,
+        e.withTotal.decidedOtherwise + e.withoutTotal.decidedOtherwise,
+      ]),
+    ),
+  );
+  lines.push('');
+  lines.push('### 4. Temporal cost (dispatcher counters)');
+  lines.push('');
+  lines.push(
+    table(
+      ['phase', 'new children', 'signalWithStart', 'per child', 'children per signal', 'failed signals'],
+      report.temporalCost.map((c) => [
+        c.phase === report.burstPhase ? `**${c.phase}**` : c.phase,
+        c.children,
+        c.signalWithStarts,
+        c.signalsPerChild,
+        c.childrenPerSignal,
+        c.signalFailures,
+      ]),
+    ),
+  );
+  lines.push('');
+  lines.push('### 5. Scale: resident memory with the albums open in their late window');
+  lines.push('');
+  lines.push(
+    `${report.scale.openAlbums} albums open in PostgreSQL; ${cell(report.scale.runningWorkflows)} running workflows in Temporal; ` +
+      `${cell(report.scale.workerCachedWorkflows)} in the worker's sticky cache.`,
+  );
+  lines.push('');
+  lines.push(
+    table(
+      ['process', 'peak sampled RSS MB', 'VmHWM MB (start-up included)', 'RSS MB at the end'],
+      Object.entries(report.scale.processes).map(([name, m]) => [name, m.peakRssMB, m.hwmMB, m.rssAtTargetMB]),
+    ),
+  );
+  lines.push('');
+  lines.push('### 6. Correctness');
+  lines.push('');
+  const c = report.correctness;
+  lines.push(
+    `${c.acceptedChildren} accepted children, ${c.missingFromDecisions} missing from every decision; ${c.albums} albums, ` +
+      `${c.duplicateAlbumReady} with a duplicate album.ready, ${c.albumsWithoutReady} without one. Decisions: ` +
+      `${Object.entries(c.decisionsByTrigger).map(([trigger, n]) => `${trigger} ${n}`).join(', ')}.`,
+  );
+  lines.push('');
+  lines.push('### CPU seconds per phase (postgres: every PostgreSQL process of the machine)');
+  lines.push('');
+  const names = [...new Set(report.cpu.flatMap((p) => Object.keys(p.cpuS)))];
+  lines.push(
+    table(
+      ['phase', 'wall s', ...names, 'machine busy (cores)', 'of which others (cores)', 'app CPU ms per new child'],
+      report.cpu.map((p) => {
+        const cost = report.temporalCost.find((c) => `${c.phase}, app` === p.phase);
+        const appCpu = ['ingress', 'worker', 'temporal', 'postgres'].reduce((sum, n) => sum + (p.cpuS[n] ?? 0), 0);
+        return [
+          p.phase,
+          p.wallS,
+          ...names.map((n) => p.cpuS[n]),
+          p.machineBusyCores,
+          p.otherCores,
+          cost && cost.children > 0 ? round((appCpu * 1000) / cost.children, 1) : null,
+        ];
+      }),
+    ),
+  );
+  const logs = Object.entries(report.appLogs);
+  if (logs.length > 0) {
+    lines.push('');
+    lines.push(`App warnings/errors logged: ${logs.map(([message, n]) => `${n}× "${message}"`).join('; ')}.`);
+  }
+  lines.push('');
+  return lines.join('\n');
+}
+
+export const benchmarksHeader = `# Benchmarks
+
+\`npm run bench\` (bench/run.ts) measures albumflow on the machine it runs on, with everything
+co-located: a fresh PostgreSQL database, an embedded Temporal dev server, the ingress and the worker as
+separate processes (\`src/ingress.ts\`, \`src/worker.ts\`), the ceiling server (bench/ceiling.ts) and
+the load generator (bench/load.ts), each its own process. Every run appends a section below; the
+JSON of each run is kept under bench/results/ (not committed).
+
+Method:
+- **Ceiling.** A bare Fastify endpoint verifies the same HMAC and commits the same rows (event, album,
+  child, attachments, outbox row) in one transaction with the project's own SQL, and does nothing
+  else. It is measured in the same run, under the same load (the same seeded request sequence, in
+  its own database), just before the app, so the ratios cancel most of the machine's noise.
+- **Load.** Signed \`message.received\` webhooks for albums of 1–10 children (about half carry
+  \`album.total\`), the children of a few albums interleaved in shuffled order, 5% redelivered. Open
+  loop at each offered rate (bounded concurrency; latency counts from the intended send time, so a
+  server that falls behind is not flattered by coordinated omission), then a closed loop that sends
+  as fast as the server answers. The load generator shares the two cores with everything else.
+- **Ack latency** is the load generator's send → 202 answer. **Req/s** counts 202 answers over the
+  step's wall time.
+- **End to end** is, per complete album, the last new child's 202 (at the load generator) → the
+  \`recorded_at\` of its first decision in PostgreSQL; for albums without a total the quiet period
+  is subtracted. Attachments carry no URL, so no download runs.
+- **Temporal cost** is \`albumflow_signals_sent_total\` (each is one signalWithStart) over the new
+  children of the phase, from the ingress's /metrics.
+- **Scale** is VmRSS sampled every 250 ms and VmHWM (peak since start, start-up included) from
+  /proc, with every album of the run open in its late window (LATE_WINDOW_MS is long).
+- **Correctness** holds for every run: each accepted child appears in a recorded decision, and no
+  album has two \`album.ready\` notifications.
+`;

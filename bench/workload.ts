@@ -1,0 +1,195 @@
+// The bench's traffic: UnifyPort `message.received` events for albums of several children, in
+// shuffled order, some redelivered. Deterministic for a seed; pure (no I/O, no clock).
+
+export interface AlbumShape {
+  minChildren: number;
+  maxChildren: number;
+  /** Share of albums whose children carry `album.total` (the rest carry none, as Telegram sends them). */
+  totalShare: number;
+}
+
+export interface WorkloadOptions {
+  /** Makes every album and message id of the phase unique within the run. */
+  idPrefix: string;
+  seed: number;
+  albums: AlbumShape;
+  /** Share of requests that redeliver an event already sent (same id, same body, signed again). */
+  redeliveryShare: number;
+  /**
+   * `stream`: children of a few albums interleaved one by one; `burst`: each unit is all the children
+   * of one album, sent at the same instant in shuffled order.
+   */
+  pattern: 'stream' | 'burst';
+  /** Albums interleaved at once in the `stream` pattern. */
+  interleavedAlbums?: number;
+  /** Stop creating albums after this many. */
+  maxAlbums?: number;
+}
+
+export interface ChildRequest {
+  body: string;
+  albumId: string;
+  messageId: string;
+  /** Children of the album and whether they carry `album.total`. */
+  albumSize: number;
+  albumHasTotal: boolean;
+  redelivery: boolean;
+}
+
+/** Requests sent at the same intended instant. */
+export type Unit = ChildRequest[];
+
+interface OpenAlbum {
+  pending: ChildRequest[];
+}
+
+/** mulberry32: a small, fast, seedable generator; plenty for shuffling traffic. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function shuffle<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+const sentAtBase = Date.UTC(2026, 8, 29, 10, 0, 0);
+
+/**
+ * The event of one album child. Attachments carry no URL (the platform's "too large" case), so no
+ * download runs: the bench measures ingest, dispatch and decisions, not media transfer.
+ */
+export function childEvent(input: {
+  eventId: string;
+  provider: string;
+  conversationId: string;
+  albumId: string;
+  messageId: string;
+  index: number;
+  total: number | null;
+}): string {
+  const album: Record<string, unknown> = { id: input.albumId, index: input.index };
+  if (input.total !== null) album.total = input.total;
+  return JSON.stringify({
+    id: input.eventId,
+    type: 'message.received',
+    provider: input.provider,
+    account_id: 'bench-account',
+    data: {
+      conversation: { id: input.conversationId },
+      message: {
+        id: input.messageId,
+        ...(input.index === 0 ? { text: `album ${input.albumId}` } : {}),
+        sent_at: new Date(sentAtBase + input.index * 1000).toISOString(),
+        attachments: [{ type: 'image', mime_type: 'image/jpeg', size: 180_000 + input.index, file_name: `photo-${input.index}.jpg` }],
+        album,
+      },
+    },
+  });
+}
+
+/**
+ * Produces the phase's units lazily. `next(false)` opens new albums as needed; `next(true)` only
+ * finishes the albums already opened (so every album of a phase is sent whole), then returns null.
+ */
+export class Workload {
+  private readonly random: () => number;
+  private readonly open: OpenAlbum[] = [];
+  private readonly redeliveries: Array<{ due: number; request: ChildRequest }> = [];
+  private readonly recent: ChildRequest[] = [];
+  private sent = 0;
+  albumsCreated = 0;
+
+  constructor(private readonly options: WorkloadOptions) {
+    this.random = seededRandom(options.seed);
+  }
+
+  next(finishing: boolean): Unit | null {
+    const redelivery = this.dueRedelivery(finishing);
+    if (redelivery) return this.emit([redelivery]);
+    if (this.options.pattern === 'burst') {
+      if (finishing || !this.mayCreate()) return null;
+      return this.emit(shuffle([...this.createAlbum().pending], this.random));
+    }
+    const width = this.options.interleavedAlbums ?? 8;
+    while (!finishing && this.open.length < width && this.mayCreate()) this.open.push(this.createAlbum());
+    if (this.open.length === 0) return null;
+    const slot = Math.floor(this.random() * this.open.length);
+    const album = this.open[slot]!;
+    const child = album.pending.pop()!;
+    if (album.pending.length === 0) this.open.splice(slot, 1);
+    return this.emit([child]);
+  }
+
+  private mayCreate(): boolean {
+    return this.options.maxAlbums === undefined || this.albumsCreated < this.options.maxAlbums;
+  }
+
+  private dueRedelivery(finishing: boolean): ChildRequest | null {
+    const first = this.redeliveries[0];
+    if (!first || (first.due > this.sent && !finishing)) return null;
+    if (finishing) {
+      this.redeliveries.length = 0;
+      return null;
+    }
+    this.redeliveries.shift();
+    return first.request;
+  }
+
+  private emit(unit: ChildRequest[]): Unit {
+    for (const request of unit) {
+      this.sent += 1;
+      if (request.redelivery) continue;
+      this.recent.push(request);
+      if (this.recent.length > 64) this.recent.shift();
+      if (this.random() < this.options.redeliveryShare) {
+        const original = this.recent[Math.floor(this.random() * this.recent.length)]!;
+        const due = this.sent + 1 + Math.floor(this.random() * 40);
+        this.redeliveries.push({ due, request: { ...original, redelivery: true } });
+        this.redeliveries.sort((a, b) => a.due - b.due);
+      }
+    }
+    return unit;
+  }
+
+  private createAlbum(): OpenAlbum {
+    const { idPrefix, albums } = this.options;
+    const number = this.albumsCreated++;
+    const size = albums.minChildren + Math.floor(this.random() * (albums.maxChildren - albums.minChildren + 1));
+    const hasTotal = this.random() < albums.totalShare;
+    const albumId = `${idPrefix}-a${number}`;
+    const provider = hasTotal ? 'whatsapp' : 'telegram';
+    const conversationId = `conv-${number % 50}`;
+    const children: ChildRequest[] = [];
+    for (let index = 0; index < size; index++) {
+      const messageId = `${albumId}-m${index}`;
+      children.push({
+        body: childEvent({
+          eventId: `evt-${messageId}`,
+          provider,
+          conversationId,
+          albumId,
+          messageId,
+          index,
+          total: hasTotal ? size : null,
+        }),
+        albumId,
+        messageId,
+        albumSize: size,
+        albumHasTotal: hasTotal,
+        redelivery: false,
+      });
+    }
+    return { pending: shuffle(children, this.random) };
+  }
+}

@@ -1,0 +1,91 @@
+// The bench harness, once at tiny size: it must start the whole stack, drive every phase, and prove
+// correctness. Speed is never asserted here (BENCHMARKS.md is where figures go).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { runBench, tinyOptions, type BenchOutcome } from '../../bench/run.js';
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-bench-'));
+const benchmarksPath = path.join(scratch, 'BENCHMARKS.md');
+
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
+
+function isNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}
+
+describe('npm run bench, tiny', () => {
+  let outcome: BenchOutcome;
+
+  it('runs every phase against the real stack and keeps every accepted child', { timeout: 300_000 }, async () => {
+    outcome = await runBench({
+      ...tinyOptions,
+      databaseUrl: inject('databaseUrl'),
+      temporalAddress: inject('temporalAddress'),
+      resultsDir: path.join(scratch, 'results'),
+      benchmarksPath,
+      log: () => undefined,
+    });
+    const { correctness } = outcome.report;
+
+    expect(correctness.acceptedChildren).toBeGreaterThan(0);
+    expect(correctness.missingExamples).toEqual([]);
+    expect(correctness.missingFromDecisions).toBe(0);
+    expect(correctness.duplicateAlbumReady).toBe(0);
+    expect(correctness.albumsWithoutReady).toBe(0);
+    expect(correctness.ok).toBe(true);
+  });
+
+  it('reports every section with numbers', () => {
+    const { report } = outcome;
+
+    expect(report.ingest.length).toBe(tinyOptions.rates!.length + 1);
+    for (const step of report.ingest) {
+      for (const side of [step.ceiling, step.app]) {
+        expect(side.accepted).toBeGreaterThan(0);
+        expect(isNumber(side.acceptedPerS) && side.acceptedPerS > 0).toBe(true);
+        expect(isNumber(side.ackMs.p50) && isNumber(side.ackMs.p99)).toBe(true);
+      }
+      expect(isNumber(step.throughputRatio)).toBe(true);
+      expect(isNumber(step.p99Ratio)).toBe(true);
+    }
+
+    const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
+    expect(sustained).toBeDefined();
+    const decidedAlbums = report.endToEnd.flatMap((e) => [e.withTotal, e.withoutTotal]).filter((side) => side.albums > 0);
+    expect(decidedAlbums.length).toBeGreaterThan(0);
+    for (const side of decidedAlbums) expect(isNumber(side.ms.p50) && isNumber(side.ms.p99)).toBe(true);
+
+    const burst = report.temporalCost.find((cost) => cost.phase === report.burstPhase);
+    expect(burst?.children).toBeGreaterThan(0);
+    expect(isNumber(burst?.signalsPerChild)).toBe(true);
+    expect(burst!.signalWithStarts).toBeGreaterThan(0);
+
+    expect(report.scale.openAlbums).toBeGreaterThanOrEqual(tinyOptions.openAlbums!);
+    for (const name of ['ingress', 'worker', 'ceiling', 'load']) {
+      const memory = report.scale.processes[name];
+      expect(isNumber(memory?.hwmMB) && memory.hwmMB > 0).toBe(true);
+      expect(isNumber(memory?.peakRssMB) && memory.peakRssMB > 0).toBe(true);
+    }
+
+    expect(report.targets.map((target) => target.name)).toEqual(
+      expect.arrayContaining(['Ingest throughput (closed loop)', 'Signals per child (10-photo bursts)', 'Correctness']),
+    );
+    expect(report.versions.PostgreSQL).toMatch(/^\d+/);
+    expect(report.machine.cores).toBeGreaterThan(0);
+  });
+
+  it('writes the JSON and the markdown section where it was told, not to the repository', () => {
+    const saved = JSON.parse(fs.readFileSync(outcome.jsonPath, 'utf8')) as { correctness: { ok: boolean } };
+    expect(saved.correctness.ok).toBe(true);
+    expect(outcome.jsonPath.startsWith(scratch)).toBe(true);
+
+    const markdown = fs.readFileSync(benchmarksPath, 'utf8');
+    expect(markdown).toMatch(/^# Benchmarks/);
+    expect(markdown).toContain(outcome.markdown);
+    for (const heading of ['### Targets', '### 1–2. Ingest', '### 3. End to end', '### 4. Temporal cost', '### 5. Scale', '### 6. Correctness']) {
+      expect(markdown).toContain(heading);
+    }
+  });
+});
