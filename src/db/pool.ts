@@ -50,6 +50,11 @@ export function createPool(config: pg.ClientConfig, options: PoolOptions = {}): 
   // An idle client losing its connection (server restart) must not crash the process; the pool
   // discards it and the next query gets a fresh connection.
   pool.on('error', () => undefined);
+  // pg-pool listens for errors only while a client is idle. A checked-out client whose connection drops
+  // between two queries (a transaction awaiting Temporal while the server restarts) would emit 'error'
+  // with no listener and crash the process; with this one, its next query fails instead and the pool
+  // discards it on release.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 
