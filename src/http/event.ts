@@ -8,6 +8,8 @@ export const childEventType = 'message.received';
 /** Temporal's default limit on workflow id length; it also keeps the unique indexes within PostgreSQL's row limit. */
 export const maxWorkflowIdLength = 1000;
 export const maxEventIdLength = 512;
+/** Far deeper than any real event, and well within what PostgreSQL's jsonb accepts (deeper raises 54001, not a data error). */
+export const maxNestingDepth = 64;
 const maxInt32 = 2_147_483_647;
 
 type JsonObject = { [key: string]: JsonValue };
@@ -55,9 +57,10 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
   try {
     event = JSON.parse(body.toString('utf8'));
   } catch (err) {
-    return reject('invalid_json', `body is not valid JSON: ${(err as Error).message}`);
+    return reject('invalid_json', `body is not valid JSON: ${escapeControlCharacters((err as Error).message)}`);
   }
   if (!isObject(event)) return reject('invalid_event', 'the event must be a JSON object');
+  if (nestsDeeperThan(event, maxNestingDepth)) return reject('invalid_event', `the event nests deeper than ${maxNestingDepth} levels`);
   if (typeof event.type !== 'string' || event.type === '') return reject('invalid_event', 'the event has no "type"');
 
   const eventId = deriveEventId(event.id, body);
@@ -104,6 +107,24 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
       attachments: Array.isArray(message.attachments) ? message.attachments.map(attachment) : [],
     },
   };
+}
+
+/** Walks the value without recursion (a 1 MiB body can nest half a million levels). */
+function nestsDeeperThan(value: JsonValue, limit: number): boolean {
+  const pending: Array<[JsonValue, number]> = [[value, 1]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [current, depth] = next;
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(current) ? current : Object.values(current)) pending.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** JSON.parse quotes the offending bytes in its message; a NUL there could not be stored with the quarantined body. */
+function escapeControlCharacters(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function reject(code: RejectionCode, message: string): ParsedEvent {
