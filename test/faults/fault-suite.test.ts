@@ -1,0 +1,184 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkInvariants, isQuiet, type CheckReport } from './harness/invariants.js';
+import { LoadGenerator } from './harness/load.js';
+import { MemoryWatch } from './harness/memory.js';
+import { formatTable, megabytes, seconds, waitFor } from './harness/report.js';
+import { startStack, webhookSecret, workspace, type Stack } from './harness/stack.js';
+
+interface Fault {
+  name: string;
+  at: number;
+  /** When the broken part served again. */
+  recoveredAt: number;
+  note: string;
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) return false;
+    await pause(25);
+  }
+  return true;
+}
+
+describe('fault suite: two ingresses and two workers under signed load while their dependencies break', () => {
+  let stack: Stack;
+  let load: LoadGenerator;
+  let memory: MemoryWatch;
+  const faults: Fault[] = [];
+  let startedAt = 0;
+
+  beforeAll(async () => {
+    stack = await startStack({
+      ingresses: 2,
+      workers: 2,
+      media: { bytes: 96 * 1024, durationMs: () => 400 + Math.random() * 1_200 },
+      notifyDelayMs: () => 150 + Math.random() * 500,
+    });
+    load = new LoadGenerator({
+      workspace,
+      secret: webhookSecret,
+      targets: stack.ingressUrls,
+      mediaUrl: (path) => stack.media.url(path),
+      albumsPerSecond: 3,
+      maxInFlight: 24,
+    });
+    memory = new MemoryWatch([...stack.ingresses, ...stack.workers]);
+  }, 300_000);
+
+  afterAll(async () => {
+    load?.stop();
+    memory?.stop();
+    await stack?.teardown();
+  }, 120_000);
+
+  async function inject(name: string, breakAndRepair: () => Promise<string>): Promise<void> {
+    load.phase = name;
+    const at = Date.now();
+    const note = await breakAndRepair();
+    faults.push({ name, at, recoveredAt: Date.now(), note });
+    await pause(3_000);
+  }
+
+  it('keeps every acknowledged child, decides it, notifies album.ready once and downloads each file once', async () => {
+    startedAt = Date.now();
+    memory.start();
+    load.start();
+    await pause(8_000);
+
+    for (const [round, ingress] of [stack.ingresses[0]!, stack.ingresses[1]!, stack.ingresses[0]!].entries()) {
+      await inject(`kill -9 ${ingress.name} (${round + 1} of 3)`, async () => {
+        await ingress.kill9();
+        await pause(1_000);
+        await ingress.start();
+        return 'restarted';
+      });
+    }
+
+    await inject('kill -9 worker-1 mid-download', async () => {
+      const worker = stack.workers[0]!;
+      if (!(await until(() => stack.media.inFlight() > 0, 20_000))) return 'no download was in flight';
+      const killedAt = Date.now();
+      await worker.kill9();
+      await pause(200);
+      const cut = stack.media.fetches.filter((f) => f.completedAt === null && f.startedAt < killedAt).length;
+      await worker.start();
+      return `${cut} download(s) cut`;
+    });
+
+    await inject('kill -9 both workers mid-decision', async () => {
+      if (!(await until(() => stack.receiver.inFlight() > 0, 20_000))) return 'no notification was in flight';
+      const inFlight = stack.receiver.inFlight();
+      await Promise.all(stack.workers.map((worker) => worker.kill9()));
+      await pause(1_000);
+      await Promise.all(stack.workers.map((worker) => worker.start()));
+      return `${inFlight} notification(s) in flight`;
+    });
+
+    await inject('Temporal dev server stopped for 10 s', async () => {
+      await stack.stopTemporal();
+      await pause(10_000);
+      await stack.startTemporal();
+      return 'same port and state file';
+    });
+
+    await inject('PostgreSQL stopped for 5 s (fast shutdown)', async () => {
+      const from = load.attempts.length;
+      await stack.postgres.stop();
+      await pause(5_000);
+      await stack.postgres.start();
+      await pause(2_000);
+      const answers = load.attempts.slice(from);
+      return `${answers.filter((a) => a.status === 503).length} answered 503`;
+    });
+
+    load.phase = 'cool-down and redeliveries';
+    await pause(5_000);
+    load.stopGenerating();
+    await load.drain(180_000);
+    const quiet = await waitFor(async () => isQuiet(stack.pool, load), 360_000, 2_000);
+    memory.stop();
+    const report: CheckReport = await checkInvariants({ pool: stack.pool, workspace, load, media: stack.media, receiver: stack.receiver });
+    const elapsed = Date.now() - startedAt;
+
+    const phases = ['warm-up', ...faults.map((f) => f.name), 'cool-down and redeliveries'];
+    const rows = phases.map((phase) => {
+      const fault = faults.find((f) => f.name === phase);
+      const attempts = load.attempts.filter((a) => a.phase === phase);
+      const acknowledgedChildren = [...load.children.values()].filter((c) => c.ackedIn === phase);
+      const violations = report.violations.filter((v) => v.phase === phase).length;
+      return [
+        phase,
+        fault ? `t+${seconds(fault.at - startedAt)}` : '',
+        fault ? seconds(fault.recoveredAt - fault.at) : '',
+        String(attempts.length),
+        String(attempts.filter((a) => a.status === 202).length),
+        String(attempts.filter((a) => a.status !== 202).length),
+        `${acknowledgedChildren.filter((c) => report.checked.has(c.childKey)).length}/${acknowledgedChildren.length}`,
+        violations === 0 ? 'ok' : `${violations} violation(s)`,
+        fault?.note ?? '',
+      ];
+    });
+    const finalViolations = report.violations.filter((v) => v.phase === 'final').length;
+    const acknowledged = [...load.children.values()].filter((c) => c.acked).length;
+    rows.push([
+      'all (final checks)',
+      `t+${seconds(elapsed)}`,
+      '',
+      String(load.attempts.length),
+      String(load.attempts.filter((a) => a.status === 202).length),
+      String(load.attempts.filter((a) => a.status !== 202).length),
+      `${report.checked.size}/${acknowledged}`,
+      finalViolations === 0 ? 'ok' : `${finalViolations} violation(s)`,
+      quiet.done ? 'quiet' : `not quiet: ${quiet.detail}`,
+    ]);
+    console.log(
+      [
+        '',
+        'albumflow fault suite',
+        formatTable(['fault injected', 'when', 'outage', 'requests', '202', 'refused/failed', 'children checked', 'result', 'note'], rows),
+        '',
+        `children sent ${load.children.size}, acknowledged ${acknowledged}, checked ${report.checked.size}; albums ${report.albums}, ` +
+          `decisions ${report.decisions}, files downloaded ${report.downloads} (${report.interruptedFetches} fetches cut by kills), ` +
+          `notifications ${stack.receiver.deliveries.length} (${report.notificationRedeliveries} same-id redeliveries)`,
+        `peak memory: ingress ${megabytes(memory.peakOf('ingress'))}, worker ${megabytes(memory.peakOf('worker'))}; ` +
+          `unexpected process exits ${[...stack.ingresses, ...stack.workers].reduce((n, p) => n + p.unexpectedExits, 0)}`,
+        ...report.violations.slice(0, 40).map((v) => `  [${v.phase}] ${v.message}`),
+        '',
+      ].join('\n'),
+    );
+
+    expect(quiet.done, `never quiet: ${quiet.detail}`).toBe(true);
+    expect(report.violations).toEqual([]);
+    expect(load.unacknowledged()).toBe(0);
+    expect(report.checked.size).toBe(acknowledged);
+    expect(acknowledged).toBe(load.children.size);
+    expect(faults.find((f) => f.name.startsWith('PostgreSQL'))?.note).not.toMatch(/^0 answered/);
+    expect([...stack.ingresses, ...stack.workers].map((p) => [p.name, p.unexpectedExits])).toEqual(
+      [...stack.ingresses, ...stack.workers].map((p) => [p.name, 0]),
+    );
+  });
+});

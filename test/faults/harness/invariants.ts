@@ -1,0 +1,238 @@
+import type { Pool } from '../../../src/db/pool.js';
+import { childKeyString } from '../../../workflows/keys.js';
+import type { LoadGenerator, SentChild } from './load.js';
+import type { Fetch, MediaServer, NotifyReceiver } from './servers.js';
+
+export interface Violation {
+  /** The phase the child was first acknowledged in; `final` for whole-run checks. */
+  phase: string;
+  message: string;
+}
+
+export interface CheckReport {
+  violations: Violation[];
+  /** Children acknowledged with a 202 that passed every check. */
+  checked: Set<string>;
+  albums: number;
+  decisions: number;
+  downloads: number;
+  /** Fetches that ended before the whole body was sent (a worker killed mid-download). */
+  interruptedFetches: number;
+  /** Notifications the receiver got more than once under the same id (at-least-once delivery). */
+  notificationRedeliveries: number;
+}
+
+interface StoredMessage {
+  messageId: string;
+  albumWorkflowId: string | null;
+}
+
+interface DecisionRow {
+  workflow_id: string;
+  seq: number;
+  trigger: string;
+  child_message_ids: string[];
+}
+
+interface AttachmentRow {
+  key: string;
+  url: string | null;
+  status: string;
+  updated_at: Date;
+}
+
+async function storedMessages(pool: Pool, workspace: string): Promise<Map<string, StoredMessage>> {
+  const { rows } = await pool.query<{
+    workspace: string;
+    provider: string;
+    account_id: string;
+    conversation_id: string;
+    message_id: string;
+    album_workflow_id: string | null;
+  }>(
+    `SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, al.workflow_id AS album_workflow_id
+       FROM messages m LEFT JOIN albums al ON al.id = m.album_pk WHERE m.workspace = $1`,
+    [workspace],
+  );
+  return new Map(
+    rows.map((row) => {
+      const key = childKeyString({
+        workspace: row.workspace,
+        provider: row.provider,
+        accountId: row.account_id,
+        conversationId: row.conversation_id,
+        messageId: row.message_id,
+      });
+      return [key, { messageId: row.message_id, albumWorkflowId: row.album_workflow_id }];
+    }),
+  );
+}
+
+function workflowIdOf(child: SentChild): string {
+  return child.albumKey === null ? `message:${child.childKey}` : `album:${child.albumKey}`;
+}
+
+/** True once the run is quiet: outbox empty, nothing pending, every album closed, every acknowledged child decided. */
+export async function isQuiet(pool: Pool, load: LoadGenerator): Promise<{ done: boolean; detail: string }> {
+  const { rows } = await pool.query<{ outbox: number; pending: number; open: number; notifying: number }>(
+    `SELECT (SELECT count(*) FROM outbox)::int AS outbox,
+            (SELECT count(*) FROM attachments WHERE status = 'pending')::int AS pending,
+            (SELECT count(*) FROM albums WHERE state <> 'closed')::int AS open,
+            (SELECT count(*) FROM notifications WHERE status = 'pending')::int AS notifying`,
+  );
+  const counts = rows[0]!;
+  const latest = await latestDecisions(pool);
+  let undecided = 0;
+  for (const child of load.children.values()) {
+    if (child.acked && !latest.get(workflowIdOf(child))?.has(child.messageId)) undecided += 1;
+  }
+  const detail = `outbox ${counts.outbox}, pending downloads ${counts.pending}, open albums ${counts.open}, pending notifications ${counts.notifying}, undecided children ${undecided}`;
+  return { done: counts.outbox + counts.pending + counts.open + counts.notifying + undecided === 0, detail };
+}
+
+async function latestDecisions(pool: Pool): Promise<Map<string, Set<string>>> {
+  const { rows } = await pool.query<{ workflow_id: string; child_message_ids: string[] }>(
+    `SELECT DISTINCT ON (workflow_id) workflow_id, child_message_ids FROM decisions ORDER BY workflow_id, seq DESC`,
+  );
+  return new Map(rows.map((row) => [row.workflow_id, new Set(row.child_message_ids)]));
+}
+
+/**
+ * The invariants of the fault suite, checked once everything is quiet: every acknowledged child is stored
+ * and in its album's latest decision; decisions are well formed; one `album.ready` per album; no attachment
+ * fetched after it was marked downloaded; outbox empty; no refusal of valid traffic but 503.
+ */
+export async function checkInvariants(input: {
+  pool: Pool;
+  workspace: string;
+  load: LoadGenerator;
+  media: MediaServer;
+  receiver: NotifyReceiver;
+}): Promise<CheckReport> {
+  const { pool, workspace, load, media, receiver } = input;
+  const violations: Violation[] = [];
+  const childFailures = new Map<string, string[]>();
+  const fail = (child: SentChild, message: string) => {
+    const list = childFailures.get(child.childKey) ?? [];
+    list.push(message);
+    childFailures.set(child.childKey, list);
+    violations.push({ phase: child.ackedIn ?? 'unacknowledged', message: `${child.childKey}: ${message}` });
+  };
+  const global = (message: string) => violations.push({ phase: 'final', message });
+
+  const stored = await storedMessages(pool, workspace);
+  const { rows: decisionRows } = await pool.query<DecisionRow>(
+    `SELECT workflow_id, seq, trigger, child_message_ids FROM decisions ORDER BY workflow_id, seq`,
+  );
+  const decisions = new Map<string, DecisionRow[]>();
+  for (const row of decisionRows) decisions.set(row.workflow_id, [...(decisions.get(row.workflow_id) ?? []), row]);
+
+  const { rows: attachmentRows } = await pool.query<AttachmentRow & { workspace: string; provider: string; account_id: string; conversation_id: string; message_id: string }>(
+    `SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, a.url, a.status, a.updated_at
+       FROM attachments a JOIN messages m ON m.id = a.message_pk WHERE m.workspace = $1 AND a.position = 0`,
+    [workspace],
+  );
+  const attachments = new Map(
+    attachmentRows.map((row) => [
+      childKeyString({ workspace: row.workspace, provider: row.provider, accountId: row.account_id, conversationId: row.conversation_id, messageId: row.message_id }),
+      row,
+    ]),
+  );
+  const fetchesByPath = new Map<string, Fetch[]>();
+  for (const fetch of media.fetches) fetchesByPath.set(fetch.path, [...(fetchesByPath.get(fetch.path) ?? []), fetch]);
+
+  for (const child of load.children.values()) {
+    if (child.refusedWith !== null) fail(child, `valid traffic refused with HTTP ${child.refusedWith}`);
+    if (!child.acked) continue;
+    const row = stored.get(child.childKey);
+    if (!row) {
+      fail(child, 'acknowledged with 202 but not stored');
+      continue;
+    }
+    const workflowId = workflowIdOf(child);
+    if (child.albumKey !== null && row.albumWorkflowId !== workflowId) fail(child, `stored under album ${row.albumWorkflowId}`);
+    const list = decisions.get(workflowId) ?? [];
+    const latest = list[list.length - 1];
+    if (!list.some((decision) => decision.child_message_ids.includes(child.messageId))) fail(child, 'in no decision');
+    else if (!latest?.child_message_ids.includes(child.messageId)) fail(child, `missing from the latest decision #${latest?.seq}`);
+
+    const attachment = attachments.get(child.childKey);
+    if (!attachment) fail(child, 'attachment row missing');
+    else if (attachment.status !== 'downloaded') fail(child, `attachment ${attachment.status}, not downloaded`);
+    else {
+      const refetched = (fetchesByPath.get(child.attachmentPath) ?? []).filter((f) => f.startedAt > attachment.updated_at.getTime());
+      if (refetched.length > 0) fail(child, `attachment fetched ${refetched.length} time(s) after it was marked downloaded`);
+    }
+  }
+
+  const albumChildren = new Map<string, Set<string>>();
+  for (const message of stored.values()) {
+    if (message.albumWorkflowId === null) continue;
+    const set = albumChildren.get(message.albumWorkflowId) ?? new Set<string>();
+    set.add(message.messageId);
+    albumChildren.set(message.albumWorkflowId, set);
+  }
+  for (const [workflowId, list] of decisions) {
+    const members = workflowId.startsWith('album:') ? albumChildren.get(workflowId) : undefined;
+    let previous: Set<string> = new Set();
+    list.forEach((decision, i) => {
+      const where = `${workflowId} decision #${decision.seq}`;
+      if (decision.seq !== i + 1) global(`${where}: seq out of order (expected ${i + 1})`);
+      const ids = new Set(decision.child_message_ids);
+      if (ids.size !== decision.child_message_ids.length) global(`${where}: a child listed twice`);
+      if (members) {
+        const phantom = [...ids].filter((id) => !members.has(id));
+        if (phantom.length > 0) global(`${where}: children not stored for this album: ${phantom.join(', ')}`);
+      }
+      const dropped = [...previous].filter((id) => !ids.has(id));
+      if (dropped.length > 0) global(`${where}: drops children of the previous decision: ${dropped.join(', ')}`);
+      const expected = workflowId.startsWith('message:') ? ['standalone'] : i === 0 ? ['expected_count_reached', 'quiet_period', 'max_wait'] : ['late_item'];
+      if (!expected.includes(decision.trigger)) global(`${where}: trigger ${decision.trigger}`);
+      previous = ids;
+    });
+  }
+
+  const { rows: readyRows } = await pool.query<{ workflow_id: string; n: number }>(
+    `SELECT workflow_id, count(*)::int AS n FROM notifications WHERE type = 'album.ready' GROUP BY workflow_id`,
+  );
+  const readyCount = new Map(readyRows.map((row) => [row.workflow_id, row.n]));
+  const receivedIds = new Map<string, Set<string>>();
+  const deliveriesById = new Map<string, number>();
+  for (const delivery of receiver.deliveries) {
+    deliveriesById.set(delivery.id, (deliveriesById.get(delivery.id) ?? 0) + 1);
+    if (delivery.type !== 'album.ready') continue;
+    const ids = receivedIds.get(delivery.workflowId) ?? new Set<string>();
+    ids.add(delivery.id);
+    receivedIds.set(delivery.workflowId, ids);
+  }
+  for (const workflowId of decisions.keys()) {
+    if (!workflowId.startsWith('album:')) continue;
+    if (readyCount.get(workflowId) !== 1) global(`${workflowId}: ${readyCount.get(workflowId) ?? 0} album.ready notifications recorded`);
+    if (receivedIds.get(workflowId)?.size !== 1) global(`${workflowId}: the receiver got ${receivedIds.get(workflowId)?.size ?? 0} distinct album.ready`);
+  }
+  if (receiver.badSignatures() > 0) global(`${receiver.badSignatures()} notifications with a bad signature`);
+
+  const { rows: outbox } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox`);
+  if (outbox[0]!.n !== 0) global(`outbox holds ${outbox[0]!.n} rows`);
+
+  for (const attempt of load.attempts) {
+    if (attempt.status >= 500 && attempt.status !== 503) {
+      violations.push({ phase: attempt.phase, message: `${attempt.childKey}: HTTP ${attempt.status} (only 503 may answer an outage)` });
+    }
+    if (attempt.status === 202 && attempt.answeredKey !== attempt.childKey) {
+      violations.push({ phase: attempt.phase, message: `${attempt.childKey}: 202 names ${attempt.answeredKey}` });
+    }
+  }
+
+  const checked = new Set<string>();
+  for (const child of load.children.values()) if (child.acked && !childFailures.has(child.childKey)) checked.add(child.childKey);
+  return {
+    violations,
+    checked,
+    albums: [...decisions.keys()].filter((id) => id.startsWith('album:')).length,
+    decisions: decisionRows.length,
+    downloads: attachmentRows.filter((row) => row.status === 'downloaded').length,
+    interruptedFetches: media.fetches.filter((f) => f.completedAt === null).length,
+    notificationRedeliveries: [...deliveriesById.values()].reduce((sum, n) => sum + n - 1, 0),
+  };
+}
