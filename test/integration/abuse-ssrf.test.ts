@@ -1,0 +1,143 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDownloadActivities, type DownloadInput } from '../../activities/download.js';
+import { isPublicAddress, networkPolicy, type NetworkPolicy } from '../../activities/network-guard.js';
+import type { Config } from '../../src/config.js';
+import type { Pool } from '../../src/db/pool.js';
+import type { DownloadResult } from '../../workflows/types.js';
+import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+
+// Attachment URLs aimed at the machine's own network, directly, through redirects and through names that
+// resolve there. download.test.ts covers literal loopback, IPv4-mapped, metadata, private and CGNAT targets
+// and a redirect to a private name with a fake resolver; this file adds the rest with the system resolver.
+
+/** What an attacker wants to reach: a server on 127.0.0.1 that counts every request it gets. */
+interface Listener {
+  port: number;
+  hits: number;
+  close(): Promise<void>;
+}
+
+async function listenOn(host: string, handler: http.RequestListener): Promise<Listener> {
+  const listener = { port: 0, hits: 0, close: () => Promise.resolve() };
+  const server = http.createServer((req, res) => {
+    listener.hits += 1;
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  listener.port = (server.address() as AddressInfo).port;
+  listener.close = () => {
+    server.closeAllConnections();
+    return new Promise((resolve) => server.close(() => resolve()));
+  };
+  return listener;
+}
+
+const quietSdkLogger = new DefaultLogger('ERROR');
+
+describe('attachment URLs aimed at loopback, private, link-local and metadata addresses', () => {
+  const guarded = testConfig({ MEDIA_ALLOW_PRIVATE_NETWORKS: 'false' });
+  const open = testConfig({ MEDIA_ALLOW_PRIVATE_NETWORKS: 'true', MEDIA_DIR: guarded.media.dir });
+  let pool: Pool;
+  let internal: Listener;
+  /** Stands in for a public CDN: 127.0.0.2, reachable as `cdn.test` and permitted by the test policy only. */
+  let cdn: Listener;
+  let redirectTo = '';
+
+  beforeAll(async () => {
+    pool = testPool(guarded);
+    internal = await listenOn('127.0.0.1', (_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('internal secret'));
+    cdn = await listenOn('127.0.0.2', (_req, res) => res.writeHead(302, { location: redirectTo }).end());
+  });
+
+  afterAll(async () => {
+    await internal.close();
+    await cdn.close();
+    await pool.end();
+    fs.rmSync(guarded.media.dir, { recursive: true, force: true });
+  });
+
+  async function storeAttachment(url: string): Promise<DownloadInput> {
+    const key = { workspace: unique('ssrf'), provider: 'whatsapp', accountId: 'acc', conversationId: 'conv', messageId: unique('msg') };
+    const { rows } = await pool.query<{ id: string }>(
+      `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, raw) VALUES ($1, $2, $3, $4, $5, '{}') RETURNING id`,
+      [key.workspace, key.provider, key.accountId, key.conversationId, key.messageId],
+    );
+    await pool.query(`INSERT INTO attachments (message_pk, position, url) VALUES ($1, 0, $2)`, [rows[0]!.id, url]);
+    return { key, position: 0, finalAttempt: 1 };
+  }
+
+  /** One download on its final attempt, so a refusal and a DNS failure both end in a recorded status. */
+  async function download(config: Config, url: string, network?: NetworkPolicy): Promise<DownloadResult> {
+    const input = await storeAttachment(url);
+    const { downloadAttachment } = createDownloadActivities({ pool, config, logger: testLogger(config) }, network ? { network } : {});
+    const env = new MockActivityEnvironment({ attempt: 1 }, { logger: quietSdkLogger });
+    return env.run(downloadAttachment, input);
+  }
+
+  const loopbackForms = (port: number) => [
+    `http://localhost:${port}/`,
+    `http://LOCALHOST:${port}/`,
+    `http://localhost.:${port}/`,
+    `http://127.1:${port}/`,
+    `http://0x7f000001:${port}/`,
+    `http://017700000001:${port}/`,
+    `http://0.0.0.0:${port}/`,
+    `http://[::]:${port}/`,
+    `http://[0:0:0:0:0:0:0:1]:${port}/`,
+    `http://[::ffff:7f00:1]:${port}/`,
+  ];
+
+  it.each(loopbackForms(0).map((url, i) => [url.replace(':0/', ':<port>/'), i]))(
+    'never connects to %s with the system resolver and MEDIA_ALLOW_PRIVATE_NETWORKS=false',
+    async (_shown, i) => {
+      const url = loopbackForms(internal.port)[i as number]!;
+      const before = internal.hits;
+      const result = await download(guarded, url);
+      expect(result.status).toBe('failed');
+      expect(internal.hits).toBe(before);
+    },
+  );
+
+  describe('through a redirect from a permitted host', () => {
+    const cdnPolicy: NetworkPolicy = {
+      resolve: (hostname) =>
+        hostname === 'cdn.test' ? Promise.resolve([{ address: '127.0.0.2', family: 4 }]) : networkPolicy(false).resolve(hostname),
+      permits: (address) => address === '127.0.0.2' || isPublicAddress(address),
+    };
+
+    it.each([
+      ['a loopback name (localhost)', () => `http://localhost:${internal.port}/secret`, /loopback address/],
+      ['the loopback address', () => `http://127.0.0.1:${internal.port}/secret`, /127\.0\.0\.1 is a loopback address/],
+      ['a decimal loopback address', () => `http://2130706433:${internal.port}/secret`, /127\.0\.0\.1 is a loopback address/],
+      ['IPv6 loopback', () => `http://[::1]:${internal.port}/secret`, /::1 is a loopback address/],
+      ['the cloud metadata address', () => 'http://169.254.169.254/latest/meta-data/iam/security-credentials/', /169\.254\.169\.254 is a linkLocal address/],
+      ['the IPv6 cloud metadata address', () => 'http://[fd00:ec2::254]/latest/meta-data/', /uniqueLocal address/],
+      ['a private range', () => 'http://192.168.1.1/admin', /192\.168\.1\.1 is a private address/],
+      ['an IPv6 link-local address', () => 'http://[fe80::1]/', /linkLocal address/],
+    ])('refuses %s after the redirect, without connecting', async (_name, target, message) => {
+      redirectTo = target();
+      const cdnHits = cdn.hits;
+      const internalHits = internal.hits;
+      const result = await download(guarded, `http://cdn.test:${cdn.port}/photo.jpg`, cdnPolicy);
+      expect(result.status).toBe('failed');
+      expect(result.error).toMatch(message);
+      expect(cdn.hits).toBe(cdnHits + 1);
+      expect(internal.hits).toBe(internalHits);
+    });
+  });
+
+  it('fetches the same loopback URLs when MEDIA_ALLOW_PRIVATE_NETWORKS=true', async () => {
+    const before = internal.hits;
+    const direct = await download(open, `http://localhost:${internal.port}/`);
+    redirectTo = `http://127.0.0.1:${internal.port}/secret`;
+    const redirected = await download(open, `http://127.0.0.2:${cdn.port}/photo.jpg`);
+    expect(direct).toMatchObject({ status: 'downloaded', bytes: 'internal secret'.length });
+    expect(redirected).toMatchObject({ status: 'downloaded', bytes: 'internal secret'.length });
+    expect(internal.hits).toBe(before + 2);
+  });
+});
