@@ -95,7 +95,7 @@ describe('attachment URLs aimed at loopback, private, link-local and metadata ad
   it.each(loopbackForms(0).map((url, i) => [url.replace(':0/', ':<port>/'), i]))(
     'never connects to %s with the system resolver and MEDIA_ALLOW_PRIVATE_NETWORKS=false',
     async (_shown, i) => {
-      const url = loopbackForms(internal.port)[i as number]!;
+      const url = loopbackForms(internal.port)[i]!;
       const before = internal.hits;
       const result = await download(guarded, url);
       expect(result.status).toBe('failed');
