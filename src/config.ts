@@ -28,6 +28,10 @@ const Env = Type.Object({
   NOTIFY_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   NOTIFY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.String({ default: 'info' }),
+  INGEST_BATCH_MAX_ROWS: Type.Integer({ minimum: 1, default: 128 }),
+  INGEST_BATCH_MAX_WAIT_MS: Type.Integer({ minimum: 0, default: 2 }),
+  INGEST_BATCH_CONCURRENCY: Type.Integer({ minimum: 1, default: 1 }),
+  INGEST_MAX_PENDING: Type.Integer({ minimum: 1, default: 1024 }),
 });
 
 /** Every environment variable albumflow itself reads (Temporal's own connection variables aside). */
@@ -38,6 +42,18 @@ export interface AlbumTimings {
   maxWaitMs: number;
   lateWindowMs: number;
   lateItemPolicy: LateItemPolicy;
+}
+
+/** Group commit of the webhook ingress (src/db/ingest-batcher.ts). */
+export interface IngestLimits {
+  /** Deliveries written in one transaction at most. */
+  batchMaxRows: number;
+  /** How long a delivery waits for others to share its transaction; 0: a batch is written as soon as a writer is free. */
+  batchMaxWaitMs: number;
+  /** Transactions writing batches at once. */
+  concurrentBatches: number;
+  /** Deliveries waiting for their commit beyond which new ones are answered 503. */
+  maxPending: number;
 }
 
 export interface Config {
@@ -62,6 +78,7 @@ export interface Config {
   album: AlbumTimings;
   media: { dir: string; maxBytes: number; allowPrivateNetworks: boolean };
   notify: { url: string | undefined; secret: string | undefined };
+  ingest: IngestLimits;
 }
 
 export class ConfigError extends Error {
@@ -106,6 +123,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowPrivateNetworks: raw.MEDIA_ALLOW_PRIVATE_NETWORKS,
     },
     notify: { url: raw.NOTIFY_URL, secret: raw.NOTIFY_SECRET },
+    ingest: {
+      batchMaxRows: raw.INGEST_BATCH_MAX_ROWS,
+      batchMaxWaitMs: raw.INGEST_BATCH_MAX_WAIT_MS,
+      concurrentBatches: raw.INGEST_BATCH_CONCURRENCY,
+      maxPending: raw.INGEST_MAX_PENDING,
+    },
   };
 }
 
