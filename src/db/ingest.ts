@@ -1,7 +1,7 @@
 import { albumKeyString, albumWorkflowId, childKeyString } from '../../workflows/keys.js';
 import type { AlbumKey } from '../../workflows/types.js';
 import type { AttachmentInput, ChildMessage } from '../http/event.js';
-import { enqueueChild } from './outbox.js';
+import { outboxChannel } from './outbox.js';
 import type { Pool, PoolClient } from './pool.js';
 import { withTransaction } from './transaction.js';
 
@@ -18,36 +18,7 @@ export interface ChildDelivery {
   child: ChildMessage;
 }
 
-export interface IngestResult {
-  /** The child was already stored (a redelivery, under the same or another event id). */
-  duplicate: boolean;
-  childKey: string;
-  albumKey: string | null;
-}
-
-/** Stores one child in one transaction and commits; the caller may answer 2xx once this resolves. */
-export async function ingestChild(pool: Pool, delivery: ChildDelivery): Promise<IngestResult> {
-  return withTransaction(pool, (client) => storeChild(client, delivery));
-}
-
-/**
- * The statements of one child delivery, inside the caller's transaction: the event, the album, the
- * child, its attachments, and an outbox row (with a notification) when the child is new or gained a URL.
- */
-export async function storeChild(client: PoolClient, delivery: ChildDelivery): Promise<IngestResult> {
-  const { child } = delivery;
-  await recordEvent(client, { workspace: child.key.workspace, eventId: delivery.eventId, type: delivery.type, raw: delivery.raw });
-  const albumPk = child.albumKey ? await upsertAlbum(client, child.albumKey) : null;
-  const message = await upsertMessage(client, child, albumPk, delivery.raw);
-  const attachmentsChanged = await upsertAttachments(client, message.id, child.attachments);
-  if (message.inserted || attachmentsChanged > 0) await enqueueChild(client, message.id);
-  return {
-    duplicate: !message.inserted,
-    childKey: childKeyString(child.key),
-    albumKey: child.albumKey ? albumKeyString(child.albumKey) : null,
-  };
-}
-
+/** A verified event of another type: only the event is recorded. */
 export interface EventRecord {
   workspace: string;
   eventId: string;
@@ -55,95 +26,245 @@ export interface EventRecord {
   raw: string;
 }
 
-/** Records a verified event; a redelivery (same workspace, source and id) bumps its delivery count. */
-export async function recordEvent(db: Queryable, event: EventRecord): Promise<void> {
-  await db.query(
-    `INSERT INTO events (workspace, source, event_id, type, raw)
-     VALUES ($1, $2, $3, $4, $5::jsonb)
-     ON CONFLICT (workspace, source, event_id) DO UPDATE
-       SET delivery_count = events.delivery_count + 1, last_received_at = now()`,
-    [event.workspace, unifyportSource, event.eventId, event.type, event.raw],
-  );
+/** What one webhook request stores. */
+export type Delivery = ChildDelivery | EventRecord;
+
+export interface IngestResult {
+  /** The child was already stored (a redelivery, under the same or another event id). */
+  duplicate: boolean;
+  childKey: string;
+  albumKey: string | null;
+}
+
+export interface StoredDeliveries {
+  /** One per delivery, in order: the child's result, or null for an event of another type. */
+  results: Array<IngestResult | null>;
+  /** Outbox rows inserted (and announced on the outbox channel). */
+  queued: number;
+}
+
+/** Stores one child in one transaction and commits; the caller may answer 2xx once this resolves. */
+export async function ingestChild(pool: Pool, delivery: ChildDelivery): Promise<IngestResult> {
+  const { results } = await withTransaction(pool, (client) => storeDeliveries(client, [delivery]));
+  return results[0]!;
 }
 
 /**
- * The album's row, created on its first child. Not a single INSERT … ON CONFLICT DO UPDATE: albums has a
- * second unique constraint (workflow_id), and a concurrent first insert would violate it instead of
- * taking the conflict path; ON CONFLICT DO NOTHING without a target covers both.
+ * The statements of several deliveries, inside the caller's transaction, with the outcome each would
+ * have had stored one after the other in this order: the events, the albums, the children, their
+ * attachments, and an outbox row per child that is new or gained a URL, announced once.
+ *
+ * A multi-row upsert may not touch one row twice, so repeated events and children are written in
+ * rounds (the second delivery of a child in the second round, …); every statement takes its row
+ * locks in key order, so concurrent batches wait for each other instead of deadlocking. The statements
+ * are named: each connection parses and plans them once.
  */
-async function upsertAlbum(db: Queryable, key: AlbumKey): Promise<string> {
-  const touch = async () => {
-    const { rows } = await db.query<{ id: string }>(
-      `UPDATE albums SET last_received_at = now()
-        WHERE workspace = $1 AND provider = $2 AND account_id = $3 AND conversation_id = $4 AND album_id = $5
-        RETURNING id`,
-      [key.workspace, key.provider, key.accountId, key.conversationId, key.albumId],
+export async function storeDeliveries(client: Queryable, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
+  for (const round of rounds(deliveries.map(eventOf), (event) => JSON.stringify([event.workspace, event.eventId]))) {
+    await recordEvents(client, round);
+  }
+
+  const children = deliveries.flatMap((delivery, index) => ('child' in delivery ? [{ index, delivery }] : []));
+  const albumKeys = children.flatMap(({ delivery }) => (delivery.child.albumKey ? [delivery.child.albumKey] : []));
+  const albumPks = albumKeys.length > 0 ? await upsertAlbums(client, albumKeys) : new Map<string, string>();
+
+  const results: Array<IngestResult | null> = deliveries.map(() => null);
+  const queued: string[] = [];
+  for (const round of rounds(children, ({ delivery }) => childKeyString(delivery.child.key))) {
+    const messages = await upsertMessages(
+      client,
+      round.map(({ delivery: { child, raw } }) => ({ child, raw, albumPk: child.albumKey ? albumPks.get(albumWorkflowId(child.albumKey))! : null })),
     );
-    return rows[0]?.id;
-  };
-  const existing = await touch();
-  if (existing) return existing;
-  const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
-     VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT DO NOTHING
-     RETURNING id`,
-    [key.workspace, key.provider, key.accountId, key.conversationId, key.albumId, albumWorkflowId(key)],
-  );
-  const id = rows[0]?.id ?? (await touch());
-  if (!id) throw new Error(`album ${albumWorkflowId(key)} was neither inserted nor found`);
-  return id;
+    const updated = await upsertAttachments(
+      client,
+      round.map(({ delivery }, i) => ({ messagePk: messages[i]!.id, attachments: delivery.child.attachments })),
+    );
+    round.forEach(({ index, delivery: { child } }, i) => {
+      const message = messages[i]!;
+      if (message.inserted || updated.has(message.id)) queued.push(message.id);
+      results[index] = {
+        duplicate: !message.inserted,
+        childKey: childKeyString(child.key),
+        albumKey: child.albumKey ? albumKeyString(child.albumKey) : null,
+      };
+    });
+  }
+  if (queued.length > 0) await enqueueChildren(client, queued);
+  return { results, queued: queued.length };
 }
 
-/** A redelivery keeps the first stored values; a caption or sent_at missing so far is filled in, never erased. */
-async function upsertMessage(
-  db: Queryable,
-  child: ChildMessage,
-  albumPk: string | null,
-  raw: string,
-): Promise<{ id: string; inserted: boolean }> {
-  const { key, album } = child;
-  const { rows } = await db.query<{ id: string; inserted: boolean }>(
-    `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
+function eventOf(delivery: Delivery): EventRecord {
+  if (!('child' in delivery)) return delivery;
+  return { workspace: delivery.child.key.workspace, eventId: delivery.eventId, type: delivery.type, raw: delivery.raw };
+}
+
+/** Splits items into rounds in which no key appears twice: an item goes to the round of its key's occurrence. */
+function rounds<T>(items: readonly T[], keyOf: (item: T) => string): T[][] {
+  const occurrences = new Map<string, number>();
+  const result: T[][] = [];
+  for (const item of items) {
+    const key = keyOf(item);
+    const occurrence = occurrences.get(key) ?? 0;
+    occurrences.set(key, occurrence + 1);
+    (result[occurrence] ??= []).push(item);
+  }
+  return result;
+}
+
+/** Records verified events, each id at most once; a redelivery (same workspace, source and id) bumps its delivery count. */
+async function recordEvents(db: Queryable, events: readonly EventRecord[]): Promise<void> {
+  await db.query({
+    name: 'albumflow_ingest_events',
+    text: `INSERT INTO events (workspace, source, event_id, type, raw)
+     SELECT e.workspace, $1, e.event_id, e.type, e.raw
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[]) AS e (workspace, event_id, type, raw)
+      ORDER BY e.workspace, e.event_id
+     ON CONFLICT (workspace, source, event_id) DO UPDATE
+       SET delivery_count = events.delivery_count + 1, last_received_at = now()`,
+    values: [
+      unifyportSource,
+      events.map((e) => e.workspace),
+      events.map((e) => e.eventId),
+      events.map((e) => e.type),
+      events.map((e) => e.raw),
+    ],
+  });
+}
+
+/**
+ * The albums' rows by workflow id, each created on its first child. Not a single INSERT … ON CONFLICT DO
+ * UPDATE: albums has a second unique constraint (workflow_id), and a concurrent first insert would
+ * violate it instead of taking the conflict path; ON CONFLICT DO NOTHING without a target covers both.
+ * An album another transaction inserted after this statement's snapshot is neither found nor inserted;
+ * the next attempt, with a new snapshot, finds it.
+ */
+async function upsertAlbums(db: Queryable, keys: readonly AlbumKey[]): Promise<Map<string, string>> {
+  const pks = new Map<string, string>();
+  let missing = [...new Map(keys.map((key) => [albumWorkflowId(key), key])).values()];
+  for (let attempt = 0; attempt < 2 && missing.length > 0; attempt++) {
+    const { rows } = await db.query<{ id: string; workflow_id: string }>({
+      name: 'albumflow_ingest_albums',
+      text: `WITH wanted AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+           AS w (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+       ), found AS (
+         SELECT a.id, a.workflow_id
+           FROM albums a JOIN wanted w USING (workspace, provider, account_id, conversation_id, album_id)
+          ORDER BY a.id
+            FOR UPDATE OF a
+       ), touched AS (
+         UPDATE albums a SET last_received_at = now() FROM found f WHERE a.id = f.id RETURNING a.id, a.workflow_id
+       ), created AS (
+         INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+         SELECT w.workspace, w.provider, w.account_id, w.conversation_id, w.album_id, w.workflow_id
+           FROM wanted w
+          WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.workflow_id = w.workflow_id)
+          ORDER BY w.workflow_id
+         ON CONFLICT DO NOTHING
+         RETURNING id, workflow_id
+       )
+       SELECT id, workflow_id FROM touched UNION ALL SELECT id, workflow_id FROM created`,
+      values: [
+        missing.map((k) => k.workspace),
+        missing.map((k) => k.provider),
+        missing.map((k) => k.accountId),
+        missing.map((k) => k.conversationId),
+        missing.map((k) => k.albumId),
+        missing.map((k) => albumWorkflowId(k)),
+      ],
+    });
+    for (const row of rows) pks.set(row.workflow_id, row.id);
+    missing = missing.filter((key) => !pks.has(albumWorkflowId(key)));
+  }
+  if (missing.length > 0) throw new Error(`album ${albumWorkflowId(missing[0]!)} was neither inserted nor found`);
+  return pks;
+}
+
+interface MessageInput {
+  child: ChildMessage;
+  albumPk: string | null;
+  raw: string;
+}
+
+/**
+ * Distinct children, returned in the order given. A redelivery keeps the first stored values; a caption
+ * or sent_at missing so far is filled in, never erased.
+ */
+async function upsertMessages(db: Queryable, inputs: readonly MessageInput[]): Promise<Array<{ id: string; inserted: boolean }>> {
+  const { rows } = await db.query<{
+    id: string;
+    inserted: boolean;
+    workspace: string;
+    provider: string;
+    account_id: string;
+    conversation_id: string;
+    message_id: string;
+  }>({
+    name: 'albumflow_ingest_messages',
+    text: `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
                            album_index, album_total, metadata_invalid, caption, sent_at, raw)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13::jsonb)
+     SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, m.album_pk, m.album_meta,
+            m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.raw
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::jsonb[],
+                   $8::int[], $9::int[], $10::bool[], $11::text[], $12::timestamptz[], $13::jsonb[])
+         AS m (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
+               album_index, album_total, metadata_invalid, caption, sent_at, raw)
+      ORDER BY m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id
      ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE
        SET delivery_count = messages.delivery_count + 1,
            last_received_at = now(),
            caption = COALESCE(messages.caption, EXCLUDED.caption),
            sent_at = COALESCE(messages.sent_at, EXCLUDED.sent_at)
-     RETURNING id, (xmax = 0) AS inserted`,
-    [
-      key.workspace,
-      key.provider,
-      key.accountId,
-      key.conversationId,
-      key.messageId,
-      albumPk,
-      album ? JSON.stringify(album.raw) : null,
-      album?.index ?? null,
-      album?.total ?? null,
-      album?.metadataInvalid ?? false,
-      child.caption,
-      child.sentAt,
-      raw,
+     RETURNING id, (xmax = 0) AS inserted, workspace, provider, account_id, conversation_id, message_id`,
+    values: [
+      inputs.map(({ child }) => child.key.workspace),
+      inputs.map(({ child }) => child.key.provider),
+      inputs.map(({ child }) => child.key.accountId),
+      inputs.map(({ child }) => child.key.conversationId),
+      inputs.map(({ child }) => child.key.messageId),
+      inputs.map(({ albumPk }) => albumPk),
+      inputs.map(({ child }) => (child.album ? JSON.stringify(child.album.raw) : null)),
+      inputs.map(({ child }) => child.album?.index ?? null),
+      inputs.map(({ child }) => child.album?.total ?? null),
+      inputs.map(({ child }) => child.album?.metadataInvalid ?? false),
+      inputs.map(({ child }) => child.caption),
+      inputs.map(({ child }) => child.sentAt),
+      inputs.map(({ raw }) => raw),
     ],
+  });
+  const byKey = new Map(
+    rows.map((row) => [
+      childKeyString({
+        workspace: row.workspace,
+        provider: row.provider,
+        accountId: row.account_id,
+        conversationId: row.conversation_id,
+        messageId: row.message_id,
+      }),
+      row,
+    ]),
   );
-  return rows[0]!;
+  return inputs.map(({ child }) => byKey.get(childKeyString(child.key))!);
 }
 
 /**
  * One row per attachment position. A position stored without a URL takes the URL of a later delivery
- * and becomes pending again. Returns how many rows were inserted or gained a URL.
+ * and becomes pending again. Returns the children with a row inserted or given a URL.
  */
-async function upsertAttachments(db: Queryable, messagePk: string, attachments: AttachmentInput[]): Promise<number> {
-  if (attachments.length === 0) return 0;
-  const { rowCount } = await db.query(
-    `INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name, status)
-     SELECT $1, a.position, a.kind, a.url, a.mime_type, a.declared_size, a.file_name,
+async function upsertAttachments(
+  db: Queryable,
+  children: ReadonlyArray<{ messagePk: string; attachments: readonly AttachmentInput[] }>,
+): Promise<Set<string>> {
+  const rows = children.flatMap(({ messagePk, attachments }) => attachments.map((attachment) => ({ messagePk, ...attachment })));
+  if (rows.length === 0) return new Set();
+  const { rows: changed } = await db.query<{ message_pk: string }>({
+    name: 'albumflow_ingest_attachments',
+    text: `INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name, status)
+     SELECT a.message_pk, a.position, a.kind, a.url, a.mime_type, a.declared_size, a.file_name,
             CASE WHEN a.url IS NULL THEN 'unavailable' ELSE 'pending' END
-       FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[])
-         AS a (position, kind, url, mime_type, declared_size, file_name)
+       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[])
+         AS a (message_pk, position, kind, url, mime_type, declared_size, file_name)
+      ORDER BY a.message_pk, a.position
      ON CONFLICT (message_pk, position) DO UPDATE
        SET url = EXCLUDED.url,
            status = 'pending',
@@ -152,18 +273,29 @@ async function upsertAttachments(db: Queryable, messagePk: string, attachments: 
            declared_size = COALESCE(attachments.declared_size, EXCLUDED.declared_size),
            file_name = COALESCE(attachments.file_name, EXCLUDED.file_name),
            updated_at = now()
-       WHERE attachments.url IS NULL AND EXCLUDED.url IS NOT NULL`,
-    [
-      messagePk,
-      attachments.map((a) => a.position),
-      attachments.map((a) => a.kind),
-      attachments.map((a) => a.url),
-      attachments.map((a) => a.mimeType),
-      attachments.map((a) => a.declaredSize),
-      attachments.map((a) => a.fileName),
+       WHERE attachments.url IS NULL AND EXCLUDED.url IS NOT NULL
+     RETURNING message_pk`,
+    values: [
+      rows.map((a) => a.messagePk),
+      rows.map((a) => a.position),
+      rows.map((a) => a.kind),
+      rows.map((a) => a.url),
+      rows.map((a) => a.mimeType),
+      rows.map((a) => a.declaredSize),
+      rows.map((a) => a.fileName),
     ],
-  );
-  return rowCount ?? 0;
+  });
+  return new Set(changed.map((row) => row.message_pk));
+}
+
+/** Queues stored children for their workflows, and notifies the dispatchers once, when the transaction commits. */
+async function enqueueChildren(db: Queryable, messagePks: readonly string[]): Promise<void> {
+  await db.query({
+    name: 'albumflow_ingest_outbox',
+    text: `WITH queued AS (INSERT INTO outbox (message_pk) SELECT unnest($1::bigint[]) RETURNING id)
+           SELECT pg_notify($2, '')`,
+    values: [messagePks, outboxChannel],
+  });
 }
 
 export interface QuarantineRecord {

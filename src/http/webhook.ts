@@ -2,7 +2,8 @@ import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebo
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Config } from '../config.js';
-import { ingestChild, isDataException, quarantine, recordEvent } from '../db/ingest.js';
+import { isDataException, quarantine } from '../db/ingest.js';
+import { createIngestBatcher, IngestSaturatedError } from '../db/ingest-batcher.js';
 import { isUnavailable, type Pool } from '../db/pool.js';
 import { signatureFailuresTotal, webhooksTotal } from '../metrics.js';
 import { verifySignature, type VerifyFailure } from '../signature.js';
@@ -12,7 +13,7 @@ import { parseEvent } from './event.js';
 export interface WebhookOptions {
   config: Config;
   pool: Pool;
-  /** Called after a child commits so the outbox is drained at once. */
+  /** Called once after each commit that queued children, so the outbox is drained at once. */
   wakeDispatcher: () => void;
 }
 
@@ -52,8 +53,9 @@ const unstorableMessage = 'the event holds text PostgreSQL cannot store (a NUL c
 const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 'unsupported_media_type' };
 
 /**
- * `POST /webhooks/unifyport/:workspace`: verifies the raw body, stores the child in one transaction
- * and answers 202 only after the commit. The raw-body parser is registered here only.
+ * `POST /webhooks/unifyport/:workspace`: verifies the raw body, stores the child in a transaction shared
+ * with concurrent requests (group commit) and answers 202 only after that commit. The raw-body parser is
+ * registered here only.
  */
 export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app, { config, pool, wakeDispatcher }, done) => {
   app.removeAllContentTypeParsers();
@@ -65,9 +67,15 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
     return new HttpError(status, code, message, headers);
   }
   function storageFailure(request: FastifyRequest, err: unknown): unknown {
+    if (err instanceof IngestSaturatedError) {
+      return refuse(request, 503, 'overloaded', 'too many events are waiting to be stored; retry later', { 'retry-after': '1' });
+    }
     if (!isUnavailable(err)) return err;
     return refuse(request, 503, 'database_unavailable', 'the database is unavailable; retry later', { 'retry-after': '5' });
   }
+
+  const batcher = createIngestBatcher({ pool, ...config.ingest, onQueued: wakeDispatcher, logger: app.log });
+  app.addHook('onClose', () => batcher.close());
 
   app.addHook('onResponse', async (request, reply) => {
     const status = reply.statusCode;
@@ -83,7 +91,8 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
         description:
           'Body: the UnifyPort event as `application/json`, at most MAX_BODY_BYTES. When the workspace has signing ' +
           `secrets, \`${signatureHeaderName}: v1=<hex>\` with hex = HMAC-SHA256(secret, "<timestamp>.<raw body>") ` +
-          `and \`${timestampHeader}\` (unix seconds) are required. 202 means the child is committed.`,
+          `and \`${timestampHeader}\` (unix seconds) are required. 202 means the child is committed. ` +
+          '503 with Retry-After: the database is unavailable, or too many events are waiting to be stored.',
         tags: ['ingress'],
         params: Type.Object({ workspace: Type.String({ description: 'A workspace configured in WORKSPACE_SECRETS' }) }),
         headers: Type.Object({
@@ -146,7 +155,7 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       const raw = body.toString('utf8');
       if (event.kind === 'ignored') {
         try {
-          await recordEvent(pool, { workspace, eventId: event.eventId, type: event.type, raw });
+          await batcher.recordEvent({ workspace, eventId: event.eventId, type: event.type, raw });
         } catch (err) {
           if (isDataException(err)) return keepInQuarantine('unstorable_event', unstorableMessage, (err as Error).message);
           throw storageFailure(request, err);
@@ -157,12 +166,11 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
 
       let stored;
       try {
-        stored = await ingestChild(pool, { eventId: event.eventId, type: event.type, raw, child: event.child });
+        stored = await batcher.storeChild({ eventId: event.eventId, type: event.type, raw, child: event.child });
       } catch (err) {
         if (isDataException(err)) return keepInQuarantine('unstorable_event', unstorableMessage, (err as Error).message);
         throw storageFailure(request, err);
       }
-      wakeDispatcher();
       outcomes.set(request, stored.duplicate ? 'duplicate' : 'accepted');
       request.log.debug({ childKey: stored.childKey, albumKey: stored.albumKey, duplicate: stored.duplicate }, 'child stored');
       return reply.code(202).send({ status: 'accepted' as const, ...stored });

@@ -16,11 +16,12 @@ const oldSecret = 'old-secret';
 const newSecret = 'new-secret';
 const maxBodyBytes = 16_384;
 
-const config = testConfig({
+const configEnv = {
   WORKSPACE_SECRETS: JSON.stringify({ [signed]: [oldSecret, newSecret], [open]: [], [other]: ['other-secret'] }),
   MAX_BODY_BYTES: String(maxBodyBytes),
   SIGNATURE_TOLERANCE_S: '300',
-});
+};
+const config = testConfig(configEnv);
 
 let pool: Pool;
 let temporal: Client;
@@ -80,6 +81,8 @@ interface PostOptions {
   secret?: string | false;
   timestamp?: number;
   headers?: Record<string, string>;
+  /** The app to send to; default: the one of this file. */
+  to?: App;
 }
 
 const secretsOf: Record<string, string | false> = { [signed]: newSecret, [open]: false, [other]: 'other-secret' };
@@ -93,7 +96,7 @@ async function post(workspace: string, body: unknown, options: PostOptions = {})
     headers['x-unifyport-timestamp'] = timestamp;
     headers['x-unifyport-signature'] = signatureHeader(secret, timestamp, payload);
   }
-  return app.inject({ method: 'POST', url: `/webhooks/unifyport/${encodeURIComponent(workspace)}`, headers, payload });
+  return (options.to ?? app).inject({ method: 'POST', url: `/webhooks/unifyport/${encodeURIComponent(workspace)}`, headers, payload });
 }
 
 interface MessageRow {
@@ -577,6 +580,105 @@ describe('POST /webhooks/unifyport/:workspace — refusals', () => {
     } finally {
       await broken.close();
       await deadPool.end();
+    }
+  });
+});
+
+describe('group commit: concurrent requests share one transaction', () => {
+  const batchOf3 = testConfig({ ...configEnv, INGEST_BATCH_MAX_ROWS: '3', INGEST_BATCH_MAX_WAIT_MS: '60000' });
+  let batching: App;
+  let batchWakes = 0;
+
+  beforeAll(async () => {
+    batching = await buildApp({ config: batchOf3, pool, temporal, wakeDispatcher: () => void batchWakes++, logger: testLogger(batchOf3) });
+  });
+
+  afterAll(async () => {
+    await batching.close();
+  });
+
+  async function transactionsOf(workspace: string, accountId: string): Promise<number> {
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(DISTINCT xmin::text)::int AS n FROM messages WHERE workspace = $1 AND account_id = $2`,
+      [workspace, accountId],
+    );
+    return rows[0]!.n;
+  }
+
+  it('answers each request after the shared commit, with its own duplicate flag, and wakes the dispatcher once', async () => {
+    const account = unique('acc');
+    const redelivered = event({ account, message: 'twice', album: { id: 'alb-batch', index: 0 } });
+    const wakesBefore = batchWakes;
+    const responses = await Promise.all([
+      post(signed, redelivered, { to: batching }),
+      post(signed, redelivered, { to: batching }),
+      post(signed, event({ account, message: 'once', album: { id: 'alb-batch', index: 1 } }), { to: batching }),
+    ]);
+
+    expect(responses.map((r) => r.statusCode)).toEqual([202, 202, 202]);
+    const bodies = responses.map((r) => r.json<{ duplicate: boolean; childKey: string; albumKey: string }>());
+    expect(bodies.slice(0, 2).map((b) => b.duplicate).sort()).toEqual([false, true]);
+    expect(bodies[2]).toEqual({
+      status: 'accepted',
+      duplicate: false,
+      childKey: `${signed}:whatsapp:${account}:conv-1:once`,
+      albumKey: `${signed}:whatsapp:${account}:conv-1:alb-batch`,
+    });
+    expect(batchWakes).toBe(wakesBefore + 1);
+    expect(await transactionsOf(signed, account)).toBe(1);
+
+    const messages = await messagesOf(signed, account);
+    expect(Object.fromEntries(messages.map((m) => [m.message_id, m.delivery_count]))).toEqual({ once: 1, twice: 2 });
+    expect(new Set(messages.map((m) => m.album_pk)).size).toBe(1);
+    for (const message of messages) {
+      expect(await attachmentsOf(message.id)).toHaveLength(1);
+      expect(await outboxCount(message.id)).toBe(1);
+    }
+    expect((await eventsOf(signed)).find((e) => e.event_id === redelivered.id)?.delivery_count).toBe(2);
+  });
+
+  it('quarantines a poisoned event of a batch and stores the others', async () => {
+    const account = unique('acc');
+    const poisoned = JSON.stringify(event({ account, message: 'poisoned', text: 'nul \u0000 here' }));
+    const responses = await Promise.all([
+      post(open, event({ account, message: 'before' }), { to: batching }),
+      post(open, poisoned, { to: batching }),
+      post(open, event({ account, message: 'after' }), { to: batching }),
+    ]);
+
+    expect(responses.map((r) => r.statusCode)).toEqual([202, 400, 202]);
+    expect(responses[1].json()).toMatchObject({ error: { code: 'unstorable_event' } });
+    expect((await quarantineOf(open)).some((q) => q.raw.toString() === poisoned && q.reason === 'unstorable_event')).toBe(true);
+    expect((await messagesOf(open, account)).map((m) => m.message_id).sort()).toEqual(['after', 'before']);
+  });
+});
+
+describe('back-pressure', () => {
+  it('answers 503 with Retry-After once INGEST_MAX_PENDING requests wait for a saturated pool', async () => {
+    const saturating = testConfig({ ...configEnv, INGEST_MAX_PENDING: '1', INGEST_BATCH_MAX_WAIT_MS: '0' });
+    const onePool = testPool(saturating, 1);
+    const saturated = await buildApp({ config: saturating, pool: onePool, temporal, wakeDispatcher: () => undefined, logger: testLogger(saturating) });
+    const held = await onePool.connect();
+    const account = unique('acc');
+    try {
+      const waiting = post(open, event({ account, message: 'waiting' }), { to: saturated });
+      await expect.poll(() => onePool.waitingCount, { timeout: 10_000 }).toBe(1);
+
+      const refusedBody = event({ account, message: 'refused' });
+      const refused = await post(open, refusedBody, { to: saturated });
+      expect(refused.statusCode).toBe(503);
+      expect(refused.headers['retry-after']).toBe('1');
+      expect(refused.json()).toEqual({ error: { code: 'overloaded', message: 'too many events are waiting to be stored; retry later' } });
+
+      held.release();
+      expect((await waiting).statusCode).toBe(202);
+      expect((await messagesOf(open, account)).map((m) => m.message_id)).toEqual(['waiting']);
+      expect((await eventsOf(open)).map((e) => e.event_id)).not.toContain(refusedBody.id);
+      const overloaded = (await webhooksTotal.get()).values.find((v) => v.labels.outcome === 'overloaded' && v.labels.status === '503');
+      expect(overloaded?.value).toBeGreaterThanOrEqual(1);
+    } finally {
+      await saturated.close();
+      await onePool.end();
     }
   });
 });

@@ -1,0 +1,136 @@
+import { performance } from 'node:perf_hooks';
+import type { IngestLimits } from '../config.js';
+import type { Logger } from '../log.js';
+import { storeDeliveries, type ChildDelivery, type Delivery, type EventRecord, type IngestResult } from './ingest.js';
+import { isUnavailable, type Pool } from './pool.js';
+import { withTransaction } from './transaction.js';
+
+export interface IngestBatcherOptions extends IngestLimits {
+  pool: Pool;
+  /** Called once after each commit that queued children in the outbox. */
+  onQueued: () => void;
+  logger: Pick<Logger, 'warn'>;
+}
+
+/** Group commit for the ingress: each promise resolves only after the transaction holding its rows committed. */
+export interface IngestBatcher {
+  storeChild(delivery: ChildDelivery): Promise<IngestResult>;
+  recordEvent(event: EventRecord): Promise<void>;
+  /** Deliveries gathered or being written. */
+  readonly pending: number;
+  /** Writes what is gathered at once, refuses new deliveries, and resolves when every batch has finished. */
+  close(): Promise<void>;
+}
+
+/** The batcher holds `maxPending` deliveries already (or is closed); the caller should answer 503. */
+export class IngestSaturatedError extends Error {
+  override name = 'IngestSaturatedError';
+}
+
+interface Waiting {
+  delivery: Delivery;
+  gatheredAt: number;
+  resolve: (result: IngestResult | null) => void;
+  reject: (error: Error) => void;
+}
+
+type Outcome = { result: IngestResult | null } | { error: Error };
+
+function settle(waiting: Waiting, outcome: Outcome): void {
+  if ('error' in outcome) waiting.reject(outcome.error);
+  else waiting.resolve(outcome.result);
+}
+
+/**
+ * Gathers concurrent deliveries into batches of at most `batchMaxRows`, each written with set-based
+ * statements in one transaction. When a batch fails for anything but an unreachable database, each of
+ * its deliveries is written again in a transaction of its own, so one bad event fails only its request.
+ */
+export function createIngestBatcher(options: IngestBatcherOptions): IngestBatcher {
+  const { pool, batchMaxRows, batchMaxWaitMs, maxPending, concurrentBatches, onQueued, logger } = options;
+  const gathered: Waiting[] = [];
+  const writing = new Set<Promise<void>>();
+  let writingDeliveries = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  function submit(delivery: Delivery): Promise<IngestResult | null> {
+    if (closed) return Promise.reject(new IngestSaturatedError('the ingress is shutting down'));
+    if (gathered.length + writingDeliveries >= maxPending) {
+      return Promise.reject(new IngestSaturatedError(`${maxPending} deliveries are already waiting for the database`));
+    }
+    return new Promise((resolve, reject) => {
+      gathered.push({ delivery, gatheredAt: performance.now(), resolve, reject });
+      startBatches();
+    });
+  }
+
+  function startBatches(): void {
+    clearTimeout(timer);
+    timer = undefined;
+    while (gathered.length > 0 && writing.size < concurrentBatches) {
+      const waitMs = batchMaxWaitMs - (performance.now() - gathered[0]!.gatheredAt);
+      if (gathered.length < batchMaxRows && waitMs > 0 && !closed) {
+        timer = setTimeout(startBatches, waitMs);
+        return;
+      }
+      const batch = gathered.splice(0, batchMaxRows);
+      writingDeliveries += batch.length;
+      const written = write(batch).then((outcomes) => {
+        writing.delete(written);
+        writingDeliveries -= batch.length;
+        batch.forEach((waiting, i) => settle(waiting, outcomes[i]!));
+        startBatches();
+      });
+      writing.add(written);
+    }
+  }
+
+  async function write(batch: Waiting[]): Promise<Outcome[]> {
+    try {
+      const deliveries = batch.map((waiting) => waiting.delivery);
+      const { results, queued } = await withTransaction(pool, (client) => storeDeliveries(client, deliveries));
+      if (queued > 0) onQueued();
+      return results.map((result) => ({ result }));
+    } catch (error) {
+      if (batch.length === 1 || isUnavailable(error)) return batch.map(() => ({ error: error as Error }));
+      const code = (error as { code?: unknown }).code;
+      logger.warn({ code, deliveries: batch.length }, 'ingest batch failed; writing each delivery in a transaction of its own');
+      return writeEachAlone(batch);
+    }
+  }
+
+  async function writeEachAlone(batch: Waiting[]): Promise<Outcome[]> {
+    let queued = 0;
+    const outcomes = await Promise.all(
+      batch.map(async (waiting): Promise<Outcome> => {
+        try {
+          const stored = await withTransaction(pool, (client) => storeDeliveries(client, [waiting.delivery]));
+          queued += stored.queued;
+          return { result: stored.results[0]! };
+        } catch (error) {
+          return { error: error as Error };
+        }
+      }),
+    );
+    if (queued > 0) onQueued();
+    return outcomes;
+  }
+
+  return {
+    async storeChild(delivery) {
+      return (await submit(delivery))!;
+    },
+    async recordEvent(event) {
+      await submit(event);
+    },
+    get pending() {
+      return gathered.length + writingDeliveries;
+    },
+    async close() {
+      closed = true;
+      startBatches();
+      while (writing.size > 0) await Promise.all(writing);
+    },
+  };
+}

@@ -1,0 +1,289 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIngestBatcher, IngestSaturatedError, type IngestBatcher } from '../../src/db/ingest-batcher.js';
+import { ingestChild, isDataException, storeDeliveries, type ChildDelivery, type Delivery, type IngestResult } from '../../src/db/ingest.js';
+import type { Pool } from '../../src/db/pool.js';
+import { withTransaction } from '../../src/db/transaction.js';
+import { parseEvent } from '../../src/http/event.js';
+import { testConfig, testPool, unique } from '../helpers/env.js';
+
+const config = testConfig();
+let pool: Pool;
+
+beforeAll(() => {
+  pool = testPool(config, 10);
+});
+
+afterAll(async () => {
+  await pool.end();
+});
+
+interface ChildOptions {
+  eventId?: string;
+  message: string;
+  album?: Record<string, unknown>;
+  caption?: string;
+  attachments?: Array<Record<string, unknown>>;
+  type?: string;
+}
+
+function body(options: ChildOptions): string {
+  const message: Record<string, unknown> = { id: options.message, attachments: options.attachments ?? [] };
+  if (options.album) message.album = options.album;
+  if (options.caption !== undefined) message.text = options.caption;
+  return JSON.stringify({
+    id: options.eventId ?? unique('evt'),
+    type: options.type ?? 'message.received',
+    provider: 'telegram',
+    account_id: 'acc',
+    data: { conversation: { id: 'conv' }, message },
+  });
+}
+
+function delivery(workspace: string, options: ChildOptions): Delivery {
+  const raw = body(options);
+  const parsed = parseEvent(workspace, Buffer.from(raw));
+  if (parsed.kind === 'child') return { eventId: parsed.eventId, type: parsed.type, raw, child: parsed.child };
+  if (parsed.kind === 'ignored') return { workspace, eventId: parsed.eventId, type: parsed.type, raw };
+  throw new Error(`not storable: ${parsed.message}`);
+}
+
+function child(workspace: string, options: ChildOptions): ChildDelivery {
+  const parsed = delivery(workspace, options);
+  if (!('child' in parsed)) throw new Error('not a child event');
+  return parsed;
+}
+
+interface Calls {
+  wakes: number;
+  warnings: unknown[];
+}
+
+function batcher(options: { maxRows: number; maxWaitMs?: number; maxPending?: number; pool?: Pool }): { writer: IngestBatcher; calls: Calls } {
+  const calls: Calls = { wakes: 0, warnings: [] };
+  const writer = createIngestBatcher({
+    pool: options.pool ?? pool,
+    batchMaxRows: options.maxRows,
+    batchMaxWaitMs: options.maxWaitMs ?? 60_000,
+    maxPending: options.maxPending ?? 1000,
+    concurrentBatches: 1,
+    onQueued: () => void calls.wakes++,
+    logger: { warn: (details: unknown) => void calls.warnings.push(details) } as never,
+  });
+  return { writer, calls };
+}
+
+async function messageRows(workspace: string) {
+  const { rows } = await pool.query<{ message_id: string; delivery_count: number; caption: string | null; txid: string; outbox: number }>(
+    `SELECT m.message_id, m.delivery_count, m.caption, m.xmin::text AS txid,
+            (SELECT count(*)::int FROM outbox o WHERE o.message_pk = m.id) AS outbox
+       FROM messages m WHERE m.workspace = $1 ORDER BY m.message_id`,
+    [workspace],
+  );
+  return rows;
+}
+
+async function eventCounts(workspace: string): Promise<Record<string, number>> {
+  const { rows } = await pool.query<{ event_id: string; delivery_count: number }>(
+    `SELECT event_id, delivery_count FROM events WHERE workspace = $1`,
+    [workspace],
+  );
+  return Object.fromEntries(rows.map((row) => [row.event_id, row.delivery_count]));
+}
+
+describe('the ingest batcher', () => {
+  it('writes concurrent deliveries in one transaction and wakes the dispatcher once', async () => {
+    const workspace = unique('batch');
+    const { writer, calls } = batcher({ maxRows: 4 });
+    const results = await Promise.all(
+      ['m1', 'm2', 'm3', 'm4'].map((message) => writer.storeChild(child(workspace, { message, album: { id: 'alb' } }))),
+    );
+    await writer.close();
+
+    expect(results.map((r) => r.duplicate)).toEqual([false, false, false, false]);
+    const rows = await messageRows(workspace);
+    expect(rows.map((r) => [r.message_id, r.delivery_count, r.outbox])).toEqual([
+      ['m1', 1, 1],
+      ['m2', 1, 1],
+      ['m3', 1, 1],
+      ['m4', 1, 1],
+    ]);
+    expect(new Set(rows.map((r) => r.txid)).size).toBe(1);
+    expect(calls.wakes).toBe(1);
+    expect(calls.warnings).toEqual([]);
+  });
+
+  it('merges deliveries of one child inside a batch: one row, the first is new, the others are duplicates', async () => {
+    const workspace = unique('batch');
+    const { writer, calls } = batcher({ maxRows: 5 });
+    const first = child(workspace, { eventId: 'evt-a', message: 'a', attachments: [{ type: 'image' }] });
+    const deliveries: Delivery[] = [
+      first,
+      first,
+      child(workspace, { eventId: 'evt-a2', message: 'a', caption: 'late caption', attachments: [{ type: 'image', url: 'https://media.example/a.jpg' }] }),
+      child(workspace, { eventId: 'evt-b', message: 'b' }),
+      delivery(workspace, { eventId: 'evt-a', message: 'a', type: 'message.updated' }),
+    ];
+    const results = await Promise.all(
+      deliveries.map((d) => ('child' in d ? writer.storeChild(d) : writer.recordEvent(d).then(() => null))),
+    );
+    await writer.close();
+
+    expect(results.map((r) => r?.duplicate ?? null)).toEqual([false, true, true, false, null]);
+    expect(results[0]).toEqual({ duplicate: false, childKey: `${workspace}:telegram:acc:conv:a`, albumKey: null });
+    const rows = await messageRows(workspace);
+    expect(rows.map((r) => [r.message_id, r.delivery_count, r.caption, r.outbox])).toEqual([
+      ['a', 3, 'late caption', 2],
+      ['b', 1, null, 1],
+    ]);
+    expect(new Set(rows.map((r) => r.txid)).size).toBe(1);
+    const { rows: attachments } = await pool.query(
+      `SELECT a.position, a.url, a.status FROM attachments a JOIN messages m ON m.id = a.message_pk
+        WHERE m.workspace = $1 AND m.message_id = 'a'`,
+      [workspace],
+    );
+    expect(attachments).toEqual([{ position: 0, url: 'https://media.example/a.jpg', status: 'pending' }]);
+    expect(await eventCounts(workspace)).toEqual({ 'evt-a': 3, 'evt-a2': 1, 'evt-b': 1 });
+    expect(calls.wakes).toBe(1);
+  });
+
+  it('fails only the poisoned delivery of a batch, writing the others in transactions of their own', async () => {
+    const workspace = unique('batch');
+    const { writer, calls } = batcher({ maxRows: 3 });
+    const outcomes = await Promise.allSettled([
+      writer.storeChild(child(workspace, { eventId: 'evt-good-1', message: 'good-1' })),
+      writer.storeChild(child(workspace, { eventId: 'evt-poisoned', message: 'poisoned', caption: 'nul \u0000 here' })),
+      writer.storeChild(child(workspace, { eventId: 'evt-good-2', message: 'good-2' })),
+    ]);
+    await writer.close();
+
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(isDataException((outcomes[1] as PromiseRejectedResult).reason)).toBe(true);
+    const rows = await messageRows(workspace);
+    expect(rows.map((r) => [r.message_id, r.delivery_count, r.outbox])).toEqual([
+      ['good-1', 1, 1],
+      ['good-2', 1, 1],
+    ]);
+    expect(new Set(rows.map((r) => r.txid)).size).toBe(2);
+    expect(await eventCounts(workspace)).toEqual({ 'evt-good-1': 1, 'evt-good-2': 1 });
+    expect(calls.warnings).toHaveLength(1);
+    expect(calls.wakes).toBe(1);
+  });
+
+  it('refuses deliveries beyond maxPending while the database is held, and stores the ones it took', async () => {
+    const workspace = unique('batch');
+    const onePool = testPool(config, 1);
+    const held = await onePool.connect();
+    const { writer, calls } = batcher({ maxRows: 10, maxWaitMs: 0, maxPending: 2, pool: onePool });
+    try {
+      const taken = [
+        writer.storeChild(child(workspace, { message: 'taken-1' })),
+        writer.storeChild(child(workspace, { message: 'taken-2' })),
+      ];
+      expect(writer.pending).toBe(2);
+      await expect(writer.storeChild(child(workspace, { message: 'refused' }))).rejects.toBeInstanceOf(IngestSaturatedError);
+      expect(writer.pending).toBe(2);
+
+      held.release();
+      expect((await Promise.all(taken)).map((r) => r.duplicate)).toEqual([false, false]);
+      expect(writer.pending).toBe(0);
+      expect((await messageRows(workspace)).map((r) => r.message_id)).toEqual(['taken-1', 'taken-2']);
+      await writer.storeChild(child(workspace, { message: 'after' }));
+    } finally {
+      await writer.close();
+      await onePool.end();
+    }
+    expect((await messageRows(workspace)).map((r) => r.message_id)).toEqual(['after', 'taken-1', 'taken-2']);
+    expect(calls.wakes).toBe(3);
+  });
+
+  it('writes what it gathered when closed, then refuses new deliveries', async () => {
+    const workspace = unique('batch');
+    const { writer, calls } = batcher({ maxRows: 100 });
+    const gathered = writer.storeChild(child(workspace, { message: 'gathered' }));
+    await writer.close();
+    expect(await gathered).toMatchObject({ duplicate: false });
+    expect(calls.wakes).toBe(1);
+    await expect(writer.storeChild(child(workspace, { message: 'late' }))).rejects.toBeInstanceOf(IngestSaturatedError);
+  });
+
+  it('keeps one album row per album while batches of two ingress processes race on new and existing albums', async () => {
+    const workspace = unique('batch');
+    const writers = [batcher({ maxRows: 16, maxWaitMs: 1 }).writer, batcher({ maxRows: 16, maxWaitMs: 1 }).writer];
+    const albums = Array.from({ length: 12 }, (_, a) => `alb-${a}`);
+    const results = await Promise.all(
+      albums.flatMap((album, a) =>
+        Array.from({ length: 12 }, (_, i) =>
+          writers[(a + i) % 2]!.storeChild(child(workspace, { message: `${album}-m${i % 6}`, album: { id: album, index: i % 6 } })),
+        ),
+      ),
+    );
+    await Promise.all(writers.map((w) => w.close()));
+
+    expect(results.filter((r) => !r.duplicate)).toHaveLength(albums.length * 6);
+    const { rows } = await pool.query<{ album_id: string; children: number; deliveries: number }>(
+      `SELECT al.album_id, count(m.id)::int AS children, sum(m.delivery_count)::int AS deliveries
+         FROM albums al JOIN messages m ON m.album_pk = al.id
+        WHERE al.workspace = $1 GROUP BY al.album_id ORDER BY al.album_id`,
+      [workspace],
+    );
+    expect(rows).toEqual([...albums].sort().map((album_id) => ({ album_id, children: 6, deliveries: 12 })));
+  });
+});
+
+describe('storeDeliveries', () => {
+  const messageIds = ['m1', 'm2', 'm3'];
+  const eventIds = ['e1', 'e2', 'e3', 'e4'];
+  const deliveryOptions = fc.record(
+    {
+      eventId: fc.constantFrom(...eventIds),
+      message: fc.constantFrom(...messageIds),
+      type: fc.constantFrom('message.received', 'message.received', 'message.updated'),
+      album: fc.option(fc.record({ id: fc.constantFrom('x', 'y'), index: fc.constantFrom(0, 1, '1', -1) }), { nil: undefined }),
+      caption: fc.option(fc.constantFrom('one', 'two'), { nil: undefined }),
+      attachments: fc.array(
+        fc.record({ type: fc.constantFrom('image', 'video'), url: fc.option(fc.constantFrom('https://m.example/1', 'https://m.example/2'), { nil: undefined }) }),
+        { maxLength: 2 },
+      ),
+    },
+    { requiredKeys: ['eventId', 'message', 'type', 'attachments'] },
+  );
+
+  async function snapshot(workspace: string) {
+    const messages = await pool.query(
+      `SELECT m.message_id, al.album_id, m.album_meta, m.album_index, m.album_total, m.metadata_invalid, m.caption,
+              m.sent_at, m.delivery_count, m.raw,
+              (SELECT count(*)::int FROM outbox o WHERE o.message_pk = m.id) AS outbox,
+              (SELECT json_agg(json_build_object('position', a.position, 'kind', a.kind, 'url', a.url, 'status', a.status)
+                               ORDER BY a.position)
+                 FROM attachments a WHERE a.message_pk = m.id) AS attachments
+         FROM messages m LEFT JOIN albums al ON al.id = m.album_pk
+        WHERE m.workspace = $1 ORDER BY m.message_id`,
+      [workspace],
+    );
+    const events = await pool.query(`SELECT event_id, type, delivery_count, raw FROM events WHERE workspace = $1 ORDER BY event_id`, [workspace]);
+    const albums = await pool.query(`SELECT album_id FROM albums WHERE workspace = $1 ORDER BY album_id`, [workspace]);
+    return { messages: messages.rows, events: events.rows, albums: albums.rows };
+  }
+
+  it('stores a batch exactly as the same deliveries stored one by one', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(deliveryOptions, { minLength: 1, maxLength: 8 }), async (options) => {
+        const oneByOne = unique('seq');
+        const batched = unique('batch');
+        const sequentialResults: Array<IngestResult | null> = [];
+        for (const o of options) {
+          const d = delivery(oneByOne, o);
+          if ('child' in d) sequentialResults.push(await ingestChild(pool, d));
+          else sequentialResults.push((await withTransaction(pool, (client) => storeDeliveries(client, [d]))).results[0]!);
+        }
+        const batch = await withTransaction(pool, (client) => storeDeliveries(client, options.map((o) => delivery(batched, o))));
+
+        const rename = (value: unknown) => JSON.parse(JSON.stringify(value).replaceAll(batched, oneByOne)) as unknown;
+        expect(rename(batch.results)).toEqual(sequentialResults);
+        expect(rename(await snapshot(batched))).toEqual(await snapshot(oneByOne));
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
