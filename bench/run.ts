@@ -289,6 +289,14 @@ function packageVersion(name: string): string {
   return (require(`${name}/package.json`) as { version: string }).version;
 }
 
+/** The commit the run measured, and how many files of the working tree differed from it. */
+async function sourceVersion(): Promise<string> {
+  const git = (args: string[]) => promisify(execFile)('git', args, { cwd: repoRoot }).then(({ stdout }) => stdout.trim());
+  const commit = await git(['rev-parse', '--short', 'HEAD']);
+  const changed = (await git(['status', '--porcelain', '--untracked-files=no'])).split('\n').filter(Boolean).length;
+  return changed === 0 ? commit : `${commit} with ${changed} modified files`;
+}
+
 async function temporalCliVersion(): Promise<string> {
   const cli = await locateTemporalCli({ allowBuild: false });
   if (cli.kind !== 'binary') return 'SDK download';
@@ -331,6 +339,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
   const startedAt = new Date();
   const runTag = `${startedAt.toISOString().replace(/[:.]/g, '-')}-${crypto.randomBytes(3).toString('hex')}`;
   const runDir = path.join(options.resultsDir, runTag);
+  const measuredSource = sourceVersion().catch(() => 'unknown');
   fs.mkdirSync(runDir, { recursive: true });
 
   const closers: Array<{ name: string; close: () => Promise<unknown> }> = [];
@@ -683,6 +692,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const { rows: serverVersion } = await pool.query<{ server_version: string }>('SHOW server_version');
     const systemInfo = await connection.workflowService.getSystemInfo({});
     const versions: Record<string, string> = {
+      albumflow: await measuredSource,
       node: process.version,
       PostgreSQL: serverVersion[0]!.server_version,
       'Temporal CLI': await temporalCliVersion().catch(() => 'unknown'),
