@@ -1,7 +1,10 @@
 import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { NotifyInput } from '../activities/publish.js';
 import {
+  agreedTotal,
+  canonicalReasons,
   initialState,
+  latestDecision,
   nextDeadline,
   pendingDownloads,
   restoreState,
@@ -11,10 +14,10 @@ import {
   type AlbumRulesState,
   type Transition,
 } from './album-rules.js';
-import { buildAlbumView, viewChildOf } from './album-view.js';
+import { buildAlbumView, mediaSummary, viewChildOf } from './album-view.js';
 import { statusQuery } from './definitions.js';
 import { ChildrenInbox, DeadlineTimer, Downloads, loadPrior, publish, record, recordClosed, UiPublisher } from './effects.js';
-import type { AlbumKey, AlbumStatus, AlbumWorkflowInput, JsonValue } from './types.js';
+import type { AlbumKey, AlbumState, AlbumStatus, AlbumWorkflowInput, DecisionView, JsonValue, MediaSummary, ReviewReason } from './types.js';
 
 type SequentialCommand = Exclude<AlbumCommand, { type: 'download' }>;
 
@@ -41,15 +44,36 @@ function albumStatus(workflowId: string, key: AlbumKey, state: AlbumRulesState):
   });
 }
 
-function summarize(status: AlbumStatus): string {
-  const { media, decisions, review } = status;
-  const latest = decisions[decisions.length - 1];
-  const expected = status.expectedTotal === null ? 'no usable total' : `expected ${status.expectedTotal}`;
+/** What the Temporal UI shows of an album: the status body's headline fields, without building its children. */
+interface AlbumHeadline {
+  state: AlbumState;
+  distinctChildren: number;
+  expectedTotal: number | null;
+  reviewReasons: ReviewReason[];
+  latest: DecisionView | undefined;
+  media: MediaSummary;
+}
+
+/** Linear in the children, unlike the status body (sorted and copied): it runs after every transition. */
+function headlineOf(state: AlbumRulesState): AlbumHeadline {
+  return {
+    state: state.phase === 'closed' ? 'closed' : state.decisions.length > 0 ? 'processed' : 'collecting',
+    distinctChildren: state.children.length,
+    expectedTotal: agreedTotal(state.children.map((child) => child.arrival)),
+    reviewReasons: canonicalReasons(state.reviewReasons),
+    latest: latestDecision(state),
+    media: mediaSummary(state.children.flatMap((child) => child.attachments)),
+  };
+}
+
+function summarize(headline: AlbumHeadline): string {
+  const { media, latest, reviewReasons } = headline;
+  const expected = headline.expectedTotal === null ? 'no usable total' : `expected ${headline.expectedTotal}`;
   return [
-    `**${status.state}** · ${status.distinctChildren} children (${expected})`,
+    `**${headline.state}** · ${headline.distinctChildren} children (${expected})`,
     latest ? `decision #${latest.seq} ${latest.trigger}` : 'no decision yet',
     `media ${media.downloaded}/${media.total} downloaded, ${media.pending} pending`,
-    review.required ? `review: ${review.reasons.join(', ')}` : 'no review',
+    reviewReasons.length > 0 ? `review: ${reviewReasons.join(', ')}` : 'no review',
   ].join(' · ');
 }
 
@@ -83,12 +107,12 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
         commands.push(command);
       }
     }
-    const current = status();
+    const current = headlineOf(state);
     ui.update({
       workspace: key.workspace,
       provider: key.provider,
       state: current.state,
-      needsReview: current.review.required,
+      needsReview: current.reviewReasons.length > 0,
       children: current.distinctChildren,
       details: summarize(current),
     });
