@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ingestChild, type IngestResult } from '../../src/db/ingest.js';
+import { ingestChild, storeDeliveries, type ChildDelivery, type IngestResult } from '../../src/db/ingest.js';
 import type { Pool } from '../../src/db/pool.js';
 import { parseEvent } from '../../src/http/event.js';
 import { testConfig, testPool, unique } from '../helpers/env.js';
@@ -15,11 +15,20 @@ afterAll(async () => {
   await pool.end();
 });
 
-function ingest(workspace: string, event: Record<string, unknown>): Promise<IngestResult> {
+function deliveryOf(workspace: string, event: Record<string, unknown>): ChildDelivery {
   const body = Buffer.from(JSON.stringify(event));
   const parsed = parseEvent(workspace, body);
   if (parsed.kind !== 'child') throw new Error(`not a child event: ${JSON.stringify(parsed)}`);
-  return ingestChild(pool, { eventId: parsed.eventId, type: parsed.type, raw: body.toString(), child: parsed.child });
+  return { eventId: parsed.eventId, type: parsed.type, raw: body.toString(), child: parsed.child };
+}
+
+function ingest(workspace: string, event: Record<string, unknown>): Promise<IngestResult> {
+  return ingestChild(pool, deliveryOf(workspace, event));
+}
+
+async function sessionsBlockedBy(pid: number): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [pid]);
+  return rows[0]!.n;
 }
 
 function childEvent(messageId: string, albumId: string) {
@@ -63,5 +72,29 @@ describe('ingestChild under concurrency', () => {
       [workspace],
     );
     expect(rows).toEqual([{ delivery_count: 12, outbox: 1 }]);
+  });
+
+  it('finds the album another transaction created while this one waited to insert it', async () => {
+    const workspace = unique('ingest');
+    const holder = await pool.connect();
+    let second: Promise<IngestResult> | undefined;
+    try {
+      await holder.query('BEGIN');
+      await storeDeliveries(holder, [deliveryOf(workspace, childEvent('first', 'raced'))]);
+      const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      second = ingest(workspace, childEvent('second', 'raced'));
+      await expect.poll(() => sessionsBlockedBy(rows[0]!.pid), { timeout: 10_000 }).toBe(1);
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+    expect(await second).toMatchObject({ duplicate: false, albumKey: `${workspace}:telegram:acc:conv:raced` });
+
+    const { rows: albums } = await pool.query<{ album_pk: string; children: number }>(
+      `SELECT m.album_pk, count(*)::int AS children FROM messages m WHERE m.workspace = $1 GROUP BY m.album_pk`,
+      [workspace],
+    );
+    expect(albums).toHaveLength(1);
+    expect(albums[0]!.children).toBe(2);
   });
 });
