@@ -115,6 +115,14 @@ export async function deleteOutboxRows(client: PoolClient, ids: string[]): Promi
   await client.query(`DELETE FROM outbox WHERE id = ANY($1::bigint[])`, [ids]);
 }
 
+/** Leaves rows for a later pass, without counting an attempt. */
+export async function deferOutboxRows(client: PoolClient, ids: string[], delayMs: number): Promise<void> {
+  await client.query(`UPDATE outbox SET available_at = now() + $2::float8 * interval '1 millisecond' WHERE id = ANY($1::bigint[])`, [
+    ids,
+    delayMs,
+  ]);
+}
+
 /**
  * Counts a failed attempt on each row. A row is claimed again after `baseDelayMs` doubled for each of its
  * earlier attempts, at most `maxDelayMs` (a base of 0: at the next pass).
