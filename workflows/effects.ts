@@ -6,6 +6,7 @@ import {
   ActivityFailure,
   CancellationScope,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -79,19 +80,35 @@ function failureMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** One download activity per attachment, started at once; a download that fails for good counts as `failed`. */
+/**
+ * Download activities started at once per workflow, at most; Temporal refuses a workflow task that would
+ * leave more than 2,000 activities pending (a 10,000-photo album), so the rest wait for a free place.
+ */
+export const maxDownloadsInFlight = 100;
+
+/** One download activity per attachment, started at once (or as soon as a place frees up); a download that fails for good counts as `failed`. */
 export class Downloads {
+  /** Downloads started or waiting, not settled yet. */
   inFlight = 0;
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
 
   start(key: MessageKey, position: number, onSettled: (result: DownloadResult) => void): void {
     this.inFlight += 1;
-    void downloadAttachment
-      .executeWithOptions({ summary: `download ${key.messageId} #${position}` }, [{ key, position, finalAttempt: downloadFinalAttempt }])
-      .catch((err: unknown): DownloadResult => ({ status: 'failed', contentType: null, bytes: null, sha256: null, error: failureMessage(err) }))
-      .then((result) => {
-        this.inFlight -= 1;
-        onSettled(result);
-      });
+    const launch = () => {
+      this.running += 1;
+      void downloadAttachment
+        .executeWithOptions({ summary: `download ${key.messageId} #${position}` }, [{ key, position, finalAttempt: downloadFinalAttempt }])
+        .catch((err: unknown): DownloadResult => ({ status: 'failed', contentType: null, bytes: null, sha256: null, error: failureMessage(err) }))
+        .then((result) => {
+          this.running -= 1;
+          this.inFlight -= 1;
+          onSettled(result);
+          this.waiting.shift()?.();
+        });
+    };
+    if (this.running >= maxDownloadsInFlight && patched('bounded-downloads')) this.waiting.push(launch);
+    else launch();
   }
 }
 
