@@ -404,8 +404,9 @@ JSON of each run is kept under bench/results/ (not committed).
 Method:
 - **Ceiling.** A bare Fastify endpoint verifies the same HMAC and commits the same rows (event, album,
   child, attachments, outbox row) in one transaction with the project's own SQL, and does nothing
-  else. It is measured in the same run, under the same load (the same seeded request sequence, in
-  its own database), just before the app, so the ratios cancel most of the machine's noise.
+  else, one transaction per request. It is measured in the same run, under the same load (the same
+  seeded request sequence, in its own database), just before the app, while the worker and the
+  Temporal server are idle.
 - **Load.** Signed \`message.received\` webhooks for albums of 1–10 children (about half carry
   \`album.total\`), the children of a few albums interleaved in shuffled order, 5% redelivered. Open
   loop at each offered rate (bounded concurrency; latency counts from the intended send time, so a
@@ -420,6 +421,9 @@ Method:
   children of the phase, from the ingress's /metrics.
 - **Scale** is VmRSS sampled every 250 ms and VmHWM (peak since start, start-up included) from
   /proc, with every album of the run open in its late window (LATE_WINDOW_MS is long).
-- **Correctness** holds for every run: each accepted child appears in a recorded decision, and no
-  album has two \`album.ready\` notifications.
+- **Correctness** is checked on every run: each accepted child appears in a recorded decision, and
+  no album has two \`album.ready\` notifications.
+- **CPU seconds per phase** come from /proc for each process the bench started, PostgreSQL (all of
+  the machine's) and the whole machine; "others" is what processes the bench did not start took. On a
+  shared machine that column says how far a run's figures can be trusted.
 `;

@@ -135,7 +135,7 @@ export const tinyOptions: Partial<BenchOptions> = {
   openAlbums: 100,
   quietPeriodMs: 300,
   maxWaitMs: 20_000,
-  settleTimeoutMs: 60_000,
+  settleTimeoutMs: 120_000,
 };
 
 export interface BenchOutcome {
