@@ -132,49 +132,47 @@ async function recordEvents(db: Queryable, events: readonly EventRecord[]): Prom
 }
 
 /**
- * The albums' rows by workflow id, each created on its first child: existing rows are locked (in id
- * order) and touched, missing ones inserted (in workflow id order). Not INSERT … ON CONFLICT DO UPDATE:
- * albums has a second unique constraint (workflow_id), and a concurrent first insert would violate it
- * instead of taking the conflict path; ON CONFLICT DO NOTHING without a target covers both.
+ * The albums' rows by workflow id, each created on its first child. Existing rows are locked first, in
+ * id order, then touched; missing ones are inserted in workflow id order. Not INSERT … ON CONFLICT DO
+ * UPDATE: albums has a second unique constraint (workflow_id), and a concurrent first insert would
+ * violate it instead of taking the conflict path; ON CONFLICT DO NOTHING without a target covers both.
+ * FOR NO KEY UPDATE, as the touch itself takes, does not hold up children that reference the album.
  */
 async function upsertAlbums(db: Queryable, keys: readonly AlbumKey[]): Promise<Map<string, string>> {
   const wanted = [...new Map(keys.map((key) => [albumWorkflowId(key), key])).values()];
-  const { rows } = await db.query<{ id: string; workflow_id: string }>({
+  const { rows: locked } = await db.query<{ id: string; workflow_id: string }>({
+    name: 'albumflow_ingest_lock_albums',
+    text: `SELECT id, workflow_id FROM albums WHERE workflow_id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`,
+    values: [wanted.map((key) => albumWorkflowId(key))],
+  });
+  const pks = new Map(locked.map((row) => [row.workflow_id, row.id]));
+  const missing = wanted.filter((key) => !pks.has(albumWorkflowId(key)));
+  const { rows: created } = await db.query<{ id: string; workflow_id: string }>({
     name: 'albumflow_ingest_albums',
-    text: `WITH wanted AS (
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-               AS w (workspace, provider, account_id, conversation_id, album_id, workflow_id)
-           ), found AS (
-             SELECT a.id, a.workflow_id
-               FROM albums a JOIN wanted w USING (workspace, provider, account_id, conversation_id, album_id)
-              ORDER BY a.id
-                FOR UPDATE OF a
-           ), touched AS (
-             UPDATE albums a SET last_received_at = now() FROM found f WHERE a.id = f.id RETURNING a.id, a.workflow_id
-           ), created AS (
-             INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
-             SELECT w.workspace, w.provider, w.account_id, w.conversation_id, w.album_id, w.workflow_id
-               FROM wanted w
-              WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.workflow_id = w.workflow_id)
-              ORDER BY w.workflow_id
-             ON CONFLICT DO NOTHING
-             RETURNING id, workflow_id
+    text: `WITH touched AS (
+             UPDATE albums SET last_received_at = now() WHERE id = ANY($1::bigint[])
            )
-           SELECT id, workflow_id FROM touched UNION ALL SELECT id, workflow_id FROM created`,
+           INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+           SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+             AS w (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+            ORDER BY w.workflow_id
+           ON CONFLICT DO NOTHING
+           RETURNING id, workflow_id`,
     values: [
-      wanted.map((k) => k.workspace),
-      wanted.map((k) => k.provider),
-      wanted.map((k) => k.accountId),
-      wanted.map((k) => k.conversationId),
-      wanted.map((k) => k.albumId),
-      wanted.map((k) => albumWorkflowId(k)),
+      locked.map((row) => row.id),
+      missing.map((k) => k.workspace),
+      missing.map((k) => k.provider),
+      missing.map((k) => k.accountId),
+      missing.map((k) => k.conversationId),
+      missing.map((k) => k.albumId),
+      missing.map((k) => albumWorkflowId(k)),
     ],
   });
-  const pks = new Map(rows.map((row) => [row.workflow_id, row.id]));
-  const raced = wanted.map((key) => albumWorkflowId(key)).filter((workflowId) => !pks.has(workflowId));
+  for (const row of created) pks.set(row.workflow_id, row.id);
+  const raced = missing.map((key) => albumWorkflowId(key)).filter((workflowId) => !pks.has(workflowId));
   if (raced.length > 0) {
-    // Inserted and committed by another transaction after this statement's snapshot: the next statement
-    // sees them. Read without locking, so this transaction takes its album locks in order only.
+    // Inserted by another transaction that committed after the lock: read without locking, so that this
+    // transaction takes album locks in id order only and concurrent batches cannot deadlock.
     const { rows: committed } = await db.query<{ id: string; workflow_id: string }>({
       name: 'albumflow_ingest_raced_albums',
       text: `SELECT id, workflow_id FROM albums WHERE workflow_id = ANY($1::text[])`,
@@ -182,8 +180,8 @@ async function upsertAlbums(db: Queryable, keys: readonly AlbumKey[]): Promise<M
     });
     for (const row of committed) pks.set(row.workflow_id, row.id);
   }
-  const missing = raced.find((workflowId) => !pks.has(workflowId));
-  if (missing) throw new Error(`album ${missing} was neither inserted nor found`);
+  const lost = raced.find((workflowId) => !pks.has(workflowId));
+  if (lost) throw new Error(`album ${lost} was neither inserted nor found`);
   return pks;
 }
 
