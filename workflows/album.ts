@@ -1,4 +1,4 @@
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { NotifyInput } from '../activities/publish.js';
 import {
   agreedTotal,
@@ -20,6 +20,16 @@ import { ChildrenInbox, DeadlineTimer, Downloads, loadPrior, publish, record, re
 import type { AlbumKey, AlbumState, AlbumStatus, AlbumWorkflowInput, DecisionView, JsonValue, MediaSummary, ReviewReason } from './types.js';
 
 type SequentialCommand = Exclude<AlbumCommand, { type: 'download' }>;
+
+/**
+ * Largest JSON an album run hands to Temporal as one payload (Temporal refuses payloads over 2 MB; a
+ * character may take three bytes). A status body over it is read from PostgreSQL by the notify activity.
+ */
+const payloadBudgetChars = 512 * 1024;
+
+function fitsInPayload(value: unknown): boolean {
+  return JSON.stringify(value).length <= payloadBudgetChars;
+}
 
 /** What an album run hands to the run it continues as. */
 interface AlbumCarried {
@@ -82,7 +92,7 @@ function summarize(headline: AlbumHeadline): string {
  * decides with the album rules, records each decision before notifying, amends the album for late
  * items until the late window ends, then marks it closed and returns its final status.
  */
-export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumStatus> {
+export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumStatus | null> {
   const { workflowId } = workflowInfo();
   const { key, timings } = input;
   const inbox = new ChildrenInbox();
@@ -94,6 +104,10 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
 
   const status = () => albumStatus(workflowId, key, state);
   setHandler(statusQuery, status);
+  const albumBody = (): { album: AlbumStatus } | { albumKey: AlbumKey } => {
+    const body = status();
+    return fitsInPayload(body) ? { album: body } : { albumKey: key };
+  };
 
   const apply = (transition: Transition) => {
     state = transition.state;
@@ -129,19 +143,22 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
             workflowId,
             seq: decision.seq,
             type: 'album.updated',
-            album: status(),
+            ...albumBody(),
             decision: { ...decision, lateChildMessageIds: command.late.childMessageIds, lateItemPolicy: command.late.policy },
           }
-        : { workflowId, seq: decision.seq, type: 'album.ready', album: status(), decision };
+        : { workflowId, seq: decision.seq, type: 'album.ready', ...albumBody(), decision };
     } else {
-      notification = { workflowId, seq: decision.seq, type: 'album.media_settled', album: status(), decision };
+      notification = { workflowId, seq: decision.seq, type: 'album.media_settled', ...albumBody(), decision };
     }
     await publish(notification);
   };
 
+  /** Set when the carried state outgrew one payload: the run goes on (its history stays within Temporal's limits up to ~10,000 children). */
+  let carriedTooLarge = false;
   const continueAsNewDue = () =>
-    workflowInfo().continueAsNewSuggested ||
-    (input.continueAsNewAfterSignals !== undefined && inbox.signals >= input.continueAsNewAfterSignals);
+    !carriedTooLarge &&
+    (workflowInfo().continueAsNewSuggested ||
+      (input.continueAsNewAfterSignals !== undefined && inbox.signals >= input.continueAsNewAfterSignals));
   const idle = () => !inbox.pending && commands.length === 0 && downloads.inFlight === 0;
 
   if (input.carried !== undefined) {
@@ -164,14 +181,19 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     }
     if (idle() && state.phase === 'closed') {
       await recordClosed({ workflowId, reviewReasons: state.reviewReasons });
-      if (idle() && state.phase === 'closed') return status();
+      if (idle() && state.phase === 'closed') {
+        const final = status();
+        return fitsInPayload(final) ? final : null;
+      }
       continue;
     }
     if (idle() && continueAsNewDue()) {
       await condition(allHandlersFinished);
       if (idle()) {
         const carried: AlbumCarried = { version: 1, rules: state };
-        return continueAsNew<typeof albumWorkflow>({ ...input, carried: carried as unknown as JsonValue });
+        if (fitsInPayload(carried)) return continueAsNew<typeof albumWorkflow>({ ...input, carried: carried as unknown as JsonValue });
+        carriedTooLarge = true;
+        log.warn('album state too large to continue as new; the run goes on', { children: state.children.length });
       }
       continue;
     }

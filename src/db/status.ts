@@ -1,7 +1,8 @@
-import type { ViewChild } from '../../workflows/album-view.js';
+import { buildAlbumView, type ViewChild } from '../../workflows/album-view.js';
 import type {
   AlbumKey,
   AlbumState,
+  AlbumStatus,
   AttachmentView,
   DecisionView,
   JsonValue,
@@ -121,6 +122,19 @@ export async function findMessage(pool: Pool, key: MessageKey): Promise<(StoredC
   );
   const row = rows[0];
   return row ? { ...toChild(row), albumId: row.album_id } : null;
+}
+
+/** The album status body as PostgreSQL records it (the same view builder as the workflow's query). */
+export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: AlbumKey): Promise<AlbumStatus> {
+  const [children, decisions] = await Promise.all([albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);
+  return buildAlbumView({
+    workflowId: album.workflowId,
+    key,
+    children,
+    decisions,
+    reviewReasons: album.reviewReasons,
+    closed: album.state === 'closed',
+  });
 }
 
 /** Decisions of one workflow, optionally only those that included one message. */

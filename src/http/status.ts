@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
 import { Type } from 'typebox';
-import { buildAlbumView } from '../../workflows/album-view.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumKey, AlbumStatus, MessageKey } from '../../workflows/types.js';
-import { albumChildren, decisionsOf, findAlbum, findMessage, listAlbums } from '../db/status.js';
+import { albumStatusFromDatabase, decisionsOf, findAlbum, findMessage, listAlbums } from '../db/status.js';
 import type { Pool } from '../db/pool.js';
 import { HttpError } from './errors.js';
 import { AlbumListSchema, AlbumStatusSchema, ErrorBody, MessageStatusSchema } from './schemas.js';
@@ -80,15 +79,7 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
       const live = request.query.source === 'auto' ? await queryRunningWorkflow(album.workflowId) : null;
       void reply.header('x-albumflow-source', (live ? 'workflow' : 'database') satisfies StatusSource);
       if (live) return live;
-      const [children, decisions] = await Promise.all([albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);
-      return buildAlbumView({
-        workflowId: album.workflowId,
-        key,
-        children,
-        decisions,
-        reviewReasons: album.reviewReasons,
-        closed: album.state === 'closed',
-      });
+      return albumStatusFromDatabase(pool, album, key);
     },
   );
 

@@ -1,0 +1,52 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPublishActivities, type NotifyInput } from '../../activities/publish.js';
+import type { Pool } from '../../src/db/pool.js';
+import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
+import { albumWorkflowId } from '../../workflows/keys.js';
+import { newAlbumKey, storeAlbumChildren } from '../helpers/albums.js';
+import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+
+describe('a notification whose album body is too large to pass through Temporal', () => {
+  const config = testConfig();
+  let pool: Pool;
+
+  beforeAll(() => {
+    pool = testPool(config);
+  });
+
+  afterAll(async () => {
+    await pool.end();
+  });
+
+  it('carries the album body the notify activity reads from PostgreSQL', async () => {
+    const key = newAlbumKey(unique('large'));
+    const workflowId = albumWorkflowId(key);
+    await storeAlbumChildren(pool, key, [
+      { messageId: 'm0', index: 0, total: 2, caption: 'first', urls: ['https://media.example/0.jpg'] },
+      { messageId: 'm1', index: 1, total: 2, urls: [null] },
+    ]);
+    const decision = { seq: 1, trigger: 'expected_count_reached' as const, childMessageIds: ['m0', 'm1'], decidedAt: new Date().toISOString() };
+    await pool.query(`INSERT INTO decisions (workflow_id, seq, trigger, child_message_ids, decided_at) VALUES ($1, 1, $2, $3, $4)`, [
+      workflowId,
+      decision.trigger,
+      decision.childMessageIds,
+      decision.decidedAt,
+    ]);
+    const input: NotifyInput = { workflowId, seq: 1, type: 'album.ready', albumKey: key, decision };
+
+    const { notify } = createPublishActivities({ pool, config, logger: testLogger(config) });
+    const env = new MockActivityEnvironment({ attempt: 1 }, { logger: new DefaultLogger('ERROR') });
+    const outcome = await env.run(notify, input);
+
+    expect(outcome).toEqual({ id: `${workflowId}/1`, outcome: 'recorded' });
+    const { rows } = await pool.query<{ payload: { album: unknown; decision: unknown } }>(`SELECT payload FROM notifications WHERE id = $1`, [
+      `${workflowId}/1`,
+    ]);
+    const expected = await albumStatusFromDatabase(pool, (await findAlbum(pool, key))!, key);
+    expect(rows[0]!.payload.album).toEqual(JSON.parse(JSON.stringify(expected)));
+    expect(expected).toMatchObject({ distinctChildren: 2, decisions: [{ seq: 1, childMessageIds: ['m0', 'm1'] }] });
+    expect(rows[0]!.payload.decision).toEqual(decision);
+  });
+});
