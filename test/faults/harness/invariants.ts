@@ -157,9 +157,10 @@ export async function checkInvariants(input: {
     else if (!latest?.child_message_ids.includes(child.messageId)) fail(child, `missing from the latest decision #${latest?.seq}`);
 
     const attachment = attachments.get(child.childKey);
+    const expectedStatus = child.attachmentPath === null ? 'unavailable' : 'downloaded';
     if (!attachment) fail(child, 'attachment row missing');
-    else if (attachment.status !== 'downloaded') fail(child, `attachment ${attachment.status}, not downloaded`);
-    else {
+    else if (attachment.status !== expectedStatus) fail(child, `attachment ${attachment.status}, not ${expectedStatus}`);
+    else if (child.attachmentPath !== null) {
       const refetched = (fetchesByPath.get(child.attachmentPath) ?? []).filter((f) => f.startedAt > attachment.updated_at.getTime());
       if (refetched.length > 0) fail(child, `attachment fetched ${refetched.length} time(s) after it was marked downloaded`);
     }

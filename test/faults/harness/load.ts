@@ -7,7 +7,8 @@ export interface SentChild {
   childKey: string;
   albumKey: string | null;
   messageId: string;
-  attachmentPath: string;
+  /** Null when the child's attachment was sent without a URL (`unavailable`, nothing to download). */
+  attachmentPath: string | null;
   /** Phase of the first 202, null while unacknowledged. */
   ackedIn: string | null;
   acked: boolean;
@@ -30,6 +31,18 @@ interface Delivery {
   body: string;
   dueAt: number;
   retries: number;
+}
+
+export interface AlbumShape {
+  size: number;
+  standalone: boolean;
+  withTotal: boolean;
+  /** Deliveries are spread over this long (ms). */
+  spreadMs?: number;
+  /** Share of the children delivered twice. */
+  redeliveryRate?: number;
+  /** Only every n-th child's attachment has a URL (default: every child's). */
+  mediaEvery?: number;
 }
 
 export interface LoadOptions {
@@ -69,7 +82,10 @@ export class LoadGenerator {
     let credit = 0;
     this.generating = setInterval(() => {
       credit += (this.options.albumsPerSecond * tickMs) / 1000;
-      for (; credit >= 1; credit -= 1) this.addAlbum();
+      for (; credit >= 1; credit -= 1) {
+        const standalone = chance(0.1);
+        this.addAlbum({ size: standalone ? 1 : 1 + crypto.randomInt(10), standalone, withTotal: !standalone && chance(0.5) });
+      }
     }, tickMs);
     this.pumping = setInterval(() => this.pump(), 20);
   }
@@ -109,21 +125,20 @@ export class LoadGenerator {
     clearInterval(this.pumping);
   }
 
-  private addAlbum(): void {
+  /** Queues the children of one album (or one standalone message) for delivery within `spreadMs`. */
+  addAlbum(shape: AlbumShape): void {
+    const { size, standalone, withTotal, spreadMs = 1_500, redeliveryRate = 0.2, mediaEvery = 1 } = shape;
     const number = this.albums++;
     const now = Date.now();
     const account = `acc-${number % 7}`;
     const conversation = `conv-${this.run}-${number}`;
     const scope = { workspace: this.options.workspace, provider: 'whatsapp', accountId: account, conversationId: conversation };
-    const standalone = chance(0.1);
-    const size = standalone ? 1 : 1 + crypto.randomInt(10);
-    const withTotal = !standalone && chance(0.5);
     const albumId = `alb-${number}`;
     const albumKey = standalone ? null : albumKeyString({ ...scope, albumId });
     const order = Array.from({ length: size }, (_, index) => index).sort(() => Math.random() - 0.5);
     for (const index of order) {
       const messageId = `m-${number}-${index}`;
-      const attachmentPath = `/media/${this.run}/${number}/${index}.jpg`;
+      const attachmentPath = index % mediaEvery === 0 ? `/media/${this.run}/${number}/${index}.jpg` : null;
       const child: SentChild = {
         childKey: childKeyString({ ...scope, messageId }),
         albumKey,
@@ -146,15 +161,15 @@ export class LoadGenerator {
               id: messageId,
               ...(index === 0 ? { text: `album ${number}` } : {}),
               sent_at: new Date(now + index).toISOString(),
-              attachments: [{ type: 'image', url: this.options.mediaUrl(attachmentPath), mime_type: 'image/jpeg' }],
+              attachments: [{ type: 'image', ...(attachmentPath ? { url: this.options.mediaUrl(attachmentPath) } : {}), mime_type: 'image/jpeg' }],
               ...(standalone ? {} : { album: { id: albumId, index, ...(withTotal ? { total: size } : {}) } }),
             },
           },
         });
       const eventId = `evt-${this.run}-${number}-${index}`;
-      const dueAt = now + crypto.randomInt(1_500);
+      const dueAt = now + crypto.randomInt(spreadMs + 1);
       this.queue.push({ child, body: event(eventId), dueAt, retries: 0 });
-      if (chance(0.2)) {
+      if (chance(redeliveryRate)) {
         const again = chance(0.5) ? eventId : `${eventId}-again`;
         this.queue.push({ child, body: event(again), dueAt: dueAt + crypto.randomInt(3_000), retries: 0 });
       }
