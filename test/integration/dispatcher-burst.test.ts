@@ -68,11 +68,13 @@ describe('a burst of children into one album', () => {
       expect(ids.size).toBe(children);
       return batches;
     });
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM outbox o JOIN messages m ON m.id = o.message_pk WHERE m.workspace = $1`,
-      [workspace],
-    );
-    expect(rows[0]!.n).toBe(0);
+    await eventually(async () => {
+      const { rows } = await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM outbox o JOIN messages m ON m.id = o.message_pk WHERE m.workspace = $1`,
+        [workspace],
+      );
+      expect(rows[0]!.n).toBe(0);
+    });
     // The commits span at least 1.2 s; one signal per 500 ms (a quarter of the 2 s quiet period), plus the first.
     expect(signals.length).toBeLessThan(children / 4);
     await handle.terminate('test done').catch(() => undefined);
