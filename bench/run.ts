@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
-import { connectionConfig, createPool, withDatabase, type Pool } from '../src/db/pool.js';
+import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } from '../src/db/pool.js';
 import { migrate } from '../src/db/migrate.js';
 import { locateTemporalCli } from '../src/temporal/cli.js';
 import { freePort, startDevServer, type DevServer } from '../src/temporal/devserver.js';
@@ -173,18 +173,6 @@ async function scrape(url: string): Promise<Metrics> {
 
 function delta(after: Metrics, before: Metrics, name: string): number {
   return (after.get(name) ?? 0) - (before.get(name) ?? 0);
-}
-
-/** DATABASE_URL for a child process, from the node-postgres settings the bench itself uses. */
-function databaseUrl(config: pg.ClientConfig): string {
-  if (config.connectionString) return config.connectionString;
-  const url = new URL('postgresql://localhost');
-  if (config.user) url.username = encodeURIComponent(config.user);
-  url.pathname = `/${encodeURIComponent(config.database ?? '')}`;
-  const host = config.host ?? '127.0.0.1';
-  if (host.startsWith('/')) url.searchParams.set('host', host);
-  else url.host = `${host}:${config.port ?? 5432}`;
-  return url.toString();
 }
 
 function workflowIdOf(record: RequestRecord): string | null {
@@ -417,9 +405,9 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
 
     log('bench: starting the worker, the ingress, the ceiling and the load generator');
     const startups = await Promise.allSettled([
-      start('worker', 'src/worker.ts', { ...albumEnv, DATABASE_URL: databaseUrl(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, /albumflow worker polling/, profileArgs('worker')),
-      start('ingress', 'src/ingress.ts', { ...albumEnv, DATABASE_URL: databaseUrl(appDb) }, /listening on (http:\/\/\S+?),/, profileArgs('ingress')),
-      start('ceiling', 'bench/ceiling.ts', { ...albumEnv, DATABASE_URL: databaseUrl(withDatabase(base, ceilingDatabase)) }, /ceiling listening on (\S+)/),
+      start('worker', 'src/worker.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, /albumflow worker polling/, profileArgs('worker')),
+      start('ingress', 'src/ingress.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb) }, /listening on (http:\/\/\S+?),/, profileArgs('ingress')),
+      start('ceiling', 'bench/ceiling.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) }, /ceiling listening on (\S+)/),
       start('load', 'bench/load.ts', { ...inherited }, /load generator ready/, [], true),
     ]);
     const failed = startups.find((startup) => startup.status === 'rejected');
