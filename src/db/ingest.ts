@@ -55,9 +55,10 @@ export async function ingestChild(pool: Pool, delivery: ChildDelivery): Promise<
  * attachments, and an outbox row per child that is new or gained a URL, announced once.
  *
  * A multi-row upsert may not touch one row twice, so repeated events and children are written in
- * rounds (the second delivery of a child in the second round, …); every statement takes its row
- * locks in key order, so concurrent batches wait for each other instead of deadlocking. The statements
- * are named: each connection parses and plans them once.
+ * rounds (the second delivery of a child in the second round, …). Every statement takes its row locks
+ * in key order, and the albums that concurrent batches share are locked last, so batches wait for
+ * each other briefly and never deadlock. The statements are named: each connection parses and plans
+ * them once.
  */
 export async function storeDeliveries(client: Queryable, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
   for (const round of rounds(deliveries.map(eventOf), (event) => JSON.stringify([event.workspace, event.eventId]))) {
@@ -66,14 +67,14 @@ export async function storeDeliveries(client: Queryable, deliveries: readonly De
 
   const children = deliveries.flatMap((delivery, index) => ('child' in delivery ? [{ index, delivery }] : []));
   const albumKeys = children.flatMap(({ delivery }) => (delivery.child.albumKey ? [delivery.child.albumKey] : []));
-  const albumPks = albumKeys.length > 0 ? await upsertAlbums(client, albumKeys) : new Map<string, string>();
+  const albums = albumKeys.length > 0 ? await resolveAlbums(client, albumKeys) : { pks: new Map<string, string>(), existing: [] };
 
   const results: Array<IngestResult | null> = deliveries.map(() => null);
   const queued: string[] = [];
   for (const round of rounds(children, ({ delivery }) => childKeyString(delivery.child.key))) {
     const messages = await upsertMessages(
       client,
-      round.map(({ delivery: { child, raw } }) => ({ child, raw, albumPk: child.albumKey ? albumPks.get(albumWorkflowId(child.albumKey))! : null })),
+      round.map(({ delivery: { child, raw } }) => ({ child, raw, albumPk: child.albumKey ? albums.pks.get(albumWorkflowId(child.albumKey))! : null })),
     );
     const updated = await upsertAttachments(
       client,
@@ -89,7 +90,7 @@ export async function storeDeliveries(client: Queryable, deliveries: readonly De
       };
     });
   }
-  if (queued.length > 0) await enqueueChildren(client, queued);
+  await touchAlbumsAndQueue(client, albums.existing, queued);
   return { results, queued: queued.length };
 }
 
@@ -132,57 +133,59 @@ async function recordEvents(db: Queryable, events: readonly EventRecord[]): Prom
 }
 
 /**
- * The albums' rows by workflow id, each created on its first child. Existing rows are locked first, in
- * id order, then touched; missing ones are inserted in workflow id order. Not INSERT … ON CONFLICT DO
- * UPDATE: albums has a second unique constraint (workflow_id), and a concurrent first insert would
- * violate it instead of taking the conflict path; ON CONFLICT DO NOTHING without a target covers both.
- * FOR NO KEY UPDATE, as the touch itself takes, does not hold up children that reference the album.
+ * The albums' rows by workflow id, each created on its first child; `existing` are the ones this
+ * transaction did not create, to be touched at the end. Not INSERT … ON CONFLICT DO UPDATE: albums has
+ * a second unique constraint (workflow_id), and a concurrent first insert would violate it instead of
+ * taking the conflict path; ON CONFLICT DO NOTHING without a target covers both.
  */
-async function upsertAlbums(db: Queryable, keys: readonly AlbumKey[]): Promise<Map<string, string>> {
+async function resolveAlbums(db: Queryable, keys: readonly AlbumKey[]): Promise<{ pks: Map<string, string>; existing: string[] }> {
   const wanted = [...new Map(keys.map((key) => [albumWorkflowId(key), key])).values()];
-  const { rows: locked } = await db.query<{ id: string; workflow_id: string }>({
-    name: 'albumflow_ingest_lock_albums',
-    text: `SELECT id, workflow_id FROM albums WHERE workflow_id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`,
-    values: [wanted.map((key) => albumWorkflowId(key))],
-  });
-  const pks = new Map(locked.map((row) => [row.workflow_id, row.id]));
-  const missing = wanted.filter((key) => !pks.has(albumWorkflowId(key)));
-  const { rows: created } = await db.query<{ id: string; workflow_id: string }>({
+  const { rows } = await db.query<{ id: string; workflow_id: string; created: boolean }>({
     name: 'albumflow_ingest_albums',
-    text: `WITH touched AS (
-             UPDATE albums SET last_received_at = now() WHERE id = ANY($1::bigint[])
+    text: `WITH wanted AS (
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+               AS w (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+           ), found AS (
+             SELECT a.id, a.workflow_id FROM albums a JOIN wanted w ON w.workflow_id = a.workflow_id
+           ), created AS (
+             INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+             SELECT w.workspace, w.provider, w.account_id, w.conversation_id, w.album_id, w.workflow_id
+               FROM wanted w
+              WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.workflow_id = w.workflow_id)
+              ORDER BY w.workflow_id
+             ON CONFLICT DO NOTHING
+             RETURNING id, workflow_id
            )
-           INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
-           SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
-             AS w (workspace, provider, account_id, conversation_id, album_id, workflow_id)
-            ORDER BY w.workflow_id
-           ON CONFLICT DO NOTHING
-           RETURNING id, workflow_id`,
+           SELECT id, workflow_id, false AS created FROM found
+           UNION ALL
+           SELECT id, workflow_id, true AS created FROM created`,
     values: [
-      locked.map((row) => row.id),
-      missing.map((k) => k.workspace),
-      missing.map((k) => k.provider),
-      missing.map((k) => k.accountId),
-      missing.map((k) => k.conversationId),
-      missing.map((k) => k.albumId),
-      missing.map((k) => albumWorkflowId(k)),
+      wanted.map((k) => k.workspace),
+      wanted.map((k) => k.provider),
+      wanted.map((k) => k.accountId),
+      wanted.map((k) => k.conversationId),
+      wanted.map((k) => k.albumId),
+      wanted.map((k) => albumWorkflowId(k)),
     ],
   });
-  for (const row of created) pks.set(row.workflow_id, row.id);
-  const raced = missing.map((key) => albumWorkflowId(key)).filter((workflowId) => !pks.has(workflowId));
+  const pks = new Map(rows.map((row) => [row.workflow_id, row.id]));
+  const existing = rows.filter((row) => !row.created).map((row) => row.id);
+  const raced = wanted.map((key) => albumWorkflowId(key)).filter((workflowId) => !pks.has(workflowId));
   if (raced.length > 0) {
-    // Inserted by another transaction that committed after the lock: read without locking, so that this
-    // transaction takes album locks in id order only and concurrent batches cannot deadlock.
+    // Committed by another transaction after this statement's snapshot; the next statement sees them.
     const { rows: committed } = await db.query<{ id: string; workflow_id: string }>({
       name: 'albumflow_ingest_raced_albums',
       text: `SELECT id, workflow_id FROM albums WHERE workflow_id = ANY($1::text[])`,
       values: [raced],
     });
-    for (const row of committed) pks.set(row.workflow_id, row.id);
+    for (const row of committed) {
+      pks.set(row.workflow_id, row.id);
+      existing.push(row.id);
+    }
   }
   const lost = raced.find((workflowId) => !pks.has(workflowId));
   if (lost) throw new Error(`album ${lost} was neither inserted nor found`);
-  return pks;
+  return { pks, existing };
 }
 
 interface MessageInput {
@@ -293,13 +296,30 @@ async function upsertAttachments(
   return new Set(changed.map((row) => row.message_pk));
 }
 
-/** Queues stored children for their workflows, and notifies the dispatchers once, when the transaction commits. */
-async function enqueueChildren(db: Queryable, messagePks: readonly string[]): Promise<void> {
+/**
+ * The last statements before COMMIT: touches the albums that existed, which concurrent batches share
+ * (locked in id order, so their locks are held briefly and in one order), and queues the children for
+ * their workflows, notifying the dispatchers once. FOR NO KEY UPDATE, as the touch itself takes, does
+ * not hold up children of other transactions that reference the album.
+ */
+async function touchAlbumsAndQueue(db: Queryable, albumPks: readonly string[], messagePks: readonly string[]): Promise<void> {
+  if (albumPks.length > 1) {
+    await db.query({
+      name: 'albumflow_ingest_lock_albums',
+      text: `SELECT FROM albums WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`,
+      values: [albumPks],
+    });
+  }
+  if (albumPks.length === 0 && messagePks.length === 0) return;
   await db.query({
-    name: 'albumflow_ingest_outbox',
-    text: `WITH queued AS (INSERT INTO outbox (message_pk) SELECT unnest($1::bigint[]) RETURNING id)
-           SELECT pg_notify($2, '')`,
-    values: [messagePks, outboxChannel],
+    name: 'albumflow_ingest_touch_and_queue',
+    text: `WITH touched AS (
+             UPDATE albums SET last_received_at = now() WHERE id = ANY($1::bigint[])
+           ), queued AS (
+             INSERT INTO outbox (message_pk) SELECT unnest($2::bigint[])
+           )
+           SELECT pg_notify($3, '') WHERE cardinality($2::bigint[]) > 0`,
+    values: [albumPks, messagePks, outboxChannel],
   });
 }
 

@@ -116,6 +116,30 @@ describe('the ingest batcher', () => {
     expect(calls.warnings).toEqual([]);
   });
 
+  it('touches the existing albums of a batch with the time of its transaction', async () => {
+    const workspace = unique('batch');
+    const first = batcher({ maxRows: 2 });
+    await Promise.all(['x', 'y'].map((album) => first.writer.storeChild(child(workspace, { message: `${album}-1`, album: { id: album } }))));
+    const second = batcher({ maxRows: 3 });
+    await Promise.all(
+      ['x', 'y', 'z'].map((album) => second.writer.storeChild(child(workspace, { message: `${album}-2`, album: { id: album } }))),
+    );
+    await Promise.all([first.writer.close(), second.writer.close()]);
+
+    const { rows } = await pool.query<{ album_id: string; touched_by_last: boolean }>(
+      `SELECT al.album_id,
+              al.last_received_at = (SELECT m.first_received_at FROM messages m WHERE m.album_pk = al.id AND m.message_id LIKE '%-2')
+                AS touched_by_last
+         FROM albums al WHERE al.workspace = $1 ORDER BY al.album_id`,
+      [workspace],
+    );
+    expect(rows.map((r) => [r.album_id, r.touched_by_last])).toEqual([
+      ['x', true],
+      ['y', true],
+      ['z', true],
+    ]);
+  });
+
   it('merges deliveries of one child inside a batch: one row, the first is new, the others are duplicates', async () => {
     const workspace = unique('batch');
     const { writer, calls } = batcher({ maxRows: 5 });
