@@ -4,12 +4,6 @@ import type { Pool, PoolClient } from './pool.js';
 /** The channel a committed child notifies, so dispatchers in every process wake at once. */
 export const outboxChannel = 'albumflow_outbox';
 
-/** Queues a stored child for its workflow and notifies the dispatchers when the transaction commits. */
-export async function enqueueChild(client: PoolClient, messagePk: string): Promise<void> {
-  await client.query(`INSERT INTO outbox (message_pk) VALUES ($1)`, [messagePk]);
-  await client.query(`SELECT pg_notify($1, '')`, [outboxChannel]);
-}
-
 export interface OutboxRow {
   id: string;
   messagePk: string;
