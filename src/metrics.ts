@@ -18,6 +18,13 @@ export const signatureFailuresTotal = new Counter({
   registers: [registry],
 });
 
+export const ingestBatchSize = new Histogram({
+  name: 'albumflow_ingest_batch_size',
+  help: 'Webhook deliveries written in one group-commit transaction',
+  buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+  registers: [registry],
+});
+
 export const outboxDepth = new Gauge({
   name: 'albumflow_outbox_depth',
   help: 'Children committed but not yet accepted by Temporal',

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { IngestLimits } from '../config.js';
 import type { Logger } from '../log.js';
+import { ingestBatchSize } from '../metrics.js';
 import { storeDeliveries, type ChildDelivery, type Delivery, type EventRecord, type IngestResult } from './ingest.js';
 import { isUnavailable, type Pool } from './pool.js';
 import { withTransaction } from './transaction.js';
@@ -75,6 +76,7 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
         return;
       }
       const batch = gathered.splice(0, batchMaxRows);
+      ingestBatchSize.observe(batch.length);
       writingDeliveries += batch.length;
       const written = write(batch).then((outcomes) => {
         writing.delete(written);

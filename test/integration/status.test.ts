@@ -176,6 +176,7 @@ describe('metrics and API docs', () => {
     for (const name of [
       'albumflow_webhooks_total',
       'albumflow_signature_failures_total',
+      'albumflow_ingest_batch_size',
       'albumflow_outbox_depth',
       'albumflow_outbox_oldest_age_seconds',
       'albumflow_signals_sent_total',
