@@ -33,10 +33,22 @@ const { downloadAttachment } = proxyActivities<Activities>({
   retry: { maximumAttempts: downloadFinalAttempt, initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-const { recordDecision, markClosed, notify } = proxyActivities<Activities>({
+const effectOptions = {
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+} as const;
+const remoteEffects = proxyActivities<Activities>(effectOptions);
+const localEffects = proxyLocalActivities<Activities>(effectOptions);
+
+/**
+ * Decision records, notifications and the closing mark: short calls to PostgreSQL and the notification
+ * receiver, run as local activities since the `local-effects` patch. A regular activity costs the server a
+ * task queue round trip, three history events and a workflow task to resume; a local one runs inside the
+ * workflow task that asked for it and leaves one marker. Runs begun before the patch keep regular ones.
+ */
+function effects(): Pick<typeof remoteEffects, 'recordDecision' | 'markClosed' | 'notify'> {
+  return patched('local-effects') ? localEffects : remoteEffects;
+}
 
 export const { loadPrior } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -114,13 +126,13 @@ export class Downloads {
 
 export async function record(input: RecordDecisionInput): Promise<void> {
   const { decision } = input;
-  await recordDecision.executeWithOptions({ summary: `record decision #${decision.seq} (${decision.trigger})` }, [input]);
+  await effects().recordDecision.executeWithOptions({ summary: `record decision #${decision.seq} (${decision.trigger})` }, [input]);
 }
 
 /** Sends a notification; one the receiver refused for good is logged (and marked in PostgreSQL), never fatal. */
 export async function publish(input: NotifyInput): Promise<void> {
   try {
-    await notify.executeWithOptions({ summary: `notify ${input.type} #${input.seq}` }, [input]);
+    await effects().notify.executeWithOptions({ summary: `notify ${input.type} #${input.seq}` }, [input]);
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
     log.warn('notification refused', { type: input.type, seq: input.seq, error: failureMessage(err) });
@@ -128,7 +140,7 @@ export async function publish(input: NotifyInput): Promise<void> {
 }
 
 export async function recordClosed(input: MarkClosedInput): Promise<void> {
-  await markClosed.executeWithOptions({ summary: 'mark the album closed' }, [input]);
+  await effects().markClosed.executeWithOptions({ summary: 'mark the album closed' }, [input]);
 }
 
 const deadlineSummaries: Record<Deadline['kind'], string> = {

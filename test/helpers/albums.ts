@@ -224,14 +224,18 @@ export interface SavedHistory {
   history: temporal.api.history.v1.IHistory;
 }
 
+/**
+ * Every saved history: the current ones, and under a subdirectory each the ones saved before a patched
+ * change (named `<subdirectory>/<name>`), which the workflow code must go on replaying.
+ */
 export function loadHistories(): SavedHistory[] {
   if (!fs.existsSync(historiesDir)) return [];
   return fs
-    .readdirSync(historiesDir)
+    .readdirSync(historiesDir, { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.json'))
     .sort()
     .map((file) => {
       const saved = JSON.parse(fs.readFileSync(path.join(historiesDir, file), 'utf8')) as { workflowId: string; history: unknown };
-      return { name: path.basename(file, '.json'), workflowId: saved.workflowId, history: historyFromJSON(saved.history) };
+      return { name: file.slice(0, -'.json'.length).split(path.sep).join('/'), workflowId: saved.workflowId, history: historyFromJSON(saved.history) };
     });
 }

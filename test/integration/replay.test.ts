@@ -18,6 +18,10 @@ describe('replaying saved workflow histories with the current workflow code', ()
         'album-review',
         'album-worker-restart',
         'message-standalone',
+        // Saved before decisions, notifications and the closing mark became local activities (patch `local-effects`).
+        'before-local-effects/album-late-after-close',
+        'before-local-effects/album-late-item',
+        'before-local-effects/message-standalone',
       ]),
     );
   });
