@@ -35,12 +35,14 @@ export async function claimOutbox(
 export interface StoredChild {
   messagePk: string;
   key: MessageKey;
+  albumPk: string | null;
   albumId: string | null;
   arrival: ChildArrival;
 }
 
 interface StoredChildRow {
   message_pk: string;
+  album_pk: string | null;
   workspace: string;
   provider: string;
   account_id: string;
@@ -59,7 +61,7 @@ interface StoredChildRow {
 
 export async function loadChildren(client: PoolClient, messagePks: string[]): Promise<StoredChild[]> {
   const { rows } = await client.query<StoredChildRow>(
-    `SELECT m.id AS message_pk, m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id,
+    `SELECT m.id AS message_pk, m.album_pk, m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id,
             al.album_id, m.album_meta, m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at,
             m.first_received_at,
             COALESCE(
@@ -81,6 +83,7 @@ export async function loadChildren(client: PoolClient, messagePks: string[]): Pr
       conversationId: row.conversation_id,
       messageId: row.message_id,
     },
+    albumPk: row.album_pk,
     albumId: row.album_id,
     arrival: {
       messageId: row.message_id,
@@ -103,6 +106,22 @@ function albumMeta(stored: JsonValue | null): ChildArrival['albumMeta'] {
   if (stored.index !== undefined) meta.index = stored.index;
   if (stored.total !== undefined) meta.total = stored.total;
   return meta;
+}
+
+/**
+ * Of these albums, the ones whose stored distinct children reach the largest `total` any of them
+ * carries: the children on their way complete the album (or might), so they should not wait.
+ */
+export async function albumsAtTotal(client: PoolClient, albumPks: string[]): Promise<Set<string>> {
+  if (albumPks.length === 0) return new Set();
+  const { rows } = await client.query<{ album_pk: string }>(
+    `SELECT album_pk FROM messages
+      WHERE album_pk = ANY($1::bigint[])
+      GROUP BY album_pk
+     HAVING count(*) >= max(album_total)`,
+    [albumPks],
+  );
+  return new Set(rows.map((row) => row.album_pk));
 }
 
 export async function deleteOutboxRows(client: PoolClient, ids: string[]): Promise<void> {

@@ -20,6 +20,8 @@ export type SignalTarget =
 /** One signalWithStart: distinct children of one workflow, and every outbox row it settles. */
 export interface SignalBatch {
   target: SignalTarget;
+  /** The album's row, null for a standalone message. */
+  albumPk: string | null;
   scope: ConversationScope;
   children: ChildArrival[];
   outboxIds: string[];
@@ -36,14 +38,17 @@ export function planSignals(
   limits: { maxChildren: number; maxBytes: number } = { maxChildren: maxChildrenPerSignal, maxBytes: maxSignalBytes },
 ): SignalBatch[] {
   const childByPk = new Map(children.map((child) => [child.messagePk, child]));
-  const groups = new Map<string, { target: SignalTarget; scope: ConversationScope; members: Map<string, string[]> }>();
+  const groups = new Map<
+    string,
+    { target: SignalTarget; albumPk: string | null; scope: ConversationScope; members: Map<string, string[]> }
+  >();
   for (const row of rows) {
     const child = childByPk.get(row.messagePk);
     if (!child) throw new Error(`outbox row ${row.id} refers to message ${row.messagePk}, which was not loaded`);
     const target = targetOf(child, timings);
     let group = groups.get(target.workflowId);
     if (!group) {
-      group = { target, scope: scopeOf(child), members: new Map() };
+      group = { target, albumPk: child.albumPk, scope: scopeOf(child), members: new Map() };
       groups.set(target.workflowId, group);
     }
     const outboxIds = group.members.get(child.messagePk) ?? [];
@@ -52,14 +57,14 @@ export function planSignals(
   }
 
   const batches: SignalBatch[] = [];
-  for (const { target, scope, members } of groups.values()) {
+  for (const { target, albumPk, scope, members } of groups.values()) {
     let batch: SignalBatch | undefined;
     let bytes = 0;
     for (const [messagePk, outboxIds] of members) {
       const arrival = childByPk.get(messagePk)!.arrival;
       const size = JSON.stringify(arrival).length;
       if (!batch || batch.children.length === limits.maxChildren || bytes + size > limits.maxBytes) {
-        batch = { target, scope, children: [], outboxIds: [] };
+        batch = { target, albumPk, scope, children: [], outboxIds: [] };
         batches.push(batch);
         bytes = 0;
       }

@@ -3,6 +3,7 @@ import { childrenSignal, searchAttributes } from '../../workflows/definitions.js
 import type { AlbumTimings } from '../../workflows/types.js';
 import { listen, type Listener } from '../db/listen.js';
 import {
+  albumsAtTotal,
   claimOutbox,
   deferOutboxRows,
   deleteOutboxRows,
@@ -43,8 +44,9 @@ export interface DispatcherOptions {
   /**
    * Shortest time between two signals from this dispatcher to one workflow; children committed meanwhile
    * wait and travel in one signal. A burst into one album then costs a few large signals instead of one per
-   * commit (a workflow flooded with signals has its workflow tasks failed by the server). Default: a quarter
-   * of QUIET_PERIOD_MS, at most 500 ms, so the quiet period never ends between two deliveries.
+   * commit (a workflow flooded with signals has its workflow tasks failed by the server). Children that
+   * bring their album to its `total` are sent at once. Default: a quarter of QUIET_PERIOD_MS, at most 500 ms,
+   * so the quiet period never ends between two deliveries.
    */
   minSignalIntervalMs?: number;
   /** Dispatch only children of workspaces whose name starts with this (sharding by tenant; tests). */
@@ -168,7 +170,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const outcome: BatchOutcome = { claimed: rows.length, delivered: 0, temporalUnavailable: false };
       const now = Date.now();
       const batches = planSignals(rows, children, timings);
-      const cooling = batches.filter((batch) => (lastSignalAt.get(batch.target.workflowId) ?? -Infinity) > now - minSignalIntervalMs);
+      const recent = batches.filter((batch) => (lastSignalAt.get(batch.target.workflowId) ?? -Infinity) > now - minSignalIntervalMs);
+      // The child that completes an album is what its decision waits for: it is never held back.
+      const completing = await albumsAtTotal(db, [...new Set(recent.flatMap((batch) => (batch.albumPk ? [batch.albumPk] : [])))]);
+      const cooling = recent.filter((batch) => !(batch.albumPk && completing.has(batch.albumPk)));
       if (cooling.length > 0) {
         const until = Math.min(...cooling.map((batch) => lastSignalAt.get(batch.target.workflowId)!)) + minSignalIntervalMs;
         await deferOutboxRows(db, cooling.flatMap((batch) => batch.outboxIds), until - now);

@@ -80,3 +80,83 @@ describe('a burst of children into one album', () => {
     await handle.terminate('test done').catch(() => undefined);
   });
 });
+
+describe('the per-workflow signal interval', () => {
+  const workspace = unique('interval');
+  const config = testConfig({ WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [] }) });
+  let pool: Pool;
+  let client: Client;
+  let app: App;
+  let dispatcher: Dispatcher;
+
+  beforeAll(async () => {
+    pool = testPool(config);
+    client = await testClient(config);
+    dispatcher = createDispatcher({
+      pool,
+      client,
+      taskQueue: config.temporal.taskQueue,
+      timings: config.album,
+      logger: testLogger(config),
+      workspacePrefix: workspace,
+      minSignalIntervalMs: 60_000,
+    });
+    app = await buildApp({ config, pool, temporal: client, wakeDispatcher: () => undefined, logger: testLogger(config) });
+  });
+
+  afterAll(async () => {
+    await dispatcher.stop();
+    await app.close();
+    await client.connection.close();
+    await pool.end();
+  });
+
+  async function post(albumId: string, messageId: string, total: number): Promise<void> {
+    const response = await app.inject({
+      method: 'POST',
+      url: `/webhooks/unifyport/${workspace}`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({
+        id: unique('evt'),
+        type: 'message.received',
+        provider: 'telegram',
+        account_id: 'acc',
+        data: { conversation: { id: 'conv' }, message: { id: messageId, album: { id: albumId, total } } },
+      }),
+    });
+    expect(response.statusCode).toBe(202);
+  }
+
+  async function signalledChildren(albumId: string): Promise<string[][]> {
+    const history = await client.workflow.getHandle(`album:${workspace}:telegram:acc:conv:${albumId}`).fetchHistory();
+    return (history.events ?? []).flatMap((event) => {
+      const attributes = event.workflowExecutionSignaledEventAttributes;
+      if (attributes?.signalName !== 'children') return [];
+      const batch = defaultPayloadConverter.fromPayload<ChildrenBatch>(attributes.input!.payloads![0]!);
+      return [batch.children.map((child) => child.messageId)];
+    });
+  }
+
+  it('holds back the next children of a recently signalled album, but never the ones that bring it to its total', async () => {
+    await post('complete', 'c1', 2);
+    await post('open', 'o1', 3);
+    await dispatcher.drainOnce();
+    await post('complete', 'c2', 2);
+    await post('open', 'o2', 3);
+    await dispatcher.drainOnce();
+
+    expect(await signalledChildren('complete')).toEqual([['c1'], ['c2']]);
+    expect(await signalledChildren('open')).toEqual([['o1']]);
+    const { rows } = await pool.query<{ message_id: string; deferred_s: number }>(
+      `SELECT m.message_id, extract(epoch FROM o.available_at - now())::float8 AS deferred_s
+         FROM outbox o JOIN messages m ON m.id = o.message_pk WHERE m.workspace = $1`,
+      [workspace],
+    );
+    expect(rows.map((row) => row.message_id)).toEqual(['o2']);
+    expect(rows[0]!.deferred_s).toBeGreaterThan(30);
+
+    for (const albumId of ['complete', 'open']) {
+      await client.workflow.getHandle(`album:${workspace}:telegram:acc:conv:${albumId}`).terminate('test done').catch(() => undefined);
+    }
+  });
+});

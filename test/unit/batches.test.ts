@@ -11,6 +11,7 @@ function stored(messagePk: string, albumId: string | null, overrides: Partial<St
   return {
     messagePk,
     key,
+    albumPk: albumId === null ? null : `pk-${albumId}`,
     albumId,
     arrival: {
       messageId: key.messageId,
