@@ -15,6 +15,7 @@ const Env = Type.Object({
   TEMPORAL_TASK_QUEUE: Type.String({ default: 'albums' }),
   TEMPORAL_UI_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 8233 }),
   WORKER_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+  WORKER_MAX_CACHED_WORKFLOWS: Type.Integer({ minimum: 0, default: 250 }),
   WORKSPACE_SECRETS: Type.String({ default: '{}' }),
   SIGNATURE_TOLERANCE_S: Type.Integer({ minimum: 1, default: 300 }),
   MAX_BODY_BYTES: Type.Integer({ minimum: 1, default: 1048576 }),
@@ -71,6 +72,7 @@ export interface Config {
     uiPort: number;
     /** Where the worker serves Temporal's own metrics (Prometheus); a free port when unset. */
     workerMetricsPort: number | undefined;
+    maxCachedWorkflows: number;
   };
   workspaceSecrets: ReadonlyMap<string, readonly string[]>;
   signatureToleranceS: number;
@@ -107,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       taskQueue: raw.TEMPORAL_TASK_QUEUE,
       uiPort: raw.TEMPORAL_UI_PORT,
       workerMetricsPort: raw.WORKER_METRICS_PORT,
+      maxCachedWorkflows: raw.WORKER_MAX_CACHED_WORKFLOWS,
     },
     workspaceSecrets: parseWorkspaceSecrets(raw.WORKSPACE_SECRETS),
     signatureToleranceS: raw.SIGNATURE_TOLERANCE_S,

@@ -11,7 +11,7 @@ import type { Logger } from './log.js';
 import { connectClient, connectWorker, ensureSearchAttributes, temporalConnectOptions } from './temporal/connection.js';
 import { freePort, startDevServer, type DevServer } from './temporal/devserver.js';
 import { installTemporalRuntime } from './temporal/runtime.js';
-import { bundleWorkflows, createAlbumWorker } from './temporal/worker.js';
+import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
 
 export interface Roles {
   /** HTTP server and outbox dispatcher. */
@@ -76,12 +76,15 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
       workerMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
       const connection: NativeConnection = await connectWorker(connectionOptions);
       closers.push(() => connection.close());
+      const bundle = await bundleWorkflowsInChildProcess();
+      closers.push(async () => bundle.dispose());
       const worker: Worker = await createAlbumWorker({
         connection,
         namespace,
         taskQueue: config.temporal.taskQueue,
         activities: createActivities({ pool, config, logger }),
-        workflowBundle: await bundleWorkflows(),
+        workflowBundle: { codePath: bundle.codePath },
+        maxCachedWorkflows: config.temporal.maxCachedWorkflows,
       });
       const running = worker.run();
       running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped'));

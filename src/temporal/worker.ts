@@ -1,3 +1,6 @@
+import { fork } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -18,6 +21,32 @@ export async function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
 }
 
+/**
+ * Bundles the workflow code in a short-lived child process and writes it to a temporary file: webpack
+ * then never enters the worker's heap (about 110 MB it would keep resident for the process's life).
+ * `dispose` removes the file once the worker is done with it.
+ */
+export async function bundleWorkflowsInChildProcess(): Promise<{ codePath: string; dispose: () => void }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-workflows-'));
+  const codePath = path.join(dir, 'workflows.js');
+  const dispose = () => fs.rmSync(dir, { recursive: true, force: true });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = fork(here, [bundleCommand, codePath], { stdio: 'inherit' });
+      child.once('error', reject);
+      child.once('exit', (code, signal) =>
+        code === 0 ? resolve() : reject(new Error(`bundling the workflow code failed (${signal ?? `exit code ${code}`})`)),
+      );
+    });
+  } catch (err) {
+    dispose();
+    throw err;
+  }
+  return { codePath, dispose };
+}
+
+const bundleCommand = '--bundle-workflows';
+
 const quietBundlerLogger = {
   trace: () => undefined,
   debug: () => undefined,
@@ -33,7 +62,7 @@ export interface AlbumWorkerOptions {
   taskQueue: string;
   activities: ReturnType<typeof createActivities>;
   workflowBundle?: WorkflowBundleOption;
-  /** Passed through for tests and tuning. */
+  /** Workflows kept in the worker's sticky cache (WORKER_MAX_CACHED_WORKFLOWS); the SDK's default when unset. */
   maxCachedWorkflows?: number;
 }
 
@@ -47,4 +76,10 @@ export async function createAlbumWorker(options: AlbumWorkerOptions): Promise<Wo
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
     shutdownGraceTime: '10s',
   });
+}
+
+// Run as a script by bundleWorkflowsInChildProcess: bundle, write, exit.
+if (process.argv[1] === here && process.argv[2] === bundleCommand) {
+  const { code } = await bundleWorkflows();
+  fs.writeFileSync(process.argv[3]!, code);
 }
