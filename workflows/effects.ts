@@ -41,14 +41,20 @@ const remoteEffects = proxyActivities<Activities>(effectOptions);
 const localEffects = proxyLocalActivities<Activities>(effectOptions);
 
 /**
- * Decision records, notifications and the closing mark: short calls to PostgreSQL and the notification
- * receiver, run as local activities since the `local-effects` patch. A regular activity costs the server a
- * task queue round trip, three history events and a workflow task to resume; a local one runs inside the
- * workflow task that asked for it and leaves one marker. Runs begun before the patch keep regular ones.
+ * Decision records and the closing mark: a few statements on PostgreSQL, run as local activities since the
+ * `local-effects` patch. A regular activity costs the server a task queue round trip, three history events
+ * and a workflow task to resume; a local one runs inside the workflow task that asked for it and leaves one
+ * marker. Runs begun before the patch keep regular ones.
  */
-function effects(): Pick<typeof remoteEffects, 'recordDecision' | 'markClosed' | 'notify'> {
+function records(): Pick<typeof remoteEffects, 'recordDecision' | 'markClosed'> {
   return patched('local-effects') ? localEffects : remoteEffects;
 }
+
+/**
+ * Notifications stay regular activities: the receiver may be down for hours, and a pending activity shows
+ * its attempts and last failure in the Temporal UI while it is retried on the activity task queue.
+ */
+const { notify } = remoteEffects;
 
 export const { loadPrior } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -126,13 +132,13 @@ export class Downloads {
 
 export async function record(input: RecordDecisionInput): Promise<void> {
   const { decision } = input;
-  await effects().recordDecision.executeWithOptions({ summary: `record decision #${decision.seq} (${decision.trigger})` }, [input]);
+  await records().recordDecision.executeWithOptions({ summary: `record decision #${decision.seq} (${decision.trigger})` }, [input]);
 }
 
 /** Sends a notification; one the receiver refused for good is logged (and marked in PostgreSQL), never fatal. */
 export async function publish(input: NotifyInput): Promise<void> {
   try {
-    await effects().notify.executeWithOptions({ summary: `notify ${input.type} #${input.seq}` }, [input]);
+    await notify.executeWithOptions({ summary: `notify ${input.type} #${input.seq}` }, [input]);
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
     log.warn('notification refused', { type: input.type, seq: input.seq, error: failureMessage(err) });
@@ -140,7 +146,7 @@ export async function publish(input: NotifyInput): Promise<void> {
 }
 
 export async function recordClosed(input: MarkClosedInput): Promise<void> {
-  await effects().markClosed.executeWithOptions({ summary: 'mark the album closed' }, [input]);
+  await records().markClosed.executeWithOptions({ summary: 'mark the album closed' }, [input]);
 }
 
 const deadlineSummaries: Record<Deadline['kind'], string> = {
