@@ -86,7 +86,14 @@ export async function isQuiet(pool: Pool, load: LoadGenerator): Promise<{ done: 
   for (const child of load.children.values()) {
     if (child.acked && !latest.get(workflowIdOf(child))?.has(child.messageId)) undecided += 1;
   }
-  const detail = `outbox ${counts.outbox}, pending downloads ${counts.pending}, open albums ${counts.open}, pending notifications ${counts.notifying}, undecided children ${undecided}`;
+  let detail = `outbox ${counts.outbox}, pending downloads ${counts.pending}, open albums ${counts.open}, pending notifications ${counts.notifying}, undecided children ${undecided}`;
+  if (counts.notifying > 0) {
+    const pending = await pool.query<{ id: string; attempts: number; last_error: string | null; age_s: number }>(
+      `SELECT id, attempts, last_error, extract(epoch FROM now() - created_at)::int AS age_s
+         FROM notifications WHERE status = 'pending' ORDER BY created_at LIMIT 5`,
+    );
+    detail += `; pending: ${pending.rows.map((n) => `${n.id} (${n.attempts} attempts, ${n.age_s} s old, last error ${n.last_error ?? 'none'})`).join('; ')}`;
+  }
   return { done: counts.outbox + counts.pending + counts.open + counts.notifying + undecided === 0, detail };
 }
 
