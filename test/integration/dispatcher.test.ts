@@ -11,7 +11,7 @@ import type { ChildrenBatch } from '../../workflows/types.js';
 import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('disp');
-const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial'] as const;
+const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval'] as const;
 const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
 
 const config = testConfig({ WORKSPACE_SECRETS: JSON.stringify(Object.fromEntries(Object.values(ws).map((w) => [w, []]))) });
@@ -189,6 +189,25 @@ describe('dispatcher', () => {
     expect((await signalsSentTotal.get()).values[0]?.value).toBe(sentBefore + 1);
     expect((await childrenSignalledTotal.get()).values[0]?.value).toBe(childrenBefore + 3);
     expect((await outboxDepth.get()).values[0]?.value).toBeGreaterThanOrEqual(0);
+  });
+
+  it('holds back the next children of a recently signalled album, but never the ones that bring it to its total', async () => {
+    const w = ws.interval;
+    const d = dispatcher(w, { minSignalIntervalMs: 60_000 });
+    await postChild(w, { message: 'c1', album: { id: 'complete', total: 2 } });
+    await postChild(w, { message: 'o1', album: { id: 'open', total: 3 } });
+    await d.drainOnce();
+    await postChild(w, { message: 'c2', album: { id: 'complete', total: 2 } });
+    await postChild(w, { message: 'o2', album: { id: 'open', total: 3 } });
+    await d.drainOnce();
+
+    const batches = async (album: string) => (await signalsOf(client, albumId(w, album))).map((batch) => batch.children.map((c) => c.messageId));
+    expect(await batches('complete')).toEqual([['c1'], ['c2']]);
+    expect(await batches('open')).toEqual([['o1']]);
+    const held = await outboxRows(w);
+    expect(held).toHaveLength(1);
+    expect(held[0]!.available_at.getTime() - Date.now()).toBeGreaterThan(30_000);
+    await Promise.all(['complete', 'open'].map((album) => client.workflow.getHandle(albumId(w, album)).terminate('test done').catch(() => undefined)));
   });
 
   it('sends a standalone message to its own message: workflow', async () => {
