@@ -2,9 +2,8 @@ import { performance } from 'node:perf_hooks';
 import type { IngestLimits } from '../config.js';
 import type { Logger } from '../log.js';
 import { ingestBatchSize } from '../metrics.js';
-import { storeDeliveries, type ChildDelivery, type Delivery, type EventRecord, type IngestResult } from './ingest.js';
+import { storeInTransaction, type ChildDelivery, type Delivery, type EventRecord, type IngestResult } from './ingest.js';
 import { isUnavailable, type Pool } from './pool.js';
-import { withTransaction } from './transaction.js';
 
 export interface IngestBatcherOptions extends IngestLimits {
   pool: Pool;
@@ -91,7 +90,7 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
   async function write(batch: Waiting[]): Promise<Outcome[]> {
     try {
       const deliveries = batch.map((waiting) => waiting.delivery);
-      const { results, queued } = await withTransaction(pool, (client) => storeDeliveries(client, deliveries));
+      const { results, queued } = await storeInTransaction(pool, deliveries);
       if (queued > 0) onQueued();
       return results.map((result) => ({ result }));
     } catch (error) {
@@ -107,7 +106,7 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
     const outcomes = await Promise.all(
       batch.map(async (waiting): Promise<Outcome> => {
         try {
-          const stored = await withTransaction(pool, (client) => storeDeliveries(client, [waiting.delivery]));
+          const stored = await storeInTransaction(pool, [waiting.delivery]);
           queued += stored.queued;
           return { result: stored.results[0]! };
         } catch (error) {

@@ -43,9 +43,14 @@ export interface StoredDeliveries {
   queued: number;
 }
 
+/** Stores deliveries in one transaction of their own and commits; their requests may be answered once this resolves. */
+export async function storeInTransaction(pool: Pool, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
+  return withTransaction(pool, (client) => storeDeliveries(client, deliveries));
+}
+
 /** Stores one child in one transaction and commits; the caller may answer 2xx once this resolves. */
 export async function ingestChild(pool: Pool, delivery: ChildDelivery): Promise<IngestResult> {
-  const { results } = await withTransaction(pool, (client) => storeDeliveries(client, [delivery]));
+  const { results } = await storeInTransaction(pool, [delivery]);
   return results[0]!;
 }
 

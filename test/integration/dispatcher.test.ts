@@ -11,7 +11,7 @@ import type { ChildrenBatch } from '../../workflows/types.js';
 import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('disp');
-const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval'] as const;
+const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst'] as const;
 const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
 
 const config = testConfig({ WORKSPACE_SECRETS: JSON.stringify(Object.fromEntries(Object.values(ws).map((w) => [w, []]))) });
@@ -189,6 +189,27 @@ describe('dispatcher', () => {
     expect((await signalsSentTotal.get()).values[0]?.value).toBe(sentBefore + 1);
     expect((await childrenSignalledTotal.get()).values[0]?.value).toBe(childrenBefore + 3);
     expect((await outboxDepth.get()).values[0]?.value).toBeGreaterThanOrEqual(0);
+  });
+
+  it('brings a burst of children into one album in a few coalesced signals, not one per commit, and loses no child', async () => {
+    const w = ws.burst;
+    const d = dispatcher(w, { minSignalIntervalMs: 500 });
+    wake = () => d.wake();
+    d.start();
+    const children = 120;
+    for (let i = 0; i < children; i++) {
+      await postChild(w, { message: `m${i}`, album: { id: 'big' }, attachments: [] });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const signals = await vi.waitFor(async () => {
+      const batches = await signalsOf(client, albumId(w, 'big'));
+      expect(new Set(batches.flatMap((batch) => batch.children.map((c) => c.messageId))).size).toBe(children);
+      return batches;
+    }, eventually);
+    await vi.waitFor(async () => expect(await outboxRows(w)).toEqual([]), eventually);
+    // The commits span at least 1.2 s; one signal per 500 ms, plus the first.
+    expect(signals.length).toBeLessThan(children / 4);
+    await client.workflow.getHandle(albumId(w, 'big')).terminate('test done').catch(() => undefined);
   });
 
   it('holds back the next children of a recently signalled album, but never the ones that bring it to its total', async () => {
