@@ -37,24 +37,23 @@ const effectOptions = {
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 } as const;
-const remoteEffects = proxyActivities<Activities>(effectOptions);
-const localEffects = proxyLocalActivities<Activities>(effectOptions);
 
 /**
- * Decision records and the closing mark: a few statements on PostgreSQL, run as local activities since the
- * `local-effects` patch. A regular activity costs the server a task queue round trip, three history events
- * and a workflow task to resume; a local one runs inside the workflow task that asked for it and leaves one
- * marker. Runs begun before the patch keep regular ones.
+ * Decision records and notifications are regular activities. A decision record must not be a local
+ * activity: `loadPrior` (local) reads the decisions in PostgreSQL, and when a worker dies before the
+ * first workflow task completes, the task is replayed without its markers, so `loadPrior` would run again,
+ * find the decision its own lost attempt recorded, and the run would treat its children as already
+ * decided and never send `album.ready` (the fault suite caught exactly that). A notification's receiver
+ * may be down for hours; a pending activity shows its attempts and last failure in the Temporal UI.
  */
-function records(): Pick<typeof remoteEffects, 'recordDecision' | 'markClosed'> {
-  return patched('local-effects') ? localEffects : remoteEffects;
-}
+const { recordDecision, notify, markClosed: markClosedRemotely } = proxyActivities<Activities>(effectOptions);
 
 /**
- * Notifications stay regular activities: the receiver may be down for hours, and a pending activity shows
- * its attempts and last failure in the Temporal UI while it is retried on the activity task queue.
+ * The closing mark is a local activity since the `local-effects` patch (runs begun before keep the
+ * regular one): it comes after the late window, never in the workflow task that ran `loadPrior`, and saves
+ * the server a task queue round trip, three history events and a workflow task.
  */
-const { notify } = remoteEffects;
+const { markClosed: markClosedLocally } = proxyLocalActivities<Activities>(effectOptions);
 
 export const { loadPrior } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -132,7 +131,7 @@ export class Downloads {
 
 export async function record(input: RecordDecisionInput): Promise<void> {
   const { decision } = input;
-  await records().recordDecision.executeWithOptions({ summary: `record decision #${decision.seq} (${decision.trigger})` }, [input]);
+  await recordDecision.executeWithOptions({ summary: `record decision #${decision.seq} (${decision.trigger})` }, [input]);
 }
 
 /** Sends a notification; one the receiver refused for good is logged (and marked in PostgreSQL), never fatal. */
@@ -146,7 +145,7 @@ export async function publish(input: NotifyInput): Promise<void> {
 }
 
 export async function recordClosed(input: MarkClosedInput): Promise<void> {
-  await records().markClosed.executeWithOptions({ summary: 'mark the album closed' }, [input]);
+  await (patched('local-effects') ? markClosedLocally : markClosedRemotely).executeWithOptions({ summary: 'mark the album closed' }, [input]);
 }
 
 const deadlineSummaries: Record<Deadline['kind'], string> = {
