@@ -1,6 +1,7 @@
 import type { Config } from '../src/config.js';
 import type { Pool } from '../src/db/pool.js';
 import type { Logger } from '../src/log.js';
+import { createAnnounceActivities } from './announce.js';
 import { createDownloadActivities } from './download.js';
 import { createPublishActivities } from './publish.js';
 import { createRecordActivities } from './record.js';
@@ -13,9 +14,12 @@ export interface ActivityDeps {
 
 /** Every activity the album and message workflows call, bound to the worker's dependencies. */
 export function createActivities(deps: ActivityDeps) {
+  const records = createRecordActivities(deps);
+  const publishing = createPublishActivities(deps);
   return {
-    ...createRecordActivities(deps),
-    ...createPublishActivities(deps),
+    ...records,
+    ...publishing,
+    ...createAnnounceActivities({ recordDecision: records.recordDecision, notify: publishing.notify }),
     ...createDownloadActivities(deps),
   };
 }

@@ -26,6 +26,11 @@ function isRetryableStatus(status: number): boolean {
   return status >= 500 || status === 408 || status === 429;
 }
 
+/** A receiver's refusal for good: the activity is not retried. */
+function rejection(id: string, error: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`notification ${id} rejected: ${error}`, 'NotificationRejected');
+}
+
 function requestFailure(err: unknown): string {
   if (err instanceof DOMException && err.name === 'TimeoutError') return `no response within ${notifyTimeoutMs / 1000} s`;
   if (!(err instanceof Error)) return String(err);
@@ -65,18 +70,24 @@ export function createNotifier(deps: ActivityDeps) {
     logger.warn({ notificationId: n.id, type: n.type, workflowId: n.workflowId, error, retryable }, 'notification not delivered');
     if (retryable) throw ApplicationFailure.retryable(`notification ${n.id}: ${error}`, 'NotificationDeliveryFailed');
     notificationsTotal.inc({ type: n.type, outcome: 'failed' });
-    throw ApplicationFailure.nonRetryable(`notification ${n.id} rejected: ${error}`, 'NotificationRejected');
+    throw rejection(n.id, error);
   }
 
   async function deliverNotification(n: Notification): Promise<DeliveryOutcome> {
     const body = JSON.stringify(n.payload);
     await pool.query(recordSql, [n.id, n.workflowId, n.type, body]);
-    const { rows } = await pool.query<{ status: string }>('SELECT status FROM notifications WHERE id = $1', [n.id]);
+    const { rows } = await pool.query<{ status: string; last_error: string | null }>(
+      'SELECT status, last_error FROM notifications WHERE id = $1',
+      [n.id],
+    );
     const status = rows[0]?.status;
     if (status === 'delivered' || status === 'recorded') {
       notificationsTotal.inc({ type: n.type, outcome: 'already' });
       return 'already';
     }
+    // Refused for good by an earlier attempt (an activity that went on to its next notification and was
+    // then retried): the same answer again, without asking the receiver twice.
+    if (status === 'failed') throw rejection(n.id, rows[0]?.last_error ?? 'rejected');
 
     if (!url) {
       await pool.query(`UPDATE notifications SET status = 'recorded' WHERE id = $1`, [n.id]);

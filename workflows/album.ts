@@ -1,5 +1,5 @@
-import { allHandlersFinished, condition, continueAsNew, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { NotifyInput } from '../activities/publish.js';
+import { allHandlersFinished, condition, continueAsNew, log, patched, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Announcement } from '../activities/announce.js';
 import {
   agreedTotal,
   canonicalReasons,
@@ -16,7 +16,7 @@ import {
 } from './album-rules.js';
 import { buildAlbumView, mediaSummary, viewChildOf } from './album-view.js';
 import { statusQuery } from './definitions.js';
-import { ChildrenInbox, DeadlineTimer, Downloads, loadPrior, publish, record, recordClosed, UiPublisher } from './effects.js';
+import { announce, ChildrenInbox, DeadlineTimer, Downloads, loadPrior, publish, record, recordClosed, UiPublisher } from './effects.js';
 import type { AlbumKey, AlbumState, AlbumStatus, AlbumWorkflowInput, DecisionView, JsonValue, MediaSummary, ReviewReason } from './types.js';
 
 type SequentialCommand = Exclude<AlbumCommand, { type: 'download' }>;
@@ -133,24 +133,24 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
   };
   const handle = (event: AlbumEvent) => apply(step(state, event, timings));
 
-  const execute = async (command: SequentialCommand) => {
+  const announcementOf = (command: SequentialCommand): Announcement => {
     const { decision } = command;
-    let notification: NotifyInput;
-    if (command.type === 'decide') {
-      await record({ workflowId, decision, album: { reviewReasons: command.reviewReasons } });
-      notification = command.late
-        ? {
-            workflowId,
-            seq: decision.seq,
-            type: 'album.updated',
-            ...albumBody(),
-            decision: { ...decision, lateChildMessageIds: command.late.childMessageIds, lateItemPolicy: command.late.policy },
-          }
-        : { workflowId, seq: decision.seq, type: 'album.ready', ...albumBody(), decision };
-    } else {
-      notification = { workflowId, seq: decision.seq, type: 'album.media_settled', ...albumBody(), decision };
-    }
-    await publish(notification);
+    if (command.type === 'media_settled') return { type: 'album.media_settled', decision };
+    const record = { reviewReasons: command.reviewReasons };
+    return command.late
+      ? {
+          type: 'album.updated',
+          decision: { ...decision, lateChildMessageIds: command.late.childMessageIds, lateItemPolicy: command.late.policy },
+          record,
+        }
+      : { type: 'album.ready', decision, record };
+  };
+
+  /** Runs begun before the patch `one-activity-per-decision`: a record activity, then a notify activity, per command. */
+  const executeOne = async (command: SequentialCommand) => {
+    const { type, decision, record: recorded } = announcementOf(command);
+    if (recorded) await record({ workflowId, decision: command.decision, album: recorded });
+    await publish({ workflowId, seq: decision.seq, type, decision, ...albumBody() });
   };
 
   /** Set when the carried state outgrew one payload: the run goes on (its history stays within Temporal's limits up to ~10,000 children). */
@@ -174,9 +174,14 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     const firedAt = timer.takeFired();
     if (firedAt !== null) handle({ type: 'timer_fired', now: Math.max(Date.now(), firedAt) });
 
-    const command = commands.shift();
+    const [command] = commands;
     if (command) {
-      await execute(command);
+      if (patched('one-activity-per-decision')) {
+        await announce({ workflowId, body: albumBody(), announcements: commands.splice(0).map(announcementOf) });
+      } else {
+        commands.shift();
+        await executeOne(command);
+      }
       continue;
     }
     if (idle() && state.phase === 'closed') {

@@ -15,6 +15,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import type { AnnounceInput } from '../activities/announce.js';
 import type { createActivities } from '../activities/index.js';
 import type { NotifyInput } from '../activities/publish.js';
 import type { MarkClosedInput, RecordDecisionInput } from '../activities/record.js';
@@ -46,7 +47,7 @@ const effectOptions = {
  * decided and never send `album.ready` (the fault suite caught exactly that). A notification's receiver
  * may be down for hours; a pending activity shows its attempts and last failure in the Temporal UI.
  */
-const { recordDecision, notify, markClosed: markClosedRemotely } = proxyActivities<Activities>(effectOptions);
+const { recordDecision, notify, markClosed: markClosedRemotely, announceDecisions } = proxyActivities<Activities>(effectOptions);
 
 /**
  * The closing mark is a local activity since the `local-effects` patch (runs begun before keep the
@@ -141,6 +142,24 @@ export async function publish(input: NotifyInput): Promise<void> {
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
     log.warn('notification refused', { type: input.type, seq: input.seq, error: failureMessage(err) });
+  }
+}
+
+/**
+ * Records and notifies, in one activity, what an album decided in one step (since the patch
+ * `one-activity-per-decision`; runs begun before record and notify with one activity each). A notification
+ * the receiver refused for good is logged (and marked in PostgreSQL), never fatal.
+ */
+export async function announce(input: AnnounceInput): Promise<void> {
+  const summary = input.announcements
+    .map(({ type, decision, record }) => `${record ? `record #${decision.seq} (${decision.trigger}), ` : ''}notify ${type} #${decision.seq}`)
+    .join(', ');
+  try {
+    const { refused } = await announceDecisions.executeWithOptions({ summary }, [input]);
+    for (const { type, seq, error } of refused) log.warn('notification refused', { type, seq, error });
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    log.error('decision announcement failed', { error: failureMessage(err) });
   }
 }
 

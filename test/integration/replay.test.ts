@@ -18,10 +18,15 @@ describe('replaying saved workflow histories with the current workflow code', ()
         'album-review',
         'album-worker-restart',
         'message-standalone',
-        // Saved before decisions, notifications and the closing mark became local activities (patch `local-effects`).
+        // Saved before the closing mark became a local activity (patch `local-effects`).
         'before-local-effects/album-late-after-close',
         'before-local-effects/album-late-item',
         'before-local-effects/message-standalone',
+        // Saved while each decision took a record activity and a notify activity per notification (patch `one-activity-per-decision`).
+        'before-one-activity-per-decision/album-late-after-close',
+        'before-one-activity-per-decision/album-late-item',
+        'before-one-activity-per-decision/album-quiet-period',
+        'before-one-activity-per-decision/album-worker-restart',
       ]),
     );
   });

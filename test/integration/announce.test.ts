@@ -1,0 +1,138 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AnnounceInput, AnnounceResult } from '../../activities/announce.js';
+import { createActivities } from '../../activities/index.js';
+import type { Config } from '../../src/config.js';
+import type { Pool } from '../../src/db/pool.js';
+import { albumWorkflowId } from '../../workflows/keys.js';
+import type { AlbumStatus } from '../../workflows/types.js';
+import { newAlbumKey, storeAlbumChildren } from '../helpers/albums.js';
+import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+
+interface Delivery {
+  type: string;
+  /** Decisions of the album in PostgreSQL when the request arrived. */
+  recordedDecisions: number;
+}
+
+describe('announceDecisions: one activity records a decision and sends its notifications, in order', () => {
+  let pool: Pool;
+  let config: Config;
+  let server: http.Server;
+  const deliveries: Delivery[] = [];
+  /** Status codes to answer, in order; 200 once they run out. */
+  const answers: number[] = [];
+  let workflowIdOfTest = '';
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const { type } = JSON.parse(Buffer.concat(chunks).toString()) as { type: string };
+        void pool.query<{ n: number }>('SELECT count(*)::int AS n FROM decisions WHERE workflow_id = $1', [workflowIdOfTest]).then(({ rows }) => {
+          deliveries.push({ type, recordedDecisions: rows[0]!.n });
+          res.writeHead(answers.shift() ?? 200).end();
+        });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    config = testConfig({ NOTIFY_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, NOTIFY_SECRET: 'announce-secret' });
+    pool = testPool(config);
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    await pool.end();
+  });
+
+  async function newAlbum(): Promise<AnnounceInput> {
+    const key = newAlbumKey(unique('announce'));
+    const workflowId = albumWorkflowId(key);
+    workflowIdOfTest = workflowId;
+    deliveries.length = 0;
+    await storeAlbumChildren(pool, key, [
+      { messageId: 'm0', index: 0, total: 2 },
+      { messageId: 'm1', index: 1, total: 2 },
+    ]);
+    const decision = { seq: 1, trigger: 'expected_count_reached' as const, childMessageIds: ['m0', 'm1'], decidedAt: new Date().toISOString() };
+    const album = { workflowId, distinctChildren: 2 } as unknown as AlbumStatus;
+    return {
+      workflowId,
+      body: { album },
+      announcements: [
+        { type: 'album.ready', decision, record: { reviewReasons: [] } },
+        { type: 'album.media_settled', decision },
+      ],
+    };
+  }
+
+  function announce(input: AnnounceInput): Promise<AnnounceResult> {
+    const { announceDecisions } = createActivities({ pool, config, logger: testLogger(config) });
+    const env = new MockActivityEnvironment({ attempt: 1 }, { logger: new DefaultLogger('ERROR') });
+    return env.run(announceDecisions, input);
+  }
+
+  async function stored(workflowId: string) {
+    const decisions = await pool.query<{ seq: number; child_message_ids: string[] }>(
+      'SELECT seq, child_message_ids FROM decisions WHERE workflow_id = $1',
+      [workflowId],
+    );
+    const notifications = await pool.query<{ id: string; status: string }>(
+      'SELECT id, status FROM notifications WHERE workflow_id = $1 ORDER BY id',
+      [workflowId],
+    );
+    const albums = await pool.query<{ state: string }>('SELECT state FROM albums WHERE workflow_id = $1', [workflowId]);
+    return { decisions: decisions.rows, notifications: notifications.rows, albumState: albums.rows[0]?.state };
+  }
+
+  it('stores the decision before album.ready, then sends album.media_settled with the same body', async () => {
+    const input = await newAlbum();
+
+    await expect(announce(input)).resolves.toEqual({ refused: [] });
+
+    expect(deliveries).toEqual([
+      { type: 'album.ready', recordedDecisions: 1 },
+      { type: 'album.media_settled', recordedDecisions: 1 },
+    ]);
+    expect(await stored(input.workflowId)).toEqual({
+      decisions: [{ seq: 1, child_message_ids: ['m0', 'm1'] }],
+      notifications: [
+        { id: `${input.workflowId}/1`, status: 'delivered' },
+        { id: `${input.workflowId}/1/album.media_settled`, status: 'delivered' },
+      ],
+      albumState: 'processed',
+    });
+  });
+
+  it('goes on after a notification refused for good, and a retry repeats nothing that took effect', async () => {
+    const input = await newAlbum();
+    answers.push(400, 503);
+
+    const failure = await announce(input).then(
+      () => expect.fail('a 503 must fail the attempt'),
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect((failure as ApplicationFailure).nonRetryable).toBe(false);
+    expect(deliveries.map((d) => d.type)).toEqual(['album.ready', 'album.media_settled']);
+
+    const retried = await announce(input);
+
+    expect(retried.refused.map(({ type, seq }) => ({ type, seq }))).toEqual([{ type: 'album.ready', seq: 1 }]);
+    expect(retried.refused[0]?.error).toContain('HTTP 400');
+    // The retry asked the receiver only for the notification that had failed for a while, not the refused one.
+    expect(deliveries.map((d) => d.type)).toEqual(['album.ready', 'album.media_settled', 'album.media_settled']);
+    expect(await stored(input.workflowId)).toMatchObject({
+      decisions: [{ seq: 1 }],
+      notifications: [
+        { id: `${input.workflowId}/1`, status: 'failed' },
+        { id: `${input.workflowId}/1/album.media_settled`, status: 'delivered' },
+      ],
+    });
+  });
+});
