@@ -1,7 +1,6 @@
 import type { Pool, PoolClient } from '../src/db/pool.js';
 import { loadChildren } from '../src/db/outbox.js';
 import { decisionsOf, findAlbum } from '../src/db/status.js';
-import { withTransaction } from '../src/db/transaction.js';
 import { decisionsTotal } from '../src/metrics.js';
 import { canonicalReasons, type ChildRecord, type PriorAlbum } from '../workflows/album-rules.js';
 import { albumWorkflowId, messageWorkflowId } from '../workflows/keys.js';
@@ -104,21 +103,23 @@ export function createRecordActivities({ pool, logger }: ActivityDeps) {
    * or a replayed workflow never stores or counts it twice.
    */
   async function recordDecision({ workflowId, decision, album }: RecordDecisionInput): Promise<{ inserted: boolean }> {
-    const inserted = await withTransaction(pool, async (client) => {
-      const result = await client.query(
-        `INSERT INTO decisions (workflow_id, seq, trigger, child_message_ids, decided_at)
+    // One statement, not a transaction of two: the album's row is locked only while PostgreSQL runs it,
+    // never across a round trip to a worker that the CPU may not schedule for a while (the ingress
+    // locks the same row when a child of the album arrives).
+    const { rows } = await pool.query<{ inserted: number }>(
+      `WITH inserted AS (
+         INSERT INTO decisions (workflow_id, seq, trigger, child_message_ids, decided_at)
          VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (workflow_id, seq) DO NOTHING`,
-        [workflowId, decision.seq, decision.trigger, decision.childMessageIds, decision.decidedAt],
-      );
-      if (album) {
-        await client.query(
-          `UPDATE albums SET state = 'processed', review_reasons = $2, updated_at = now() WHERE workflow_id = $1`,
-          [workflowId, album.reviewReasons],
-        );
-      }
-      return result.rowCount === 1;
-    });
+         ON CONFLICT (workflow_id, seq) DO NOTHING
+         RETURNING seq
+       ), album AS (
+         UPDATE albums SET state = 'processed', review_reasons = $6, updated_at = now()
+          WHERE $7 AND workflow_id = $1
+       )
+       SELECT count(*)::int AS inserted FROM inserted`,
+      [workflowId, decision.seq, decision.trigger, decision.childMessageIds, decision.decidedAt, album?.reviewReasons ?? [], album !== null],
+    );
+    const inserted = rows[0]?.inserted === 1;
     if (inserted) {
       decisionsTotal.inc({ trigger: decision.trigger });
       logger.info({ workflowId, seq: decision.seq, trigger: decision.trigger, children: decision.childMessageIds.length }, 'decision recorded');
