@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { configEnvNames } from '../../src/config.js';
 import { projectRoot } from '../../src/paths.js';
+import { workerNodeFlags } from '../../src/temporal/worker.js';
 
 interface Service {
   image?: string;
@@ -71,5 +72,11 @@ describe('docker-compose.yml', () => {
       expect(variables.length).toBeGreaterThan(5);
       expect(variables.filter((variable) => !known.has(variable))).toEqual([]);
     }
+  });
+
+  it('runs the worker with the Node flags every launcher of it uses (its heap bound)', () => {
+    expect(services.worker?.command).toEqual(['node', ...workerNodeFlags, 'dist/src/worker.js']);
+    const scripts = (JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts['start:worker']).toBe(`exec node ${workerNodeFlags.join(' ')} --import tsx src/worker.ts`);
   });
 });
