@@ -16,7 +16,7 @@ import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } 
 import { migrate } from '../src/db/migrate.js';
 import { locateTemporalCli } from '../src/temporal/cli.js';
 import { freePort, startDevServer, type DevServer } from '../src/temporal/devserver.js';
-import { workerNodeFlags } from '../src/temporal/worker.js';
+import { workerNodeFlags } from '../src/temporal/worker-flags.js';
 import type { LoadMessage, LoadPhase, LoadReply, PhaseResult, RequestRecord } from './load.js';
 import {
   childPids,

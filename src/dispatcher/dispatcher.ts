@@ -177,14 +177,14 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const recent = batches.filter((batch) => (lastSignalAt.get(batch.target.workflowId) ?? -Infinity) > now - minSignalIntervalMs);
       // The child that completes an album is what its decision waits for: it is never held back.
       const completing = await albumsAtTotal(db, [...new Set(recent.flatMap((batch) => (batch.albumPk ? [batch.albumPk] : [])))]);
-      const cooling = new Set(recent.filter((batch) => !(batch.albumPk && completing.has(batch.albumPk))));
-      if (cooling.size > 0) {
-        const held = [...cooling];
-        const until = Math.min(...held.map((batch) => lastSignalAt.get(batch.target.workflowId)!)) + minSignalIntervalMs;
-        await deferOutboxRows(db, held.flatMap((batch) => batch.outboxIds), until - now);
+      const cooling = recent.filter((batch) => !(batch.albumPk && completing.has(batch.albumPk)));
+      if (cooling.length > 0) {
+        const until = Math.min(...cooling.map((batch) => lastSignalAt.get(batch.target.workflowId)!)) + minSignalIntervalMs;
+        await deferOutboxRows(db, cooling.flatMap((batch) => batch.outboxIds), until - now);
         deferredUntil = Math.min(deferredUntil, until);
       }
-      const due = batches.filter((batch) => !cooling.has(batch));
+      const held = new Set(cooling);
+      const due = batches.filter((batch) => !held.has(batch));
       await forEachConcurrently(due, concurrency, async (batch) => {
         if (outcome.temporalUnavailable) return;
         const result = await deliver(db, batch);

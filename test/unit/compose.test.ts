@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { configEnvNames } from '../../src/config.js';
 import { projectRoot } from '../../src/paths.js';
-import { workerNodeFlags } from '../../src/temporal/worker.js';
+import { workerNodeFlags } from '../../src/temporal/worker-flags.js';
 
 interface Service {
   image?: string;

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { workerNodeFlags } from '../../../src/temporal/worker.js';
+import { workerNodeFlags } from '../../../src/temporal/worker-flags.js';
 
 export type Role = 'ingress' | 'worker';
 
