@@ -1,7 +1,7 @@
 // The ceiling of the ingest benchmark: a bare Fastify endpoint that verifies the same HMAC
 // (src/signature.ts), parses the event into the same child (src/http/event.ts) and commits the same
-// rows with the project's own SQL, one transaction per request (ingestChild of src/db/ingest.ts:
-// event, album, child, attachments, outbox row and its NOTIFY). Nothing else: no group commit, no
+// rows with the project's own SQL, one transaction per request (ingestChild of src/db/ingest.ts: one
+// statement writing the event, album, child, attachments, outbox row and its NOTIFY). Nothing else: no group commit, no
 // schemas, no hooks, no logging, no metrics, no dispatcher, no Temporal. Reads PORT, HOST,
 // DATABASE_URL, WORKSPACE_SECRETS, SIGNATURE_TOLERANCE_S and MAX_BODY_BYTES like the app.
 import Fastify from 'fastify';

@@ -185,6 +185,8 @@ export function megabytes(bytes: number | null): number | null {
 
 const targetLimits = {
   throughputRatio: 0.9,
+  /** Group commit: the closed loop's req/s at least this multiple of the ceiling's, at a p99 no higher. */
+  groupCommitRatio: 2,
   p99Ratio: 2,
   endToEndP99Ms: 250,
   sustainedChildrenPerS: 200,
@@ -207,6 +209,17 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
         ? `${closedLoop.app.acceptedPerS} vs ${closedLoop.ceiling.acceptedPerS} req/s = ${pct(closedLoop.throughputRatio)}`
         : 'not measured',
       met: closedLoop?.throughputRatio == null ? null : closedLoop.throughputRatio >= targetLimits.throughputRatio,
+    },
+    {
+      name: 'Group commit (closed loop)',
+      target: `≥ ${targetLimits.groupCommitRatio}× the ceiling's req/s, p99 ack ≤ the ceiling's`,
+      measured: closedLoop
+        ? `${closedLoop.throughputRatio}× req/s, p99 ${closedLoop.app.ackMs.p99} vs ${closedLoop.ceiling.ackMs.p99} ms`
+        : 'not measured',
+      met:
+        closedLoop?.throughputRatio == null || closedLoop.p99Ratio === null
+          ? null
+          : closedLoop.throughputRatio >= targetLimits.groupCommitRatio && closedLoop.p99Ratio <= 1,
     },
     {
       name: 'Ingest p99 ack (worst open-loop step)',

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { IngestLimits } from '../config.js';
 import type { Logger } from '../log.js';
 import { ingestBatchSize } from '../metrics.js';
-import { storeInTransaction, type ChildDelivery, type Delivery, type EventRecord, type IngestResult } from './ingest.js';
+import { storeDeliveries, type ChildDelivery, type Delivery, type EventRecord, type IngestResult } from './ingest.js';
 import { isUnavailable, type Pool } from './pool.js';
 
 export interface IngestBatcherOptions extends IngestLimits {
@@ -42,8 +42,8 @@ function settle(waiting: Waiting, outcome: Outcome): void {
 }
 
 /**
- * Gathers concurrent deliveries into batches of at most `batchMaxRows`, each written with set-based
- * statements in one transaction. When a batch fails for anything but an unreachable database, each of
+ * Gathers concurrent deliveries into batches of at most `batchMaxRows`, each written with one set-based
+ * statement (its own transaction). When a batch fails for anything but an unreachable database, each of
  * its deliveries is written again in a transaction of its own, so one bad event fails only its request.
  */
 export function createIngestBatcher(options: IngestBatcherOptions): IngestBatcher {
@@ -90,7 +90,7 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
   async function write(batch: Waiting[]): Promise<Outcome[]> {
     try {
       const deliveries = batch.map((waiting) => waiting.delivery);
-      const { results, queued } = await storeInTransaction(pool, deliveries);
+      const { results, queued } = await storeDeliveries(pool, deliveries);
       if (queued > 0) onQueued();
       return results.map((result) => ({ result }));
     } catch (error) {
@@ -106,7 +106,7 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
     const outcomes = await Promise.all(
       batch.map(async (waiting): Promise<Outcome> => {
         try {
-          const stored = await storeInTransaction(pool, [waiting.delivery]);
+          const stored = await storeDeliveries(pool, [waiting.delivery]);
           queued += stored.queued;
           return { result: stored.results[0]! };
         } catch (error) {

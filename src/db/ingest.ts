@@ -2,8 +2,7 @@ import { albumKeyString, albumWorkflowId, childKeyString } from '../../workflows
 import type { AlbumKey } from '../../workflows/types.js';
 import type { AttachmentInput, ChildMessage } from '../http/event.js';
 import { outboxChannel } from './outbox.js';
-import type { Pool, PoolClient } from './pool.js';
-import { withTransaction } from './transaction.js';
+import type { PoolClient } from './pool.js';
 
 /** The event source of every UnifyPort webhook (the `source` of the events table). */
 export const unifyportSource = 'unifyport';
@@ -43,60 +42,163 @@ export interface StoredDeliveries {
   queued: number;
 }
 
-/** Stores deliveries in one transaction of their own and commits; their requests may be answered once this resolves. */
-export async function storeInTransaction(pool: Pool, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
-  return withTransaction(pool, (client) => storeDeliveries(client, deliveries));
-}
-
-/** Stores one child in one transaction and commits; the caller may answer 2xx once this resolves. */
-export async function ingestChild(pool: Pool, delivery: ChildDelivery): Promise<IngestResult> {
-  const { results } = await storeInTransaction(pool, [delivery]);
+/** Stores one child and commits; the caller may answer 2xx once this resolves. */
+export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promise<IngestResult> {
+  const { results } = await storeDeliveries(db, [delivery]);
   return results[0]!;
 }
 
 /**
- * The statements of several deliveries, inside the caller's transaction, with the outcome each would
- * have had stored one after the other in this order: the events, the albums, the children, their
- * attachments, and an outbox row per child that is new or gained a URL, announced once.
+ * Stores deliveries with one statement, atomic on its own (or part of the caller's transaction), with
+ * the outcome each would have had stored one after the other in this order: every event is recorded
+ * (a redelivered id counts a delivery), every album is created on its first child and touched on the
+ * next, every child is stored once (its redeliveries counted, a caption or sent_at missing so far filled
+ * in, never erased), every attachment position once (a position without a URL takes the URL of a later
+ * delivery and becomes pending again), and each child that is new or gained a URL is queued in the
+ * outbox, announced once.
  *
- * A multi-row upsert may not touch one row twice, so repeated events and children are written in
- * rounds (the second delivery of a child in the second round, …). Every statement takes its row locks
- * in key order, and the albums that concurrent batches share are locked last, so batches wait for
- * each other briefly and never deadlock. The statements are named: each connection parses and plans
- * them once.
+ * One round trip per batch (it was eight, from BEGIN to COMMIT): on a busy machine each round trip waits
+ * for the ingress and a PostgreSQL backend to be scheduled. A multi-row upsert may not
+ * touch one row twice, so the deliveries of one event, child or attachment position are merged first
+ * (mergeDeliveries). Every row lock is taken in key order (albums by workflow id, then children, then
+ * attachments), so concurrent statements wait for each other and do not deadlock. The statement is named:
+ * each connection parses and plans it once.
  */
-export async function storeDeliveries(client: Queryable, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
-  for (const round of rounds(deliveries.map(eventOf), (event) => JSON.stringify([event.workspace, event.eventId]))) {
-    await recordEvents(client, round);
-  }
+export async function storeDeliveries(db: Queryable, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
+  const merged = mergeDeliveries(deliveries);
+  const { rows } = await db.query<StoredRow>({ name: 'albumflow_ingest', text: storeStatement, values: statementValues(merged) });
+  const childKeys = [...merged.children.keys()];
+  const inserted = new Map(rows.flatMap((row) => (row.ord === null ? [] : [[childKeys[row.ord - 1]!, row.inserted!] as const])));
+  const results = deliveries.map((delivery, index): IngestResult | null => {
+    if (!('child' in delivery)) return null;
+    const childKey = childKeyString(delivery.child.key);
+    const isNew = inserted.get(childKey);
+    if (isNew === undefined) throw new Error(`child ${childKey} was neither inserted nor found`);
+    return {
+      duplicate: !isNew || merged.children.get(childKey)!.firstIndex !== index,
+      childKey,
+      albumKey: delivery.child.albumKey ? albumKeyString(delivery.child.albumKey) : null,
+    };
+  });
+  return { results, queued: rows.find((row) => row.ord === null)!.queued! };
+}
 
-  const children = deliveries.flatMap((delivery, index) => ('child' in delivery ? [{ index, delivery }] : []));
-  const albumKeys = children.flatMap(({ delivery }) => (delivery.child.albumKey ? [delivery.child.albumKey] : []));
-  const albums = albumKeys.length > 0 ? await resolveAlbums(client, albumKeys) : { pks: new Map<string, string>(), existing: [] };
+/** One row per stored child (its 1-based place in `children`), and one (ord null) with the outbox count. */
+interface StoredRow {
+  ord: number | null;
+  inserted: boolean | null;
+  queued: number | null;
+}
 
-  const results: Array<IngestResult | null> = deliveries.map(() => null);
-  const queued: string[] = [];
-  for (const round of rounds(children, ({ delivery }) => childKeyString(delivery.child.key))) {
-    const messages = await upsertMessages(
-      client,
-      round.map(({ delivery: { child, raw } }) => ({ child, raw, albumPk: child.albumKey ? albums.pks.get(albumWorkflowId(child.albumKey))! : null })),
-    );
-    const updated = await upsertAttachments(
-      client,
-      round.map(({ delivery }, i) => ({ messagePk: messages[i]!.id, attachments: delivery.child.attachments })),
-    );
-    round.forEach(({ index, delivery: { child } }, i) => {
-      const message = messages[i]!;
-      if (message.inserted || updated.has(message.id)) queued.push(message.id);
-      results[index] = {
-        duplicate: !message.inserted,
-        childKey: childKeyString(child.key),
-        albumKey: child.albumKey ? albumKeyString(child.albumKey) : null,
-      };
-    });
-  }
-  await touchAlbumsAndQueue(client, albums.existing, queued);
-  return { results, queued: queued.length };
+/** What one statement writes: each event, album, child and attachment position once. */
+interface MergedDeliveries {
+  events: Array<EventRecord & { deliveries: number }>;
+  albums: Map<string, AlbumKey>;
+  /** By child key string, in the order of first delivery. */
+  children: Map<string, MergedChild>;
+}
+
+interface MergedChild {
+  /** The first delivery's child: its album, metadata and raw body are the ones stored. */
+  child: ChildMessage;
+  raw: string;
+  /** Index of the first delivery in the batch: the one reported as not a duplicate, if the child is new. */
+  firstIndex: number;
+  deliveries: number;
+  caption: string | null;
+  sentAt: string | null;
+  attachments: Map<number, AttachmentInput>;
+}
+
+/**
+ * Folds repeated deliveries into one row each, as storing them one after the other would leave it:
+ * an event counts its deliveries; a child keeps its first delivery, its first caption and sent_at, and
+ * each attachment position its first delivery's values, or, when that had no URL, the first URL
+ * delivered later with the values missing so far. Pure.
+ */
+function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
+  const events = new Map<string, EventRecord & { deliveries: number }>();
+  const albums = new Map<string, AlbumKey>();
+  const children = new Map<string, MergedChild>();
+  deliveries.forEach((delivery, index) => {
+    const event = eventOf(delivery);
+    const eventKey = JSON.stringify([event.workspace, event.eventId]);
+    const seen = events.get(eventKey);
+    if (seen) seen.deliveries += 1;
+    else events.set(eventKey, { ...event, deliveries: 1 });
+    if (!('child' in delivery)) return;
+
+    const { child, raw } = delivery;
+    if (child.albumKey) albums.set(albumWorkflowId(child.albumKey), child.albumKey);
+    const childKey = childKeyString(child.key);
+    const merged = children.get(childKey);
+    if (!merged) {
+      const attachments = new Map(child.attachments.map((attachment) => [attachment.position, { ...attachment }]));
+      children.set(childKey, { child, raw, firstIndex: index, deliveries: 1, caption: child.caption, sentAt: child.sentAt, attachments });
+      return;
+    }
+    merged.deliveries += 1;
+    merged.caption ??= child.caption;
+    merged.sentAt ??= child.sentAt;
+    for (const attachment of child.attachments) {
+      const kept = merged.attachments.get(attachment.position);
+      if (!kept) merged.attachments.set(attachment.position, { ...attachment });
+      else if (kept.url === null && attachment.url !== null) {
+        merged.attachments.set(attachment.position, {
+          position: attachment.position,
+          url: attachment.url,
+          kind: kept.kind ?? attachment.kind,
+          mimeType: kept.mimeType ?? attachment.mimeType,
+          declaredSize: kept.declaredSize ?? attachment.declaredSize,
+          fileName: kept.fileName ?? attachment.fileName,
+        });
+      }
+    }
+  });
+  return { events: [...events.values()], albums, children };
+}
+
+/** The statement's parameters, column by column, in the order of its placeholders. */
+function statementValues({ events, albums, children }: MergedDeliveries): unknown[] {
+  const merged = [...children.values()];
+  const attachments = merged.flatMap(({ attachments }, i) => [...attachments.values()].map((attachment) => ({ childOrd: i + 1, ...attachment })));
+  const albumKeys = [...albums.entries()];
+  return [
+    unifyportSource,
+    events.map((e) => e.workspace),
+    events.map((e) => e.eventId),
+    events.map((e) => e.type),
+    events.map((e) => e.raw),
+    events.map((e) => e.deliveries),
+    albumKeys.map(([, key]) => key.workspace),
+    albumKeys.map(([, key]) => key.provider),
+    albumKeys.map(([, key]) => key.accountId),
+    albumKeys.map(([, key]) => key.conversationId),
+    albumKeys.map(([, key]) => key.albumId),
+    albumKeys.map(([workflowId]) => workflowId),
+    merged.map(({ child }) => child.key.workspace),
+    merged.map(({ child }) => child.key.provider),
+    merged.map(({ child }) => child.key.accountId),
+    merged.map(({ child }) => child.key.conversationId),
+    merged.map(({ child }) => child.key.messageId),
+    merged.map(({ child }) => (child.albumKey ? albumWorkflowId(child.albumKey) : null)),
+    merged.map(({ child }) => (child.album ? JSON.stringify(child.album.raw) : null)),
+    merged.map(({ child }) => child.album?.index ?? null),
+    merged.map(({ child }) => child.album?.total ?? null),
+    merged.map(({ child }) => child.album?.metadataInvalid ?? false),
+    merged.map(({ caption }) => caption),
+    merged.map(({ sentAt }) => sentAt),
+    merged.map(({ raw }) => raw),
+    merged.map(({ deliveries }) => deliveries),
+    attachments.map((a) => a.childOrd),
+    attachments.map((a) => a.position),
+    attachments.map((a) => a.kind),
+    attachments.map((a) => a.url),
+    attachments.map((a) => a.mimeType),
+    attachments.map((a) => a.declaredSize),
+    attachments.map((a) => a.fileName),
+    outboxChannel,
+  ];
 }
 
 function eventOf(delivery: Delivery): EventRecord {
@@ -104,230 +206,83 @@ function eventOf(delivery: Delivery): EventRecord {
   return { workspace: delivery.child.key.workspace, eventId: delivery.eventId, type: delivery.type, raw: delivery.raw };
 }
 
-/** Splits items into rounds in which no key appears twice: an item goes to the round of its key's occurrence. */
-function rounds<T>(items: readonly T[], keyOf: (item: T) => string): T[][] {
-  const occurrences = new Map<string, number>();
-  const result: T[][] = [];
-  for (const item of items) {
-    const key = keyOf(item);
-    const occurrence = occurrences.get(key) ?? 0;
-    occurrences.set(key, occurrence + 1);
-    (result[occurrence] ??= []).push(item);
-  }
-  return result;
-}
-
-/** Records verified events, each id at most once; a redelivery (same workspace, source and id) bumps its delivery count. */
-async function recordEvents(db: Queryable, events: readonly EventRecord[]): Promise<void> {
-  await db.query({
-    name: 'albumflow_ingest_events',
-    text: `INSERT INTO events (workspace, source, event_id, type, raw)
-     SELECT e.workspace, $1, e.event_id, e.type, e.raw
-       FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[]) AS e (workspace, event_id, type, raw)
-      ORDER BY e.workspace, e.event_id
-     ON CONFLICT (workspace, source, event_id) DO UPDATE
-       SET delivery_count = events.delivery_count + 1, last_received_at = now()`,
-    values: [
-      unifyportSource,
-      events.map((e) => e.workspace),
-      events.map((e) => e.eventId),
-      events.map((e) => e.type),
-      events.map((e) => e.raw),
-    ],
-  });
-}
-
 /**
- * The albums' rows by workflow id, each created on its first child; `existing` are the ones this
- * transaction did not create, to be touched at the end. Not INSERT … ON CONFLICT DO UPDATE: albums has
- * a second unique constraint (workflow_id), and a concurrent first insert would violate it instead of
- * taking the conflict path; ON CONFLICT DO NOTHING without a target covers both.
+ * The albums are upserted on their workflow id (the only unique key besides id: see migration
+ * 1764480000000), so an album a concurrent transaction inserts is waited for and then touched, never
+ * missed. DO UPDATE on albums and messages takes a FOR NO KEY UPDATE lock, which does not hold up the
+ * foreign-key checks of other transactions' children.
  */
-async function resolveAlbums(db: Queryable, keys: readonly AlbumKey[]): Promise<{ pks: Map<string, string>; existing: string[] }> {
-  const wanted = [...new Map(keys.map((key) => [albumWorkflowId(key), key])).values()];
-  const { rows } = await db.query<{ id: string; workflow_id: string; created: boolean }>({
-    name: 'albumflow_ingest_albums',
-    text: `WITH wanted AS (
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-               AS w (workspace, provider, account_id, conversation_id, album_id, workflow_id)
-           ), found AS (
-             SELECT a.id, a.workflow_id FROM albums a JOIN wanted w ON w.workflow_id = a.workflow_id
-           ), created AS (
-             INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
-             SELECT w.workspace, w.provider, w.account_id, w.conversation_id, w.album_id, w.workflow_id
-               FROM wanted w
-              WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.workflow_id = w.workflow_id)
-              ORDER BY w.workflow_id
-             ON CONFLICT DO NOTHING
-             RETURNING id, workflow_id
-           )
-           SELECT id, workflow_id, false AS created FROM found
-           UNION ALL
-           SELECT id, workflow_id, true AS created FROM created`,
-    values: [
-      wanted.map((k) => k.workspace),
-      wanted.map((k) => k.provider),
-      wanted.map((k) => k.accountId),
-      wanted.map((k) => k.conversationId),
-      wanted.map((k) => k.albumId),
-      wanted.map((k) => albumWorkflowId(k)),
-    ],
-  });
-  const pks = new Map(rows.map((row) => [row.workflow_id, row.id]));
-  const existing = rows.filter((row) => !row.created).map((row) => row.id);
-  const raced = wanted.map((key) => albumWorkflowId(key)).filter((workflowId) => !pks.has(workflowId));
-  if (raced.length > 0) {
-    // Committed by another transaction after this statement's snapshot; the next statement sees them.
-    const { rows: committed } = await db.query<{ id: string; workflow_id: string }>({
-      name: 'albumflow_ingest_raced_albums',
-      text: `SELECT id, workflow_id FROM albums WHERE workflow_id = ANY($1::text[])`,
-      values: [raced],
-    });
-    for (const row of committed) {
-      pks.set(row.workflow_id, row.id);
-      existing.push(row.id);
-    }
-  }
-  const lost = raced.find((workflowId) => !pks.has(workflowId));
-  if (lost) throw new Error(`album ${lost} was neither inserted nor found`);
-  return { pks, existing };
-}
-
-interface MessageInput {
-  child: ChildMessage;
-  albumPk: string | null;
-  raw: string;
-}
-
-/**
- * Distinct children, returned in the order given. A redelivery keeps the first stored values; a caption
- * or sent_at missing so far is filled in, never erased.
- */
-async function upsertMessages(db: Queryable, inputs: readonly MessageInput[]): Promise<Array<{ id: string; inserted: boolean }>> {
-  const { rows } = await db.query<{
-    id: string;
-    inserted: boolean;
-    workspace: string;
-    provider: string;
-    account_id: string;
-    conversation_id: string;
-    message_id: string;
-  }>({
-    name: 'albumflow_ingest_messages',
-    text: `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
-                           album_index, album_total, metadata_invalid, caption, sent_at, raw)
-     SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, m.album_pk, m.album_meta,
-            m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.raw
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::jsonb[],
-                   $8::int[], $9::int[], $10::bool[], $11::text[], $12::timestamptz[], $13::jsonb[])
-         AS m (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
-               album_index, album_total, metadata_invalid, caption, sent_at, raw)
-      ORDER BY m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id
-     ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE
-       SET delivery_count = messages.delivery_count + 1,
-           last_received_at = now(),
-           caption = COALESCE(messages.caption, EXCLUDED.caption),
-           sent_at = COALESCE(messages.sent_at, EXCLUDED.sent_at)
-     RETURNING id, (xmax = 0) AS inserted, workspace, provider, account_id, conversation_id, message_id`,
-    values: [
-      inputs.map(({ child }) => child.key.workspace),
-      inputs.map(({ child }) => child.key.provider),
-      inputs.map(({ child }) => child.key.accountId),
-      inputs.map(({ child }) => child.key.conversationId),
-      inputs.map(({ child }) => child.key.messageId),
-      inputs.map(({ albumPk }) => albumPk),
-      inputs.map(({ child }) => (child.album ? JSON.stringify(child.album.raw) : null)),
-      inputs.map(({ child }) => child.album?.index ?? null),
-      inputs.map(({ child }) => child.album?.total ?? null),
-      inputs.map(({ child }) => child.album?.metadataInvalid ?? false),
-      inputs.map(({ child }) => child.caption),
-      inputs.map(({ child }) => child.sentAt),
-      inputs.map(({ raw }) => raw),
-    ],
-  });
-  const byKey = new Map(
-    rows.map((row) => [
-      childKeyString({
-        workspace: row.workspace,
-        provider: row.provider,
-        accountId: row.account_id,
-        conversationId: row.conversation_id,
-        messageId: row.message_id,
-      }),
-      row,
-    ]),
-  );
-  return inputs.map(({ child }) => byKey.get(childKeyString(child.key))!);
-}
-
-/**
- * One row per attachment position. A position stored without a URL takes the URL of a later delivery
- * and becomes pending again. Returns the children with a row inserted or given a URL.
- */
-async function upsertAttachments(
-  db: Queryable,
-  children: ReadonlyArray<{ messagePk: string; attachments: readonly AttachmentInput[] }>,
-): Promise<Set<string>> {
-  const rows = children.flatMap(({ messagePk, attachments }) => attachments.map((attachment) => ({ messagePk, ...attachment })));
-  if (rows.length === 0) return new Set();
-  const { rows: changed } = await db.query<{ message_pk: string }>({
-    name: 'albumflow_ingest_attachments',
-    text: `INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name, status)
-     SELECT a.message_pk, a.position, a.kind, a.url, a.mime_type, a.declared_size, a.file_name,
-            CASE WHEN a.url IS NULL THEN 'unavailable' ELSE 'pending' END
-       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[])
-         AS a (message_pk, position, kind, url, mime_type, declared_size, file_name)
-      ORDER BY a.message_pk, a.position
-     ON CONFLICT (message_pk, position) DO UPDATE
-       SET url = EXCLUDED.url,
-           status = 'pending',
-           kind = COALESCE(attachments.kind, EXCLUDED.kind),
-           mime_type = COALESCE(attachments.mime_type, EXCLUDED.mime_type),
-           declared_size = COALESCE(attachments.declared_size, EXCLUDED.declared_size),
-           file_name = COALESCE(attachments.file_name, EXCLUDED.file_name),
-           updated_at = now()
-       WHERE attachments.url IS NULL AND EXCLUDED.url IS NOT NULL
-     RETURNING message_pk`,
-    values: [
-      rows.map((a) => a.messagePk),
-      rows.map((a) => a.position),
-      rows.map((a) => a.kind),
-      rows.map((a) => a.url),
-      rows.map((a) => a.mimeType),
-      rows.map((a) => a.declaredSize),
-      rows.map((a) => a.fileName),
-    ],
-  });
-  return new Set(changed.map((row) => row.message_pk));
-}
-
-/**
- * The last statements before COMMIT: touches the albums that existed, which concurrent batches share
- * (locked in id order, so their locks are held briefly and in one order), and queues the children for
- * their workflows, notifying the dispatchers once. FOR NO KEY UPDATE, as the touch itself takes, does
- * not hold up children of other transactions that reference the album.
- */
-async function touchAlbumsAndQueue(db: Queryable, albumPks: readonly string[], messagePks: readonly string[]): Promise<void> {
-  if (albumPks.length > 1) {
-    await db.query({
-      name: 'albumflow_ingest_lock_albums',
-      text: `SELECT FROM albums WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`,
-      values: [albumPks],
-    });
-  }
-  if (albumPks.length === 0 && messagePks.length === 0) return;
-  await db.query({
-    name: 'albumflow_ingest_touch_and_queue',
-    text: `WITH touched AS (
-             UPDATE albums SET last_received_at = now() WHERE id = ANY($1::bigint[])
-           ), queued AS (
-             INSERT INTO outbox (message_pk) SELECT unnest($2::bigint[])
-           )
-           SELECT pg_notify($3, '') WHERE cardinality($2::bigint[]) > 0`,
-    values: [albumPks, messagePks, outboxChannel],
-  });
-}
-
+const storeStatement = `
+WITH events_in AS (
+  SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::int[])
+    AS e (workspace, event_id, type, raw, deliveries)
+), stored_events AS (
+  INSERT INTO events (workspace, source, event_id, type, raw, delivery_count)
+  SELECT e.workspace, $1, e.event_id, e.type, e.raw, e.deliveries FROM events_in e
+   ORDER BY e.workspace, e.event_id
+  ON CONFLICT (workspace, source, event_id) DO UPDATE
+    SET delivery_count = events.delivery_count + EXCLUDED.delivery_count, last_received_at = now()
+), stored_albums AS (
+  INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+  SELECT * FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+    AS a (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+   ORDER BY a.workflow_id
+  ON CONFLICT (workflow_id) DO UPDATE SET last_received_at = now()
+  RETURNING id, workflow_id
+), children_in AS (
+  SELECT * FROM unnest($13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::jsonb[],
+                       $20::int[], $21::int[], $22::bool[], $23::text[], $24::timestamptz[], $25::jsonb[], $26::int[])
+           WITH ORDINALITY
+    AS m (workspace, provider, account_id, conversation_id, message_id, album_workflow_id, album_meta,
+          album_index, album_total, metadata_invalid, caption, sent_at, raw, deliveries, ord)
+), stored_children AS (
+  INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
+                        album_index, album_total, metadata_invalid, caption, sent_at, raw, delivery_count)
+  SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, a.id, m.album_meta,
+         m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.raw, m.deliveries
+    FROM children_in m LEFT JOIN stored_albums a ON a.workflow_id = m.album_workflow_id
+   ORDER BY m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id
+  ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE
+    SET delivery_count = messages.delivery_count + EXCLUDED.delivery_count,
+        last_received_at = now(),
+        caption = COALESCE(messages.caption, EXCLUDED.caption),
+        sent_at = COALESCE(messages.sent_at, EXCLUDED.sent_at)
+  RETURNING id, (xmax = 0) AS inserted, workspace, provider, account_id, conversation_id, message_id
+), children AS (
+  SELECT s.id, s.inserted, m.ord FROM stored_children s JOIN children_in m USING (workspace, provider, account_id, conversation_id, message_id)
+), stored_attachments AS (
+  INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name, status)
+  SELECT c.id, a.position, a.kind, a.url, a.mime_type, a.declared_size, a.file_name,
+         CASE WHEN a.url IS NULL THEN 'unavailable' ELSE 'pending' END
+    FROM unnest($27::int[], $28::int[], $29::text[], $30::text[], $31::text[], $32::bigint[], $33::text[])
+           AS a (child_ord, position, kind, url, mime_type, declared_size, file_name)
+    JOIN children c ON c.ord = a.child_ord
+   ORDER BY c.id, a.position
+  ON CONFLICT (message_pk, position) DO UPDATE
+    SET url = EXCLUDED.url,
+        status = 'pending',
+        kind = COALESCE(attachments.kind, EXCLUDED.kind),
+        mime_type = COALESCE(attachments.mime_type, EXCLUDED.mime_type),
+        declared_size = COALESCE(attachments.declared_size, EXCLUDED.declared_size),
+        file_name = COALESCE(attachments.file_name, EXCLUDED.file_name),
+        updated_at = now()
+    WHERE attachments.url IS NULL AND EXCLUDED.url IS NOT NULL
+  RETURNING message_pk
+), queued AS (
+  INSERT INTO outbox (message_pk)
+  SELECT id FROM children WHERE inserted
+   UNION
+  SELECT message_pk FROM stored_attachments
+   ORDER BY 1
+  RETURNING 1
+), announced AS (
+  SELECT count(*)::int AS queued FROM queued
+), notified AS (
+  SELECT pg_notify($34, '') FROM announced WHERE queued > 0
+)
+SELECT NULL::int AS ord, NULL::boolean AS inserted, queued, (SELECT count(*)::int FROM notified) AS notified FROM announced
+ UNION ALL
+SELECT ord::int, inserted, NULL, NULL FROM children`;
 export interface QuarantineRecord {
   workspace: string;
   reason: string;

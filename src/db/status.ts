@@ -1,4 +1,5 @@
 import { buildAlbumView, type ViewChild } from '../../workflows/album-view.js';
+import { albumWorkflowId } from '../../workflows/keys.js';
 import type {
   AlbumKey,
   AlbumState,
@@ -27,7 +28,7 @@ export interface StoredChild extends ViewChild {
 }
 
 const scopeWhere = 'workspace = $1 AND provider = $2 AND account_id = $3 AND conversation_id = $4';
-const scopeParams = (key: AlbumKey | MessageKey) => [key.workspace, key.provider, key.accountId, key.conversationId];
+const scopeParams = (key: MessageKey) => [key.workspace, key.provider, key.accountId, key.conversationId];
 
 const iso = (value: Date | null): string | null => (value === null ? null : value.toISOString());
 
@@ -41,8 +42,8 @@ export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | n
     last_received_at: Date;
   }>(
     `SELECT id, workflow_id, state, review_reasons, first_received_at, last_received_at
-       FROM albums WHERE ${scopeWhere} AND album_id = $5`,
-    [...scopeParams(key), key.albumId],
+       FROM albums WHERE workflow_id = $1`,
+    [albumWorkflowId(key)],
   );
   const row = rows[0];
   if (!row) return null;

@@ -70,7 +70,7 @@ describe('npm run bench, tiny', () => {
     }
 
     expect(report.targets.map((target) => target.name)).toEqual(
-      expect.arrayContaining(['Ingest throughput (closed loop)', 'Signals per child (10-photo bursts)', 'Correctness']),
+      expect.arrayContaining(['Ingest throughput (closed loop)', 'Group commit (closed loop)', 'Signals per child (10-photo bursts)', 'Correctness']),
     );
     expect(report.versions.PostgreSQL).toMatch(/^\d+/);
     expect(report.machine.cores).toBeGreaterThan(0);
