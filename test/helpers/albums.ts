@@ -83,7 +83,7 @@ export async function storeAlbumChildren(pool: Pool, key: AlbumKey, children: Te
   const { rows } = await pool.query<{ id: string }>(
     `INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
      VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (workspace, provider, account_id, conversation_id, album_id) DO UPDATE SET last_received_at = now()
+     ON CONFLICT (workflow_id) DO UPDATE SET last_received_at = now()
      RETURNING id`,
     [key.workspace, key.provider, key.accountId, key.conversationId, key.albumId, albumWorkflowId(key)],
   );
