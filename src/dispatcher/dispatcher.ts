@@ -12,7 +12,7 @@ import {
   outboxStats,
   recordOutboxFailure,
 } from '../db/outbox.js';
-import type { Pool, PoolClient } from '../db/pool.js';
+import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
 import type { Logger } from '../log.js';
 import {
@@ -185,37 +185,49 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       }
       const held = new Set(cooling);
       const due = batches.filter((batch) => !held.has(batch));
+      const accepted: string[] = [];
+      const refused: Array<{ batch: SignalBatch; err: unknown; unavailable: boolean }> = [];
       await forEachConcurrently(due, concurrency, async (batch) => {
         if (outcome.temporalUnavailable) return;
-        const result = await deliver(db, batch);
-        if (result === 'delivered') outcome.delivered += batch.outboxIds.length;
-        if (result === 'temporal_unavailable') outcome.temporalUnavailable = true;
+        const failure = await deliver(batch);
+        if (!failure) {
+          accepted.push(...batch.outboxIds);
+          return;
+        }
+        const { err } = failure;
+        const unavailable = isTemporalUnavailable(err);
+        if (unavailable) outcome.temporalUnavailable = true;
+        refused.push({ batch, err, unavailable });
       });
+      // One client runs one statement at a time: the rows are settled after the signals, in this
+      // transaction, which still holds their locks.
+      if (accepted.length > 0) await deleteOutboxRows(db, accepted);
+      for (const { batch, err, unavailable } of refused) {
+        await recordOutboxFailure(db, batch.outboxIds, {
+          error: describe(err),
+          baseDelayMs: unavailable ? 0 : sweepIntervalMs,
+          maxDelayMs: maxBackoffMs,
+        });
+      }
+      outcome.delivered = accepted.length;
       return outcome;
     });
   }
 
-  /** Signals one workflow; deletes its rows when Temporal accepted, records the failure on them otherwise. */
-  async function deliver(db: PoolClient, batch: SignalBatch): Promise<'delivered' | 'refused' | 'temporal_unavailable'> {
+  /** Signals one workflow; null when Temporal accepted, the failure otherwise. */
+  async function deliver(batch: SignalBatch): Promise<{ err: unknown } | null> {
     try {
       await signal(batch);
     } catch (err) {
-      const unavailable = isTemporalUnavailable(err);
       signalFailuresTotal.inc();
       log.warn({ err, workflowId: batch.target.workflowId, children: batch.children.length }, 'signalWithStart failed');
-      await recordOutboxFailure(db, batch.outboxIds, {
-        error: describe(err),
-        baseDelayMs: unavailable ? 0 : sweepIntervalMs,
-        maxDelayMs: maxBackoffMs,
-      });
-      return unavailable ? 'temporal_unavailable' : 'refused';
+      return { err };
     }
     lastSignalAt.set(batch.target.workflowId, Date.now());
-    await deleteOutboxRows(db, batch.outboxIds);
     signalsSentTotal.inc();
     childrenSignalledTotal.inc(batch.children.length);
     childrenPerSignal.observe(batch.children.length);
-    return 'delivered';
+    return null;
   }
 
   async function signal({ target, scope, children }: SignalBatch): Promise<void> {
