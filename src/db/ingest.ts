@@ -60,9 +60,9 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promi
  * One round trip per batch (it was eight, from BEGIN to COMMIT): on a busy machine each round trip waits
  * for the ingress and a PostgreSQL backend to be scheduled. A multi-row upsert may not
  * touch one row twice, so the deliveries of one event, child or attachment position are merged first
- * (mergeDeliveries). Every row lock is taken in key order (albums by workflow id, then children, then
- * attachments), so concurrent statements wait for each other and do not deadlock. The statement is named:
- * each connection parses and plans it once.
+ * (mergeDeliveries). Within each table the rows are locked in key order (albums by workflow id), and
+ * every execution of this one statement visits the tables in the same order, so concurrent batches wait
+ * for each other and do not deadlock. The statement is named: each connection parses and plans it once.
  */
 export async function storeDeliveries(db: Queryable, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
   const merged = mergeDeliveries(deliveries);
