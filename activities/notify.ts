@@ -18,9 +18,20 @@ export type DeliveryOutcome = 'delivered' | 'recorded' | 'already';
 
 export const notifyTimeoutMs = 10_000;
 
+/**
+ * Stores the notification unless it is stored already, and answers its status either way: one round trip.
+ * A row another attempt committed after this statement began is not seen, and the attempt goes on as for
+ * a pending one (as two attempts in flight at once always did).
+ */
 const recordSql = `
-  INSERT INTO notifications (id, workflow_id, type, payload) VALUES ($1, $2, $3, $4::jsonb)
-  ON CONFLICT (id) DO NOTHING`;
+  WITH inserted AS (
+    INSERT INTO notifications (id, workflow_id, type, payload) VALUES ($1, $2, $3, $4::jsonb)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING status, last_error
+  )
+  SELECT status, last_error FROM inserted
+   UNION ALL
+  SELECT status, last_error FROM notifications WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM inserted)`;
 
 function isRetryableStatus(status: number): boolean {
   return status >= 500 || status === 408 || status === 429;
@@ -75,11 +86,7 @@ export function createNotifier(deps: ActivityDeps) {
 
   async function deliverNotification(n: Notification): Promise<DeliveryOutcome> {
     const body = JSON.stringify(n.payload);
-    await pool.query(recordSql, [n.id, n.workflowId, n.type, body]);
-    const { rows } = await pool.query<{ status: string; last_error: string | null }>(
-      'SELECT status, last_error FROM notifications WHERE id = $1',
-      [n.id],
-    );
+    const { rows } = await pool.query<{ status: string; last_error: string | null }>(recordSql, [n.id, n.workflowId, n.type, body]);
     const status = rows[0]?.status;
     if (status === 'delivered' || status === 'recorded') {
       notificationsTotal.inc({ type: n.type, outcome: 'already' });

@@ -101,6 +101,8 @@ interface MergedDeliveries {
 interface MergedChild {
   /** The first delivery's child: its album, metadata and raw body are the ones stored. */
   child: ChildMessage;
+  /** The workflow id of the first delivery's album; null for a standalone message. */
+  albumWorkflowId: string | null;
   raw: string;
   /** Index of the first delivery in the batch: the one reported as not a duplicate, if the child is new. */
   firstIndex: number;
@@ -129,12 +131,13 @@ function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
     if (!('child' in delivery)) return;
 
     const { child, raw } = delivery;
-    if (child.albumKey) albums.set(albumWorkflowId(child.albumKey), child.albumKey);
+    const albumId = child.albumKey ? albumWorkflowId(child.albumKey) : null;
+    if (albumId && child.albumKey) albums.set(albumId, child.albumKey);
     const childKey = childKeyString(child.key);
     const merged = children.get(childKey);
     if (!merged) {
       const attachments = new Map(child.attachments.map((attachment) => [attachment.position, { ...attachment }]));
-      children.set(childKey, { child, raw, firstIndex: index, deliveries: 1, caption: child.caption, sentAt: child.sentAt, attachments });
+      children.set(childKey, { child, albumWorkflowId: albumId, raw, firstIndex: index, deliveries: 1, caption: child.caption, sentAt: child.sentAt, attachments });
       return;
     }
     merged.deliveries += 1;
@@ -181,7 +184,7 @@ function statementValues({ events, albums, children }: MergedDeliveries): unknow
     merged.map(({ child }) => child.key.accountId),
     merged.map(({ child }) => child.key.conversationId),
     merged.map(({ child }) => child.key.messageId),
-    merged.map(({ child }) => (child.albumKey ? albumWorkflowId(child.albumKey) : null)),
+    merged.map(({ albumWorkflowId }) => albumWorkflowId),
     merged.map(({ child }) => (child.album ? JSON.stringify(child.album.raw) : null)),
     merged.map(({ child }) => child.album?.index ?? null),
     merged.map(({ child }) => child.album?.total ?? null),
