@@ -99,6 +99,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const concurrency = options.concurrency ?? 8;
   const minSignalIntervalMs = options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4));
   const lastSignalAt = new Map<string, number>();
+  /** When the earliest children this dispatcher held back become due; a pass that starts later claims them. */
   let deferredUntil = Infinity;
 
   let started = false;
@@ -143,8 +144,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   async function runPass(): Promise<number> {
     let delivered = 0;
-    forgetSignalsBefore(Date.now() - minSignalIntervalMs);
-    deferredUntil = Infinity;
+    const startedAt = Date.now();
+    forgetSignalsBefore(startedAt - minSignalIntervalMs);
+    // A pass that starts before the held-back children are due does not claim them: it keeps their deadline.
+    if (deferredUntil <= startedAt) deferredUntil = Infinity;
     try {
       for (;;) {
         const outcome = await drainBatch();

@@ -11,7 +11,7 @@ import type { ChildrenBatch } from '../../workflows/types.js';
 import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('disp');
-const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst'] as const;
+const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held'] as const;
 const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
 
 const config = testConfig({ WORKSPACE_SECRETS: JSON.stringify(Object.fromEntries(Object.values(ws).map((w) => [w, []]))) });
@@ -229,6 +229,24 @@ describe('dispatcher', () => {
     expect(held).toHaveLength(1);
     expect(held[0]!.available_at.getTime() - Date.now()).toBeGreaterThan(30_000);
     await Promise.all(['complete', 'open'].map((album) => client.workflow.getHandle(albumId(w, album)).terminate('test done').catch(() => undefined)));
+  });
+
+  it('sends held-back children when their interval ends, even after passes that found nothing to send', async () => {
+    const w = ws.held;
+    const d = dispatcher(w, { minSignalIntervalMs: 300, sweepIntervalMs: 600_000 });
+    wake = () => d.wake();
+    d.start();
+    await postChild(w, { message: 'h1', album: { id: 'a' } });
+    await vi.waitFor(async () => expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['h1']), eventually);
+
+    await postChild(w, { message: 'h2', album: { id: 'a' } });
+    await vi.waitFor(async () => expect(await outboxRows(w)).toHaveLength(1), eventually);
+    // Passes woken by other commits (or their NOTIFY echo) claim nothing while h2 waits out the interval.
+    await d.drainOnce();
+    await d.drainOnce();
+    // Only the interval's end can send h2 now: the sweep is ten minutes away.
+    await vi.waitFor(async () => expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['h1', 'h2']), { timeout: 10_000, interval: 100 });
+    await client.workflow.getHandle(albumId(w, 'a')).terminate('test done').catch(() => undefined);
   });
 
   it('sends a standalone message to its own message: workflow', async () => {
