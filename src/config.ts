@@ -15,7 +15,7 @@ const Env = Type.Object({
   TEMPORAL_TASK_QUEUE: Type.String({ default: 'albums' }),
   TEMPORAL_UI_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 8233 }),
   WORKER_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
-  WORKER_MAX_CACHED_WORKFLOWS: Type.Integer({ minimum: 0, default: 250 }),
+  WORKER_MAX_CACHED_WORKFLOWS: Type.Integer({ minimum: 0, default: 150 }),
   WORKSPACE_SECRETS: Type.String({ default: '{}' }),
   SIGNATURE_TOLERANCE_S: Type.Integer({ minimum: 1, default: 300 }),
   MAX_BODY_BYTES: Type.Integer({ minimum: 1, default: 1048576 }),
