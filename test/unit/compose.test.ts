@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { configEnvNames } from '../../src/config.js';
 import { projectRoot } from '../../src/paths.js';
+import { temporalDynamicConfig } from '../../src/temporal/devserver.js';
 import { workerNodeFlags } from '../../src/temporal/worker-flags.js';
 
 interface Service {
@@ -13,6 +14,7 @@ interface Service {
   environment?: Record<string, string>;
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
+  volumes?: string[];
 }
 
 const compose = parse(fs.readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
@@ -63,6 +65,16 @@ describe('docker-compose.yml', () => {
       expect(fs.existsSync(path.join(projectRoot, 'src', `${entry}.ts`))).toBe(true);
     }
     expect(fs.existsSync(path.join(projectRoot, 'Dockerfile'))).toBe(true);
+  });
+
+  it('gives its Temporal server the dynamic configuration the embedded dev server runs with', () => {
+    const mounts = (services.temporal?.volumes ?? []).map((volume) => volume.split(':'));
+    const mounted = mounts.find(([, target]) => target === '/etc/temporal/config/dynamicconfig/docker.yaml');
+    expect(mounted).toBeDefined();
+    const file = parse(fs.readFileSync(path.join(projectRoot, mounted![0]!), 'utf8')) as Record<string, Array<{ value: unknown }>>;
+    const values = Object.fromEntries(Object.entries(file).map(([key, [setting]]) => [key, setting?.value]));
+    expect(values).toEqual(temporalDynamicConfig);
+    expect(values['system.enableActivityEagerExecution']).toBe(true);
   });
 
   it('sets only variables the app reads', () => {
