@@ -233,19 +233,25 @@ describe('dispatcher', () => {
 
   it('sends held-back children when their interval ends, even after passes that found nothing to send', async () => {
     const w = ws.held;
-    const d = dispatcher(w, { minSignalIntervalMs: 300, sweepIntervalMs: 600_000 });
+    const d = dispatcher(w, { minSignalIntervalMs: 3_000, sweepIntervalMs: 600_000 });
     wake = () => d.wake();
     d.start();
     await postChild(w, { message: 'h1', album: { id: 'a' } });
     await vi.waitFor(async () => expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['h1']), eventually);
 
     await postChild(w, { message: 'h2', album: { id: 'a' } });
-    await vi.waitFor(async () => expect(await outboxRows(w)).toHaveLength(1), eventually);
+    // A pass has held h2 back: its row is due at the interval's end.
+    await vi.waitFor(async () => {
+      const rows = await outboxRows(w);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]!.available_at.getTime()).toBeGreaterThan(Date.now());
+    }, eventually);
     // Passes woken by other commits (or their NOTIFY echo) claim nothing while h2 waits out the interval.
     await d.drainOnce();
     await d.drainOnce();
+    expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['h1']);
     // Only the interval's end can send h2 now: the sweep is ten minutes away.
-    await vi.waitFor(async () => expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['h1', 'h2']), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['h1', 'h2']), { timeout: 15_000, interval: 100 });
     await client.workflow.getHandle(albumId(w, 'a')).terminate('test done').catch(() => undefined);
   });
 
