@@ -67,11 +67,11 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promi
 export async function storeDeliveries(db: Queryable, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
   const merged = mergeDeliveries(deliveries);
   const { rows } = await db.query<StoredRow>({ name: 'albumflow_ingest', text: storeStatement, values: statementValues(merged) });
-  const childKeys = [...merged.children.keys()];
-  const inserted = new Map(rows.flatMap((row) => (row.ord === null ? [] : [[childKeys[row.ord - 1]!, row.inserted!] as const])));
+  const storedKeys = [...merged.children.keys()];
+  const inserted = new Map(rows.flatMap((row) => (row.ord === null ? [] : [[storedKeys[row.ord - 1]!, row.inserted!] as const])));
   const results = deliveries.map((delivery, index): IngestResult | null => {
-    if (!('child' in delivery)) return null;
-    const childKey = childKeyString(delivery.child.key);
+    const childKey = merged.childKeys[index];
+    if (!('child' in delivery) || childKey === null || childKey === undefined) return null;
     const isNew = inserted.get(childKey);
     if (isNew === undefined) throw new Error(`child ${childKey} was neither inserted nor found`);
     return {
@@ -96,6 +96,8 @@ interface MergedDeliveries {
   albums: Map<string, AlbumKey>;
   /** By child key string, in the order of first delivery. */
   children: Map<string, MergedChild>;
+  /** Each delivery's child key string, in delivery order; null for an event of another type. */
+  childKeys: Array<string | null>;
 }
 
 interface MergedChild {
@@ -122,18 +124,26 @@ function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
   const events = new Map<string, EventRecord & { deliveries: number }>();
   const albums = new Map<string, AlbumKey>();
   const children = new Map<string, MergedChild>();
+  const childKeys: Array<string | null> = [];
   deliveries.forEach((delivery, index) => {
     const event = eventOf(delivery);
     const eventKey = JSON.stringify([event.workspace, event.eventId]);
     const seen = events.get(eventKey);
     if (seen) seen.deliveries += 1;
     else events.set(eventKey, { ...event, deliveries: 1 });
-    if (!('child' in delivery)) return;
+    if (!('child' in delivery)) {
+      childKeys.push(null);
+      return;
+    }
 
     const { child, raw } = delivery;
-    const albumId = child.albumKey ? albumWorkflowId(child.albumKey) : null;
-    if (albumId && child.albumKey) albums.set(albumId, child.albumKey);
+    let albumId: string | null = null;
+    if (child.albumKey) {
+      albumId = albumWorkflowId(child.albumKey);
+      albums.set(albumId, child.albumKey);
+    }
     const childKey = childKeyString(child.key);
+    childKeys.push(childKey);
     const merged = children.get(childKey);
     if (!merged) {
       const attachments = new Map(child.attachments.map((attachment) => [attachment.position, { ...attachment }]));
@@ -158,7 +168,7 @@ function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
       }
     }
   });
-  return { events: [...events.values()], albums, children };
+  return { events: [...events.values()], albums, children, childKeys };
 }
 
 /** The statement's parameters, column by column, in the order of its placeholders. */
