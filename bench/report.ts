@@ -62,6 +62,11 @@ export interface IngestStep {
   throughputRatio: number | null;
   /** app p99 ack ÷ ceiling p99 ack. */
   p99Ratio: number | null;
+  /**
+   * The closed loop only: the app's ingress without its dispatcher (bench/ingress-alone.ts, a database of
+   * its own), run right after the ceiling, so both do the same work with no pipeline on the cores.
+   */
+  ingressAlone?: { stats: StepStats; throughputRatio: number | null; p99Ratio: number | null };
 }
 
 export interface EndToEnd {
@@ -122,6 +127,8 @@ export interface Correctness {
   duplicateAlbumReady: number;
   albumsWithoutReady: number;
   decisionsByTrigger: Record<string, number>;
+  /** The group-commit step's ingress alone: children it acknowledged, and how many of them its database lacks. */
+  ingressAlone: { acceptedChildren: number; notStored: number } | null;
   ok: boolean;
 }
 
@@ -185,7 +192,7 @@ export function megabytes(bytes: number | null): number | null {
 
 const targetLimits = {
   throughputRatio: 0.9,
-  /** Group commit: the closed loop's req/s at least this multiple of the ceiling's, at a p99 no higher. */
+  /** Group commit: the ingress alone's closed-loop req/s at least this multiple of the ceiling's, at a p99 no higher. */
   groupCommitRatio: 2,
   p99Ratio: 2,
   endToEndP99Ms: 250,
@@ -196,6 +203,7 @@ const targetLimits = {
 
 export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbumsTarget: number): Target[] {
   const closedLoop = report.ingest.find((step) => step.rate === null);
+  const alone = closedLoop?.ingressAlone;
   const openLoop = report.ingest.filter((step) => step.rate !== null && step.p99Ratio !== null);
   const worstP99 = openLoop.reduce<IngestStep | null>((worst, step) => (worst && worst.p99Ratio! >= step.p99Ratio! ? worst : step), null);
   const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
@@ -211,15 +219,16 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
       met: closedLoop?.throughputRatio == null ? null : closedLoop.throughputRatio >= targetLimits.throughputRatio,
     },
     {
-      name: 'Group commit (closed loop)',
+      name: 'Group commit (closed loop, ingress alone)',
       target: `≥ ${targetLimits.groupCommitRatio}× the ceiling's req/s, p99 ack ≤ the ceiling's`,
-      measured: closedLoop
-        ? `${closedLoop.throughputRatio}× req/s, p99 ${closedLoop.app.ackMs.p99} vs ${closedLoop.ceiling.ackMs.p99} ms`
+      measured: alone
+        ? `${alone.throughputRatio}× req/s (${alone.stats.acceptedPerS} vs ${closedLoop.ceiling.acceptedPerS}), ` +
+          `p99 ${alone.stats.ackMs.p99} vs ${closedLoop.ceiling.ackMs.p99} ms; the whole app, its pipeline on the same cores: ${closedLoop.throughputRatio}×`
         : 'not measured',
       met:
-        closedLoop?.throughputRatio == null || closedLoop.p99Ratio === null
+        alone?.throughputRatio == null || alone.p99Ratio === null
           ? null
-          : closedLoop.throughputRatio >= targetLimits.groupCommitRatio && closedLoop.p99Ratio <= 1,
+          : alone.throughputRatio >= targetLimits.groupCommitRatio && alone.p99Ratio <= 1,
     },
     {
       name: 'Ingest p99 ack (worst open-loop step)',
@@ -308,16 +317,24 @@ export function renderMarkdown(report: BenchReport): string {
   lines.push(
     table(
       ['offered', 'ceiling req/s', 'ceiling p50 / p99 ms', 'app req/s', 'app p50 / p99 ms', 'req/s ratio', 'p99 ratio', 'failures (app)'],
-      report.ingest.map((step) => [
-        step.rate === null ? `closed loop, ${step.concurrency} in flight` : `${step.rate} req/s`,
-        step.ceiling.acceptedPerS,
-        `${cell(step.ceiling.ackMs.p50)} / ${cell(step.ceiling.ackMs.p99)}`,
-        step.app.acceptedPerS,
-        `${cell(step.app.ackMs.p50)} / ${cell(step.app.ackMs.p99)}`,
-        pct(step.throughputRatio),
-        step.p99Ratio === null ? '–' : `${step.p99Ratio}×`,
-        failures(step.app),
-      ]),
+      report.ingest.flatMap((step) => {
+        const offered = step.rate === null ? `closed loop, ${step.concurrency} in flight` : `${step.rate} req/s`;
+        const row = (label: string, app: StepStats, throughputRatio: number | null, p99Ratio: number | null): Cell[] => [
+          label,
+          step.ceiling.acceptedPerS,
+          `${cell(step.ceiling.ackMs.p50)} / ${cell(step.ceiling.ackMs.p99)}`,
+          app.acceptedPerS,
+          `${cell(app.ackMs.p50)} / ${cell(app.ackMs.p99)}`,
+          pct(throughputRatio),
+          p99Ratio === null ? '–' : `${p99Ratio}×`,
+          failures(app),
+        ];
+        const alone = step.ingressAlone;
+        return [
+          row(offered, step.app, step.throughputRatio, step.p99Ratio),
+          ...(alone ? [row(`${offered}: the ingress alone (group commit)`, alone.stats, alone.throughputRatio, alone.p99Ratio)] : []),
+        ];
+      }),
     ),
   );
   lines.push('');
@@ -374,7 +391,8 @@ export function renderMarkdown(report: BenchReport): string {
   lines.push(
     `${c.acceptedChildren} accepted children, ${c.missingFromDecisions} missing from every decision; ${c.albums} albums, ` +
       `${c.duplicateAlbumReady} with a duplicate album.ready, ${c.albumsWithoutReady} without one. Decisions: ` +
-      `${Object.entries(c.decisionsByTrigger).map(([trigger, n]) => `${trigger} ${n}`).join(', ')}.`,
+      `${Object.entries(c.decisionsByTrigger).map(([trigger, n]) => `${trigger} ${n}`).join(', ')}.` +
+      (c.ingressAlone ? ` The ingress alone acknowledged ${c.ingressAlone.acceptedChildren} children; ${c.ingressAlone.notStored} of them are not in its database.` : ''),
   );
   lines.push('');
   lines.push('### CPU seconds per phase (postgres: every PostgreSQL process of the machine)');
@@ -420,6 +438,12 @@ Method:
   else, one transaction per request. It is measured in the same run, under the same load (the same
   seeded request sequence, in its own database), just before the app, while the worker and the
   Temporal server are idle.
+- **Group commit.** The closed loop runs a third time, right after the ceiling's, against the app's
+  ingress without its dispatcher (bench/ingress-alone.ts, in a database of its own): the same HTTP
+  server, schemas and batched commits as the app, doing the ceiling's work (verify, parse, commit) with
+  the pipeline idle as it is for the ceiling. Every child it acknowledged is checked to be in its
+  database. The whole app's closed loop, with the worker and the Temporal server working through the
+  step's children on the same cores, is reported beside it.
 - **Load.** Signed \`message.received\` webhooks for albums of 1–10 children (about half carry
   \`album.total\`), the children of a few albums interleaved in shuffled order, 5% redelivered. Open
   loop at each offered rate (bounded concurrency; latency counts from the intended send time, so a

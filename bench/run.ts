@@ -216,6 +216,20 @@ async function decisionsOf(pool: Pool, workflowIds: string[]): Promise<Map<strin
   return byWorkflow;
 }
 
+/** Accepted children (workflow id → message ids) that are not stored in the database behind `pool`. */
+async function uncommitted(pool: Pool, expected: Map<string, Set<string>>): Promise<string[]> {
+  const { rows } = await pool.query<{ workflow_id: string; message_id: string }>(
+    `SELECT a.workflow_id, m.message_id FROM messages m JOIN albums a ON a.id = m.album_pk WHERE a.workflow_id = ANY($1::text[])`,
+    [[...expected.keys()]],
+  );
+  const stored = new Set(rows.map((row) => `${row.workflow_id} ${row.message_id}`));
+  const missing: string[] = [];
+  for (const [workflowId, children] of expected) {
+    for (const child of children) if (!stored.has(`${workflowId} ${child}`)) missing.push(`${workflowId} ${child}`);
+  }
+  return missing;
+}
+
 function undecided(expected: Map<string, Set<string>>, decisions: Map<string, DecisionRow[]>): string[] {
   const missing: string[] = [];
   for (const [workflowId, children] of expected) {
@@ -343,10 +357,12 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const base = connectionConfig(options.databaseUrl);
     const appDatabase = `albumflow_bench_${process.pid}_${Date.now()}`;
     const ceilingDatabase = `${appDatabase}_ceiling`;
+    const ingressAloneDatabase = `${appDatabase}_ingress_alone`;
+    const measuresIngest = options.phases.includes('ingest');
     const admin = new pg.Client(withDatabase(base, 'postgres'));
     await admin.connect();
     closers.push({ name: 'the admin connection', close: () => admin.end() });
-    for (const database of [appDatabase, ceilingDatabase]) {
+    for (const database of [appDatabase, ceilingDatabase, ...(measuresIngest ? [ingressAloneDatabase] : [])]) {
       await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
       closers.push({ name: `database ${database}`, close: () => admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`) });
       await migrate(withDatabase(base, database));
@@ -410,19 +426,24 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       start('ingress', 'src/ingress.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb) }, /listening on (http:\/\/\S+?),/, profileArgs('ingress')),
       start('ceiling', 'bench/ceiling.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) }, /ceiling listening on (\S+)/),
       start('load', 'bench/load.ts', { ...inherited }, /load generator ready/, [], true),
+      ...(measuresIngest
+        ? [start('ingress alone', 'bench/ingress-alone.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ingressAloneDatabase)) }, /listening on (http:\/\/\S+)/)]
+        : []),
     ]);
     const failed = startups.find((startup) => startup.status === 'rejected');
     if (failed) throw failed.reason;
-    const [worker, ingress, ceiling, load] = startups.map((startup) => (startup as PromiseFulfilledResult<ManagedProcess>).value) as [
+    const [worker, ingress, ceiling, load, ingressAlone] = startups.map((startup) => (startup as PromiseFulfilledResult<ManagedProcess>).value) as [
       ManagedProcess,
       ManagedProcess,
       ManagedProcess,
       ManagedProcess,
+      ManagedProcess | undefined,
     ];
     const workerMetricsUrl = `http://127.0.0.1:${workerMetricsPort}/metrics`;
     const ingressMetricsUrl = `${ingress.readyMatch}/metrics`;
 
     const watched: Record<string, number> = { ingress: ingress.pid, worker: worker.pid, ceiling: ceiling.pid, load: load.pid };
+    if (ingressAlone) watched['ingress alone'] = ingressAlone.pid;
     const temporalPid = devServer ? childPids(process.pid, 'temporal')[0] : undefined;
     if (temporalPid !== undefined) watched.temporal = temporalPid;
     const sampler = new MemorySampler();
@@ -548,12 +569,35 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       return measureCpu(`${name}, ceiling`, () => runLoad(phase));
     };
 
+    /**
+     * The ingress alone runs the same load right after the ceiling, under the same conditions (no
+     * pipeline at work); every child it acknowledged must be in its database.
+     */
+    const ingressAloneChildren: RequestRecord[] = [];
+    const runIngressAlonePhase = async (name: string, phase: LoadPhase): Promise<PhaseResult> => {
+      signal?.throwIfAborted();
+      log(`bench: ${name} (ingress alone)`);
+      const result = await measureCpu(`${name}, ingress alone`, () => runLoad(phase));
+      ingressAloneChildren.push(...result.records);
+      return result;
+    };
+
     const ingest: IngestStep[] = [];
-    const compare = async (name: string, rate: number | null, concurrency: number, durationMs: number, spec: WorkloadOptions) => {
-      const ceilingResult = await runCeilingPhase(name, loadPhase(ceiling.readyMatch, { workload: spec, rate, durationMs, concurrency }));
-      const appResult = await runAppPhase(name, loadPhase(ingress.readyMatch, { workload: spec, rate, durationMs, concurrency }));
+    const compare = async (
+      name: string,
+      rate: number | null,
+      concurrency: number,
+      durationMs: number,
+      spec: WorkloadOptions,
+      { alone = false }: { alone?: boolean } = {},
+    ): Promise<IngestStep> => {
+      const phaseAt = (url: string) => loadPhase(url, { workload: spec, rate, durationMs, concurrency });
+      const ceilingResult = await runCeilingPhase(name, phaseAt(ceiling.readyMatch));
+      const aloneResult = alone && ingressAlone ? await runIngressAlonePhase(name, phaseAt(ingressAlone.readyMatch)) : undefined;
+      const appResult = await runAppPhase(name, phaseAt(ingress.readyMatch));
       const ceilingStats = stepStats(ceilingResult.records, ceilingResult.truncated);
       const appStats = stepStats(appResult.records, appResult.truncated);
+      const aloneStats = aloneResult ? stepStats(aloneResult.records, aloneResult.truncated) : undefined;
       return {
         rate,
         concurrency,
@@ -561,19 +605,30 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
         app: appStats,
         throughputRatio: ratio(appStats.acceptedPerS, ceilingStats.acceptedPerS),
         p99Ratio: ratio(appStats.ackMs.p99, ceilingStats.ackMs.p99),
+        ...(aloneStats
+          ? {
+              ingressAlone: {
+                stats: aloneStats,
+                throughputRatio: ratio(aloneStats.acceptedPerS, ceilingStats.acceptedPerS),
+                p99Ratio: ratio(aloneStats.ackMs.p99, ceilingStats.ackMs.p99),
+              },
+            }
+          : {}),
       };
     };
 
     const runs = (phase: PhaseName) => options.phases.includes(phase);
     if (options.warmupSeconds > 0) {
-      await compare('warm-up', options.rates[0] ?? 50, options.concurrency, options.warmupSeconds * 1000, workload('w', options.seed));
+      await compare('warm-up', options.rates[0] ?? 50, options.concurrency, options.warmupSeconds * 1000, workload('w', options.seed), { alone: true });
     }
     if (runs('ingest')) {
       for (const [i, rate] of options.rates.entries()) {
         ingest.push(await compare(`ingest ${rate}/s`, rate, options.concurrency, options.stepSeconds * 1000, workload(`r${i}`, options.seed + 1 + i)));
       }
       ingest.push(
-        await compare('ingest closed loop', null, options.closedLoopConcurrency, options.stepSeconds * 1000, workload('c', options.seed + 100)),
+        await compare('ingest closed loop', null, options.closedLoopConcurrency, options.stepSeconds * 1000, workload('c', options.seed + 100), {
+          alone: true,
+        }),
       );
     }
 
@@ -663,6 +718,19 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const decisionsByTrigger: Record<string, number> = {};
     for (const rows of decisions.values()) for (const row of rows) decisionsByTrigger[row.trigger] = (decisionsByTrigger[row.trigger] ?? 0) + 1;
     const duplicateAlbumReady = readyCounts.filter((row) => row.n > 1).length;
+    const aloneExpected = acceptedChildren(ingressAloneChildren);
+    let ingressAloneCommits: Correctness['ingressAlone'] = null;
+    if (aloneExpected.size > 0) {
+      const alonePool = createPool(withDatabase(base, ingressAloneDatabase), { max: 1, applicationName: 'albumflow-bench' });
+      try {
+        ingressAloneCommits = {
+          acceptedChildren: [...aloneExpected.values()].reduce((sum, children) => sum + children.size, 0),
+          notStored: (await uncommitted(alonePool, aloneExpected)).length,
+        };
+      } finally {
+        await alonePool.end();
+      }
+    }
     const correctness: Correctness = {
       acceptedChildren: [...expected.values()].reduce((sum, children) => sum + children.size, 0),
       missingFromDecisions: missing.length,
@@ -671,7 +739,8 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       duplicateAlbumReady,
       albumsWithoutReady: workflowIds.length - readyCounts.length,
       decisionsByTrigger,
-      ok: missing.length === 0 && duplicateAlbumReady === 0 && expected.size > 0,
+      ingressAlone: ingressAloneCommits,
+      ok: missing.length === 0 && duplicateAlbumReady === 0 && expected.size > 0 && (ingressAloneCommits?.notStored ?? 0) === 0,
     };
 
     const endToEndFigures = appPhases

@@ -2,7 +2,7 @@
 // Temporal dev server when TEMPORAL_ADDRESS is unset.
 import { run } from './serve.js';
 
-await run({ ingress: true, worker: true }, ({ urls }, config) => {
+await run({ http: true, dispatcher: true, worker: true }, ({ urls }, config) => {
   const http = urls.http ?? '';
   const namespace = encodeURIComponent(config.temporal.namespace);
   const workspaces = [...config.workspaceSecrets.keys()];

@@ -14,8 +14,10 @@ import { installTemporalRuntime } from './temporal/runtime.js';
 import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
 
 export interface Roles {
-  /** HTTP server and outbox dispatcher. */
-  ingress: boolean;
+  /** The HTTP server: webhooks, status, health, metrics. */
+  http: boolean;
+  /** The outbox dispatcher, which hands committed children to their album workflows. */
+  dispatcher: boolean;
   /** Temporal worker running the album workflows and activities. */
   worker: boolean;
 }
@@ -28,7 +30,7 @@ export interface Service {
 
 /**
  * Starts albumflow's parts: migrations, the embedded Temporal dev server when TEMPORAL_ADDRESS is
- * unset, then the worker and/or the ingress (HTTP + dispatcher).
+ * unset, then the worker, the dispatcher and the HTTP server, each when its role is asked for.
  */
 export async function startService(config: Config, roles: Roles, logger: Logger): Promise<Service> {
   const closers: Array<() => Promise<unknown>> = [];
@@ -94,9 +96,9 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
       });
     }
 
-    let app: App | undefined;
-    if (roles.ingress) {
-      const dispatcher: Dispatcher = createDispatcher({
+    let dispatcher: Dispatcher | undefined;
+    if (roles.dispatcher) {
+      dispatcher = createDispatcher({
         pool,
         client,
         taskQueue: config.temporal.taskQueue,
@@ -104,12 +106,16 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
         logger,
       });
       dispatcher.start();
-      closers.push(() => dispatcher.stop());
+      closers.push(() => dispatcher!.stop());
+    }
+
+    let app: App | undefined;
+    if (roles.http) {
       app = await buildApp({
         config,
         pool,
         temporal: client,
-        wakeDispatcher: () => dispatcher.wake(),
+        wakeDispatcher: () => dispatcher?.wake(),
         logger,
         ...(workerMetrics ? { workerMetricsUrl: workerMetrics } : {}),
       });

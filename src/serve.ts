@@ -18,7 +18,7 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
   } catch (err) {
     return fail((err as Error).message);
   }
-  if (!(roles.ingress && roles.worker) && !config.temporal.address) {
+  if (!(roles.http && roles.dispatcher && roles.worker) && !config.temporal.address) {
     fail('TEMPORAL_ADDRESS is required to run the ingress or the worker alone; `npm start` runs both with an embedded dev server');
   }
   const logger: Logger = createLogger(config.logLevel);

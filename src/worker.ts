@@ -2,7 +2,7 @@
 import { run } from './serve.js';
 
 await run(
-  { ingress: false, worker: true },
+  { http: false, dispatcher: false, worker: true },
   ({ urls }, config) =>
     `albumflow worker polling task queue "${config.temporal.taskQueue}" on ${urls.temporal}; Temporal worker metrics at ${urls.workerMetrics}\n`,
 );

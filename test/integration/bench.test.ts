@@ -34,6 +34,8 @@ describe('npm run bench, tiny', () => {
     expect(correctness.missingFromDecisions).toBe(0);
     expect(correctness.duplicateAlbumReady).toBe(0);
     expect(correctness.albumsWithoutReady).toBe(0);
+    expect(correctness.ingressAlone?.acceptedChildren).toBeGreaterThan(0);
+    expect(correctness.ingressAlone?.notStored).toBe(0);
     expect(correctness.ok).toBe(true);
   });
 
@@ -50,6 +52,11 @@ describe('npm run bench, tiny', () => {
       expect(isNumber(step.throughputRatio)).toBe(true);
       expect(isNumber(step.p99Ratio)).toBe(true);
     }
+    const closedLoop = report.ingest.find((step) => step.rate === null);
+    expect(report.ingest.filter((step) => step.ingressAlone !== undefined)).toEqual([closedLoop]);
+    const alone = closedLoop!.ingressAlone!;
+    expect(alone.stats.accepted).toBeGreaterThan(0);
+    expect(isNumber(alone.stats.ackMs.p99) && isNumber(alone.throughputRatio) && isNumber(alone.p99Ratio)).toBe(true);
 
     const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
     expect(sustained).toBeDefined();
@@ -63,14 +70,14 @@ describe('npm run bench, tiny', () => {
     expect(burst!.signalWithStarts).toBeGreaterThan(0);
 
     expect(report.scale.openAlbums).toBeGreaterThanOrEqual(tinyOptions.openAlbums!);
-    for (const name of ['ingress', 'worker', 'ceiling', 'load']) {
+    for (const name of ['ingress', 'worker', 'ceiling', 'load', 'ingress alone']) {
       const memory = report.scale.processes[name];
       expect(isNumber(memory?.hwmMB) && memory.hwmMB > 0).toBe(true);
       expect(isNumber(memory?.peakRssMB) && memory.peakRssMB > 0).toBe(true);
     }
 
     expect(report.targets.map((target) => target.name)).toEqual(
-      expect.arrayContaining(['Ingest throughput (closed loop)', 'Group commit (closed loop)', 'Signals per child (10-photo bursts)', 'Correctness']),
+      expect.arrayContaining(['Ingest throughput (closed loop)', 'Group commit (closed loop, ingress alone)', 'Signals per child (10-photo bursts)', 'Correctness']),
     );
     expect(report.versions.PostgreSQL).toMatch(/^\d+/);
     expect(report.machine.cores).toBeGreaterThan(0);
