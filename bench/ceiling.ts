@@ -1,9 +1,9 @@
 // The ceiling of the ingest benchmark: a bare Fastify endpoint that verifies the same HMAC
 // (src/signature.ts), parses the event into the same child (src/http/event.ts) and commits the same
 // rows with the project's own SQL, one transaction per request (ingestChild of src/db/ingest.ts: one
-// statement writing the event, album, child, attachments, outbox row and its NOTIFY). Nothing else: no group commit, no
-// schemas, no hooks, no logging, no metrics, no dispatcher, no Temporal. Reads PORT, HOST,
-// DATABASE_URL, WORKSPACE_SECRETS, SIGNATURE_TOLERANCE_S and MAX_BODY_BYTES like the app.
+// statement writing the event, album, child, attachments and outbox row). Nothing else: no group commit,
+// no NOTIFY (there is no dispatcher to wake), no schemas, no hooks, no logging, no metrics, no Temporal.
+// Reads PORT, HOST, DATABASE_URL, WORKSPACE_SECRETS, SIGNATURE_TOLERANCE_S and MAX_BODY_BYTES like the app.
 import Fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
 import { ingestChild } from '../src/db/ingest.js';
@@ -33,7 +33,7 @@ app.post<{ Params: { workspace: string }; Body: Buffer }>('/webhooks/unifyport/:
   if (!verdict.ok) return reply.code(401).send({ error: { code: verdict.reason, message: verdict.reason } });
   const event = parseEvent(workspace, request.body);
   if (event.kind !== 'child') return reply.code(400).send({ error: { code: 'not_a_child', message: event.kind } });
-  const stored = await ingestChild(pool, { eventId: event.eventId, type: event.type, raw: request.body.toString('utf8'), child: event.child });
+  const stored = await ingestChild(pool, { eventId: event.eventId, type: event.type, raw: request.body.toString('utf8'), child: event.child }, { announce: false });
   return reply.code(202).send({ status: 'accepted', ...stored });
 });
 

@@ -38,13 +38,22 @@ export interface IngestResult {
 export interface StoredDeliveries {
   /** One per delivery, in order: the child's result, or null for an event of another type. */
   results: Array<IngestResult | null>;
-  /** Outbox rows inserted (and announced on the outbox channel). */
+  /** Outbox rows inserted (and announced on the outbox channel unless told not to). */
   queued: number;
 }
 
+export interface StoreOptions {
+  /**
+   * NOTIFY the outbox channel when rows were queued (default true), so dispatchers wake at once. Only a
+   * writer with no dispatcher to wake turns it off (the bench's ceiling): every notifying commit holds
+   * PostgreSQL's cluster-wide notify lock through its WAL flush.
+   */
+  announce?: boolean;
+}
+
 /** Stores one child and commits; the caller may answer 2xx once this resolves. */
-export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promise<IngestResult> {
-  const { results } = await storeDeliveries(db, [delivery]);
+export async function ingestChild(db: Queryable, delivery: ChildDelivery, options: StoreOptions = {}): Promise<IngestResult> {
+  const { results } = await storeDeliveries(db, [delivery], options);
   return results[0]!;
 }
 
@@ -64,9 +73,10 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promi
  * every execution of this one statement visits the tables in the same order, so concurrent batches wait
  * for each other and do not deadlock. The statement is named: each connection parses and plans it once.
  */
-export async function storeDeliveries(db: Queryable, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
+export async function storeDeliveries(db: Queryable, deliveries: readonly Delivery[], { announce = true }: StoreOptions = {}): Promise<StoredDeliveries> {
   const merged = mergeDeliveries(deliveries);
-  const { rows } = await db.query<StoredRow>({ name: 'albumflow_ingest', text: storeStatement, values: statementValues(merged) });
+  const values = statementValues(merged, announce ? outboxChannel : null);
+  const { rows } = await db.query<StoredRow>({ name: 'albumflow_ingest', text: storeStatement, values });
   const storedKeys = [...merged.children.keys()];
   const inserted = new Map(rows.flatMap((row) => (row.ord === null ? [] : [[storedKeys[row.ord - 1]!, row.inserted!] as const])));
   const results = deliveries.map((delivery, index): IngestResult | null => {
@@ -172,7 +182,7 @@ function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
 }
 
 /** The statement's parameters, column by column, in the order of its placeholders. */
-function statementValues({ events, albums, children }: MergedDeliveries): unknown[] {
+function statementValues({ events, albums, children }: MergedDeliveries, channel: string | null): unknown[] {
   const merged = [...children.values()];
   const attachments = merged.flatMap(({ attachments }, i) => [...attachments.values()].map((attachment) => ({ childOrd: i + 1, ...attachment })));
   const albumKeys = [...albums.entries()];
@@ -210,7 +220,7 @@ function statementValues({ events, albums, children }: MergedDeliveries): unknow
     attachments.map((a) => a.mimeType),
     attachments.map((a) => a.declaredSize),
     attachments.map((a) => a.fileName),
-    outboxChannel,
+    channel,
   ];
 }
 
@@ -291,7 +301,7 @@ WITH events_in AS (
 ), announced AS (
   SELECT count(*)::int AS queued FROM queued
 ), notified AS (
-  SELECT pg_notify($34, '') FROM announced WHERE queued > 0
+  SELECT pg_notify($34, '') FROM announced WHERE queued > 0 AND $34::text IS NOT NULL
 )
 SELECT NULL::int AS ord, NULL::boolean AS inserted, queued, (SELECT count(*)::int FROM notified) AS notified FROM announced
  UNION ALL

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ingestChild, storeDeliveries, type ChildDelivery, type IngestResult } from '../../src/db/ingest.js';
+import { outboxChannel } from '../../src/db/outbox.js';
 import type { Pool } from '../../src/db/pool.js';
 import { parseEvent } from '../../src/http/event.js';
 import { testConfig, testPool, unique } from '../helpers/env.js';
@@ -96,5 +97,44 @@ describe('ingestChild under concurrency', () => {
     );
     expect(albums).toHaveLength(1);
     expect(albums[0]!.children).toBe(2);
+  });
+});
+
+describe('announcing queued children', () => {
+  it('notifies the outbox channel from the storing session, unless told not to, and queues the child either way', async () => {
+    const listener = await pool.connect();
+    const writer = await pool.connect();
+    try {
+      const writerPid = (await writer.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const fromWriter: number[] = [];
+      listener.on('notification', (message) => {
+        if (message.channel === outboxChannel && message.processId === writerPid) fromWriter.push(Date.now());
+      });
+      await listener.query(`LISTEN ${outboxChannel}`);
+      const workspace = unique('ws');
+      // A notification is delivered once the listener's session reads it; a round trip on it is enough.
+      const settle = () => listener.query('SELECT 1');
+
+      const quiet = await ingestChild(writer, deliveryOf(workspace, childEvent('quiet', 'a')), { announce: false });
+      await settle();
+      expect(quiet.duplicate).toBe(false);
+      expect(fromWriter).toEqual([]);
+
+      await ingestChild(writer, deliveryOf(workspace, childEvent('announced', 'a')));
+      await vi.waitFor(async () => {
+        await settle();
+        expect(fromWriter).toHaveLength(1);
+      });
+
+      const { rows } = await pool.query<{ message_id: string }>(
+        `SELECT m.message_id FROM outbox o JOIN messages m ON m.id = o.message_pk WHERE m.workspace = $1 ORDER BY m.message_id`,
+        [workspace],
+      );
+      expect(rows.map((row) => row.message_id)).toEqual(['announced', 'quiet']);
+    } finally {
+      await listener.query('UNLISTEN *').catch(() => undefined);
+      listener.release();
+      writer.release();
+    }
   });
 });
