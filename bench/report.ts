@@ -63,8 +63,8 @@ export interface IngestStep {
   /** app p99 ack ÷ ceiling p99 ack. */
   p99Ratio: number | null;
   /**
-   * The closed loop only: the app's ingress without its dispatcher (bench/ingress-alone.ts, a database of
-   * its own), run right after the ceiling, so both do the same work with no pipeline on the cores.
+   * The app's ingress without its dispatcher (bench/ingress-alone.ts, a database of its own), run right
+   * after the ceiling, so both do the same work with no pipeline on the cores.
    */
   ingressAlone?: { stats: StepStats; throughputRatio: number | null; p99Ratio: number | null };
 }
@@ -332,7 +332,7 @@ export function renderMarkdown(report: BenchReport): string {
         const alone = step.ingressAlone;
         return [
           row(offered, step.app, step.throughputRatio, step.p99Ratio),
-          ...(alone ? [row(`${offered}: the ingress alone (group commit)`, alone.stats, alone.throughputRatio, alone.p99Ratio)] : []),
+          ...(alone ? [row(`${offered}, the ingress alone`, alone.stats, alone.throughputRatio, alone.p99Ratio)] : []),
         ];
       }),
     ),
@@ -435,15 +435,16 @@ JSON of each run is kept under bench/results/ (not committed).
 Method:
 - **Ceiling.** A bare Fastify endpoint verifies the same HMAC and commits the same rows (event, album,
   child, attachments, outbox row) in one transaction with the project's own SQL, and does nothing
-  else, one transaction per request. It is measured in the same run, under the same load (the same
+  else (no NOTIFY either: it has no dispatcher to wake), one transaction per request. It is measured in the same run, under the same load (the same
   seeded request sequence, in its own database), just before the app, while the worker and the
   Temporal server are idle.
-- **Group commit.** The closed loop runs a third time, right after the ceiling's, against the app's
-  ingress without its dispatcher (bench/ingress-alone.ts, in a database of its own): the same HTTP
+- **The ingress alone.** Every ingest step runs a third time, right after the ceiling's, against the
+  app's ingress without its dispatcher (bench/ingress-alone.ts, in a database of its own): the same HTTP
   server, schemas and batched commits as the app, doing the ceiling's work (verify, parse, commit) with
-  the pipeline idle as it is for the ceiling. Every child it acknowledged is checked to be in its
-  database. The whole app's closed loop, with the worker and the Temporal server working through the
-  step's children on the same cores, is reported beside it.
+  the pipeline idle as it is for the ceiling. Group commit is held to the ceiling with it; every child it
+  acknowledged is checked to be in its database. The whole app's steps, with the worker and the Temporal
+  server working through the children on the same cores, are reported beside it and held to the other
+  ingest targets.
 - **Load.** Signed \`message.received\` webhooks for albums of 1–10 children (about half carry
   \`album.total\`), the children of a few albums interleaved in shuffled order, 5% redelivered. Open
   loop at each offered rate (bounded concurrency; latency counts from the intended send time, so a

@@ -100,7 +100,7 @@ export const defaultOptions: BenchOptions = {
   stepSeconds: 10,
   concurrency: 64,
   closedLoopConcurrency: 32,
-  warmupSeconds: 5,
+  warmupSeconds: 15,
   sustainedRate: 215,
   sustainedSeconds: 20,
   burstAlbumsPerSecond: 20,

@@ -52,11 +52,10 @@ describe('npm run bench, tiny', () => {
       expect(isNumber(step.throughputRatio)).toBe(true);
       expect(isNumber(step.p99Ratio)).toBe(true);
     }
-    const closedLoop = report.ingest.find((step) => step.rate === null);
-    expect(report.ingest.filter((step) => step.ingressAlone !== undefined)).toEqual([closedLoop]);
-    const alone = closedLoop!.ingressAlone!;
-    expect(alone.stats.accepted).toBeGreaterThan(0);
-    expect(isNumber(alone.stats.ackMs.p99) && isNumber(alone.throughputRatio) && isNumber(alone.p99Ratio)).toBe(true);
+    for (const { ingressAlone: alone } of report.ingest) {
+      expect(alone?.stats.accepted).toBeGreaterThan(0);
+      expect(isNumber(alone?.stats.ackMs.p99) && isNumber(alone.throughputRatio) && isNumber(alone.p99Ratio)).toBe(true);
+    }
 
     const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
     expect(sustained).toBeDefined();
