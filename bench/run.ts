@@ -847,7 +847,7 @@ function parseOptions(argv: string[]): Partial<BenchOptions> {
   if (values.help) {
     process.stdout.write(
       'npm run bench -- [--tiny] [--phases ingest,sustained,burst,scale] [--rates 100,200,400] [--step-seconds 10]\n' +
-        '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 5] [--sustained-rate 215] [--sustained-seconds 20]\n' +
+        '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 15] [--sustained-rate 215] [--sustained-seconds 20]\n' +
         '  [--burst-albums-per-second 20] [--burst-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
         '  [--seed N] [--profile] [--no-append]\n' +
         'DATABASE_URL names the PostgreSQL server (a fresh database is created on it and dropped after);\n' +
