@@ -589,11 +589,10 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       concurrency: number,
       durationMs: number,
       spec: WorkloadOptions,
-      { alone = false }: { alone?: boolean } = {},
     ): Promise<IngestStep> => {
       const phaseAt = (url: string) => loadPhase(url, { workload: spec, rate, durationMs, concurrency });
       const ceilingResult = await runCeilingPhase(name, phaseAt(ceiling.readyMatch));
-      const aloneResult = alone && ingressAlone ? await runIngressAlonePhase(name, phaseAt(ingressAlone.readyMatch)) : undefined;
+      const aloneResult = ingressAlone ? await runIngressAlonePhase(name, phaseAt(ingressAlone.readyMatch)) : undefined;
       const appResult = await runAppPhase(name, phaseAt(ingress.readyMatch));
       const ceilingStats = stepStats(ceilingResult.records, ceilingResult.truncated);
       const appStats = stepStats(appResult.records, appResult.truncated);
@@ -619,16 +618,14 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
 
     const runs = (phase: PhaseName) => options.phases.includes(phase);
     if (options.warmupSeconds > 0) {
-      await compare('warm-up', options.rates[0] ?? 50, options.concurrency, options.warmupSeconds * 1000, workload('w', options.seed), { alone: true });
+      await compare('warm-up', options.rates[0] ?? 50, options.concurrency, options.warmupSeconds * 1000, workload('w', options.seed));
     }
     if (runs('ingest')) {
       for (const [i, rate] of options.rates.entries()) {
         ingest.push(await compare(`ingest ${rate}/s`, rate, options.concurrency, options.stepSeconds * 1000, workload(`r${i}`, options.seed + 1 + i)));
       }
       ingest.push(
-        await compare('ingest closed loop', null, options.closedLoopConcurrency, options.stepSeconds * 1000, workload('c', options.seed + 100), {
-          alone: true,
-        }),
+        await compare('ingest closed loop', null, options.closedLoopConcurrency, options.stepSeconds * 1000, workload('c', options.seed + 100)),
       );
     }
 
