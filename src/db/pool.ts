@@ -37,6 +37,8 @@ function localSocketOrTcp(): string {
 export interface PoolOptions {
   max?: number;
   applicationName?: string;
+  /** How long an unused connection stays open, ms (default 30 s); 0 keeps it until the pool ends. */
+  idleTimeoutMillis?: number;
 }
 
 export function createPool(config: pg.ClientConfig, options: PoolOptions = {}): Pool {
@@ -45,7 +47,7 @@ export function createPool(config: pg.ClientConfig, options: PoolOptions = {}): 
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'albumflow',
     connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
+    idleTimeoutMillis: options.idleTimeoutMillis ?? 30_000,
   });
   // An idle client losing its connection (server restart) must not crash the process; the pool
   // discards it and the next query gets a fresh connection.
