@@ -127,7 +127,7 @@ export interface Correctness {
   duplicateAlbumReady: number;
   albumsWithoutReady: number;
   decisionsByTrigger: Record<string, number>;
-  /** The group-commit step's ingress alone: children it acknowledged, and how many of them its database lacks. */
+  /** The ingress alone, over every ingest step: children it acknowledged, and how many of them its database lacks. */
   ingressAlone: { acceptedChildren: number; notStored: number } | null;
   ok: boolean;
 }
@@ -435,9 +435,10 @@ JSON of each run is kept under bench/results/ (not committed).
 Method:
 - **Ceiling.** A bare Fastify endpoint verifies the same HMAC and commits the same rows (event, album,
   child, attachments, outbox row) in one transaction with the project's own SQL, and does nothing
-  else (no NOTIFY either: it has no dispatcher to wake), one transaction per request. It is measured in the same run, under the same load (the same
-  seeded request sequence, in its own database), just before the app, while the worker and the
-  Temporal server are idle.
+  else (no NOTIFY either: it has no dispatcher to wake), one transaction per request; its connections
+  stay open between steps. It is measured in the same run, under the same load (the same seeded
+  request sequence, in its own database), just before the ingress alone and the app, while the worker
+  and the Temporal server are idle.
 - **The ingress alone.** Every ingest step runs a third time, right after the ceiling's, against the
   app's ingress without its dispatcher (bench/ingress-alone.ts, in a database of its own): the same HTTP
   server, schemas and batched commits as the app, doing the ceiling's work (verify, parse, commit) with
