@@ -193,6 +193,12 @@ function acceptedChildren(records: readonly RequestRecord[]): Map<string, Set<st
   return byWorkflow;
 }
 
+function childCount(byWorkflow: Map<string, Set<string>>): number {
+  let count = 0;
+  for (const children of byWorkflow.values()) count += children.size;
+  return count;
+}
+
 interface DecisionRow {
   workflow_id: string;
   seq: number;
@@ -358,11 +364,11 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const appDatabase = `albumflow_bench_${process.pid}_${Date.now()}`;
     const ceilingDatabase = `${appDatabase}_ceiling`;
     const ingressAloneDatabase = `${appDatabase}_ingress_alone`;
-    const measuresIngest = options.phases.includes('ingest');
+    const runs = (phase: PhaseName) => options.phases.includes(phase);
     const admin = new pg.Client(withDatabase(base, 'postgres'));
     await admin.connect();
     closers.push({ name: 'the admin connection', close: () => admin.end() });
-    for (const database of [appDatabase, ceilingDatabase, ...(measuresIngest ? [ingressAloneDatabase] : [])]) {
+    for (const database of [appDatabase, ceilingDatabase, ...(runs('ingest') ? [ingressAloneDatabase] : [])]) {
       await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
       closers.push({ name: `database ${database}`, close: () => admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`) });
       await migrate(withDatabase(base, database));
@@ -426,7 +432,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       start('ingress', 'src/ingress.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb) }, /listening on (http:\/\/\S+?),/, profileArgs('ingress')),
       start('ceiling', 'bench/ceiling.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) }, /ceiling listening on (\S+)/),
       start('load', 'bench/load.ts', { ...inherited }, /load generator ready/, [], true),
-      ...(measuresIngest
+      ...(runs('ingest')
         ? [start('ingress alone', 'bench/ingress-alone.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ingressAloneDatabase)) }, /listening on (http:\/\/\S+)/)]
         : []),
     ]);
@@ -616,7 +622,6 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       };
     };
 
-    const runs = (phase: PhaseName) => options.phases.includes(phase);
     if (options.warmupSeconds > 0) {
       await compare('warm-up', options.rates[0] ?? 50, options.concurrency, options.warmupSeconds * 1000, workload('w', options.seed));
     }
@@ -721,7 +726,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       const alonePool = createPool(withDatabase(base, ingressAloneDatabase), { max: 1, applicationName: 'albumflow-bench' });
       try {
         ingressAloneCommits = {
-          acceptedChildren: [...aloneExpected.values()].reduce((sum, children) => sum + children.size, 0),
+          acceptedChildren: childCount(aloneExpected),
           notStored: (await uncommitted(alonePool, aloneExpected)).length,
         };
       } finally {
@@ -729,7 +734,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       }
     }
     const correctness: Correctness = {
-      acceptedChildren: [...expected.values()].reduce((sum, children) => sum + children.size, 0),
+      acceptedChildren: childCount(expected),
       missingFromDecisions: missing.length,
       missingExamples: missing.slice(0, 10),
       albums: workflowIds.length,

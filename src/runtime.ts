@@ -96,17 +96,12 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
       });
     }
 
-    let dispatcher: Dispatcher | undefined;
-    if (roles.dispatcher) {
-      dispatcher = createDispatcher({
-        pool,
-        client,
-        taskQueue: config.temporal.taskQueue,
-        timings: config.album,
-        logger,
-      });
+    const dispatcher: Dispatcher | undefined = roles.dispatcher
+      ? createDispatcher({ pool, client, taskQueue: config.temporal.taskQueue, timings: config.album, logger })
+      : undefined;
+    if (dispatcher) {
       dispatcher.start();
-      closers.push(() => dispatcher!.stop());
+      closers.push(() => dispatcher.stop());
     }
 
     let app: App | undefined;

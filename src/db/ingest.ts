@@ -80,8 +80,8 @@ export async function storeDeliveries(db: Queryable, deliveries: readonly Delive
   const storedKeys = [...merged.children.keys()];
   const inserted = new Map(rows.flatMap((row) => (row.ord === null ? [] : [[storedKeys[row.ord - 1]!, row.inserted!] as const])));
   const results = deliveries.map((delivery, index): IngestResult | null => {
-    const childKey = merged.childKeys[index];
-    if (!('child' in delivery) || childKey === null || childKey === undefined) return null;
+    if (!('child' in delivery)) return null;
+    const childKey = merged.childKeys[index]!;
     const isNew = inserted.get(childKey);
     if (isNew === undefined) throw new Error(`child ${childKey} was neither inserted nor found`);
     return {
