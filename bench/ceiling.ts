@@ -1,5 +1,5 @@
 // The ceiling of the ingest benchmark: a bare Fastify endpoint that verifies the same HMAC
-// (src/signature.ts), parses the event into the same child (src/http/event.ts) and commits the same
+// (src/signature.ts), parses the event into the same child (src/ingest/unifyport.ts) and commits the same
 // rows with the project's own SQL, one transaction per request (ingestChild of src/db/ingest.ts: one
 // statement writing the event, album, child, attachments and outbox row). Nothing else: no group commit,
 // no NOTIFY (there is no dispatcher to wake), no schemas, no hooks, no logging, no metrics, no Temporal.
@@ -8,7 +8,7 @@ import Fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
 import { ingestChild } from '../src/db/ingest.js';
 import { connectionConfig, createPool } from '../src/db/pool.js';
-import { parseEvent } from '../src/http/event.js';
+import { parseEvent } from '../src/ingest/unifyport.js';
 import { verifySignature } from '../src/signature.js';
 
 /** The size of the pool src/runtime.ts gives the app, so both sides have the same connections. */

@@ -1,9 +1,8 @@
 import path from 'node:path';
 import envSchema from 'env-schema';
 import { Type, type Static } from 'typebox';
+import { lateItemPolicies, type AlbumTimings } from '../workflows/types.js';
 
-export const lateItemPolicies = ['refresh', 'reanalyze', 'review'] as const;
-export type LateItemPolicy = (typeof lateItemPolicies)[number];
 
 const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
@@ -37,13 +36,6 @@ const Env = Type.Object({
 
 /** Every environment variable albumflow itself reads (Temporal's own connection variables aside). */
 export const configEnvNames: readonly string[] = Object.keys(Env.properties);
-
-export interface AlbumTimings {
-  quietPeriodMs: number;
-  maxWaitMs: number;
-  lateWindowMs: number;
-  lateItemPolicy: LateItemPolicy;
-}
 
 /** Group commit of the webhook ingress (src/db/ingest-batcher.ts). */
 export interface IngestLimits {

@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace';
 import { loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
-import { startService, type Roles, type Service } from './runtime.js';
+import { startService, type Roles, type Service } from './service.js';
 
 /**
  * Runs albumflow with the given roles until SIGINT/SIGTERM, then shuts down gracefully:

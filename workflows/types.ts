@@ -1,4 +1,5 @@
-// Types shared by the workflow, the activities, the dispatcher and the HTTP layer. Types only.
+// Types shared by the workflow, the activities, the dispatcher and the HTTP layer (and the one list
+// of late-item policies that the configuration validates against).
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -22,7 +23,8 @@ export type AlbumState = 'collecting' | 'processed' | 'closed';
 export type DecisionTrigger = 'expected_count_reached' | 'quiet_period' | 'max_wait' | 'late_item' | 'standalone';
 export type ReviewReason = 'total_conflict' | 'duplicate_index' | 'invalid_metadata' | 'late_item';
 export type AttachmentStatus = 'pending' | 'downloaded' | 'failed' | 'expired' | 'unavailable';
-export type LateItemPolicy = 'refresh' | 'reanalyze' | 'review';
+export const lateItemPolicies = ['refresh', 'reanalyze', 'review'] as const;
+export type LateItemPolicy = (typeof lateItemPolicies)[number];
 export type NotificationType = 'album.ready' | 'album.updated' | 'album.media_settled' | 'message.ready';
 
 export interface AlbumTimings {

@@ -1,6 +1,6 @@
 import { albumKeyString, albumWorkflowId, childKeyString } from '../../workflows/keys.js';
 import type { AlbumKey } from '../../workflows/types.js';
-import type { AttachmentInput, ChildMessage } from '../http/event.js';
+import type { AttachmentInput, ChildMessage } from '../ingest/child.js';
 import { outboxChannel } from './outbox.js';
 import type { PoolClient } from './pool.js';
 

@@ -8,7 +8,7 @@ import { isUnavailable, type Pool } from '../db/pool.js';
 import { signatureFailuresTotal, webhooksTotal } from '../metrics.js';
 import { verifySignature, type VerifyFailure } from '../signature.js';
 import { HttpError } from './errors.js';
-import { parseEvent } from './event.js';
+import { parseEvent } from '../ingest/unifyport.js';
 
 export interface WebhookOptions {
   config: Config;

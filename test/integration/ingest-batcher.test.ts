@@ -4,7 +4,7 @@ import { createIngestBatcher, IngestSaturatedError, type IngestBatcher } from '.
 import { ingestChild, isDataException, storeDeliveries, type ChildDelivery, type Delivery, type IngestResult } from '../../src/db/ingest.js';
 import type { Pool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
-import { parseEvent } from '../../src/http/event.js';
+import { parseEvent } from '../../src/ingest/unifyport.js';
 import { testConfig, testPool, unique } from '../helpers/env.js';
 
 const config = testConfig();

@@ -10,7 +10,7 @@ import { buildApp, type App } from './http/app.js';
 import type { Logger } from './log.js';
 import { connectClient, connectWorker, ensureSearchAttributes, temporalConnectOptions } from './temporal/connection.js';
 import { freePort, startDevServer, type DevServer } from './temporal/devserver.js';
-import { installTemporalRuntime } from './temporal/runtime.js';
+import { installTemporalRuntime } from './temporal/telemetry.js';
 import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
 
 export interface Roles {

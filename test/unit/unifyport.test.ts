@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isoTimestamp, maxWorkflowIdLength, parseEvent, type ChildMessage, type ParsedEvent } from '../../src/http/event.js';
+import type { ChildMessage } from '../../src/ingest/child.js';
+import { isoTimestamp, maxWorkflowIdLength, parseEvent, type ParsedEvent } from '../../src/ingest/unifyport.js';
 
 const workspace = 'ws';
 
