@@ -5,6 +5,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../src/db/attachments.js';
 import { downloadsTotal } from '../src/metrics.js';
 import { childKeyString } from '../workflows/keys.js';
 import type { AttachmentStatus, DownloadResult, MessageKey } from '../workflows/types.js';
@@ -23,6 +24,8 @@ export interface DownloadInput {
   position: number;
   /** The workflow's last retry attempt: a transient failure then is recorded as `failed` instead of retried. */
   finalAttempt: number;
+  /** An operator's retry: an attachment PostgreSQL still records as failed or expired is tried again. */
+  retry: boolean;
 }
 
 export interface DownloadLimits {
@@ -63,17 +66,6 @@ class PermanentDownloadError extends Error {
 /** A failure another attempt may not have (server error, throttling, network, time limit). */
 class TransientDownloadError extends Error {}
 
-interface AttachmentRow {
-  message_pk: string;
-  position: number;
-  url: string | null;
-  status: AttachmentStatus;
-  content_type: string | null;
-  bytes: string | null;
-  sha256: string | null;
-  error: string | null;
-}
-
 interface StoredMedia {
   contentType: string | null;
   bytes: number;
@@ -83,23 +75,6 @@ interface StoredMedia {
 const expiredStatuses = new Set([401, 403, 404, 410]);
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 const requestHeaders = { 'user-agent': 'albumflow', accept: '*/*', 'accept-encoding': 'identity' };
-
-const findAttachmentSql = `
-  SELECT a.message_pk, a.position, a.url, a.status, a.content_type, a.bytes, a.sha256, a.error
-  FROM attachments a
-  JOIN messages m ON m.id = a.message_pk
-  WHERE m.workspace = $1 AND m.provider = $2 AND m.account_id = $3 AND m.conversation_id = $4
-    AND m.message_id = $5 AND a.position = $6`;
-
-const recordResultSql = `
-  UPDATE attachments
-  SET status = $3, content_type = $4, bytes = $5, sha256 = $6, error = $7,
-      attempts = attempts + 1, updated_at = now()
-  WHERE message_pk = $1 AND position = $2`;
-
-const recordRetrySql = `
-  UPDATE attachments SET error = $3, attempts = attempts + 1, updated_at = now()
-  WHERE message_pk = $1 AND position = $2`;
 
 function seconds(ms: number): string {
   return `${ms / 1000} s`;
@@ -111,14 +86,8 @@ function errorMessage(err: unknown): string {
   return bodyCutShort ? 'the server closed the connection before the whole file arrived' : err.message;
 }
 
-function resultOf(row: AttachmentRow): DownloadResult {
-  return {
-    status: row.status as TerminalStatus,
-    contentType: row.content_type,
-    bytes: row.bytes === null ? null : Number(row.bytes),
-    sha256: row.sha256,
-    error: row.error,
-  };
+function resultOf(row: StoredAttachment): DownloadResult {
+  return { status: row.status as TerminalStatus, contentType: row.contentType, bytes: row.bytes, sha256: row.sha256, error: row.error };
 }
 
 function failure(status: 'expired' | 'failed' | 'unavailable', error: string): DownloadResult {
@@ -263,9 +232,9 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
   const limits: DownloadLimits = { ...defaultDownloadLimits, ...options.limits };
   const tempDir = mediaTempDir(mediaDir);
 
-  async function fetchToStore(row: AttachmentRow, url: string): Promise<StoredMedia> {
+  async function fetchToStore(row: StoredAttachment, url: string): Promise<StoredMedia> {
     await fs.mkdir(tempDir, { recursive: true });
-    const prefix = tempFilePrefix(row.message_pk, row.position);
+    const prefix = tempFilePrefix(row.messagePk, row.position);
     await removeAbandonedTempFiles(tempDir, prefix, limits.attemptTimeoutMs);
     const tempPath = path.join(tempDir, `${prefix}${crypto.randomBytes(8).toString('hex')}.part`);
 
@@ -295,36 +264,21 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
     }
   }
 
-  async function record(row: AttachmentRow, result: DownloadResult): Promise<DownloadResult> {
-    await pool.query(recordResultSql, [
-      row.message_pk,
-      row.position,
-      result.status,
-      result.contentType,
-      result.bytes,
-      result.sha256,
-      result.error,
-    ]);
+  async function record(row: StoredAttachment, result: DownloadResult): Promise<DownloadResult> {
+    await recordDownloadResult(pool, row, result);
     downloadsTotal.inc({ outcome: result.status });
     return result;
   }
 
-  async function downloadAttachment({ key, position, finalAttempt }: DownloadInput): Promise<DownloadResult> {
+  async function downloadAttachment({ key, position, finalAttempt, retry }: DownloadInput): Promise<DownloadResult> {
     const log = logger.child({ workflowId: Context.current().info.workflowExecution?.workflowId, attachment: childKeyString(key), position });
-    const { rows } = await pool.query<AttachmentRow>(findAttachmentSql, [
-      key.workspace,
-      key.provider,
-      key.accountId,
-      key.conversationId,
-      key.messageId,
-      position,
-    ]);
-    const row = rows[0];
+    const row = await findAttachment(pool, key, position);
     if (!row) {
       throw ApplicationFailure.nonRetryable(`no attachment ${position} is stored for message ${childKeyString(key)}`, 'AttachmentNotFound');
     }
     if (row.status === 'downloaded' && row.sha256 && (await fileExists(mediaPath(mediaDir, row.sha256)))) return resultOf(row);
-    if (row.status !== 'pending' && row.status !== 'downloaded') return resultOf(row);
+    const retried = retry && (row.status === 'failed' || row.status === 'expired');
+    if (row.status !== 'pending' && row.status !== 'downloaded' && !retried) return resultOf(row);
     if (!row.url) return record(row, failure('unavailable', 'the platform sent no URL for this attachment'));
 
     try {
@@ -344,7 +298,7 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
         return record(row, failure('failed', message));
       }
       log.warn({ error: message, attempt: Context.current().info.attempt }, 'attachment download failed; will retry');
-      await pool.query(recordRetrySql, [row.message_pk, row.position, message]);
+      await recordDownloadRetry(pool, row, message);
       throw ApplicationFailure.retryable(message, 'MediaDownloadRetryable');
     }
   }

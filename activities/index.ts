@@ -1,10 +1,10 @@
 import type { Config } from '../src/config.js';
 import type { Pool } from '../src/db/pool.js';
 import type { Logger } from '../src/log.js';
-import { createAnnounceActivities } from './announce.js';
+import { createDecisionActivities } from './decisions.js';
 import { createDownloadActivities } from './download.js';
-import { createPublishActivities } from './publish.js';
-import { createRecordActivities } from './record.js';
+import { createNotifyActivities } from './notify.js';
+import { createRecordAndNotifyActivities } from './record-and-notify.js';
 
 export interface ActivityDeps {
   pool: Pool;
@@ -14,12 +14,12 @@ export interface ActivityDeps {
 
 /** Every activity the album and message workflows call, bound to the worker's dependencies. */
 export function createActivities(deps: ActivityDeps) {
-  const records = createRecordActivities(deps);
-  const publishing = createPublishActivities(deps);
+  const decisions = createDecisionActivities(deps);
+  const notifications = createNotifyActivities(deps);
   return {
-    ...records,
-    ...publishing,
-    ...createAnnounceActivities({ recordDecision: records.recordDecision, notify: publishing.notify }),
+    ...decisions,
+    ...notifications,
+    ...createRecordAndNotifyActivities({ recordDecision: decisions.recordDecision, notify: notifications.notify }),
     ...createDownloadActivities(deps),
   };
 }

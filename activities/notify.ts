@@ -1,37 +1,53 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import {
+  markNotificationDelivered,
+  markNotificationRecorded,
+  recordNotificationFailure,
+  storeNotification,
+  type NotificationRecord,
+} from '../src/db/notifications.js';
+import { albumStatusFromDatabase, findAlbum } from '../src/db/status.js';
 import { notificationFailuresTotal, notificationsTotal } from '../src/metrics.js';
 import { signatureHeader } from '../src/signature.js';
-import type { NotificationType } from '../workflows/types.js';
+import type { MessageWorkflowStatus } from '../workflows/album-view.js';
+import type { AlbumKey, AlbumStatus, DecisionView, LateItemPolicy, NotificationType } from '../workflows/types.js';
 import type { ActivityDeps } from './index.js';
 
-export interface Notification {
-  /** `<workflowId>/<seq>[/<type>]`; the same on every retry, so receivers can deduplicate. */
-  id: string;
-  workflowId: string;
-  type: NotificationType;
-  /** Sent as the request body, exactly. */
-  payload: object;
+/** The decision a notification announces; `album.updated` also names the late children and the policy applied. */
+export interface NotifiedDecision extends DecisionView {
+  lateChildMessageIds?: string[];
+  lateItemPolicy?: LateItemPolicy;
 }
 
-export type DeliveryOutcome = 'delivered' | 'recorded' | 'already';
+type AlbumNotificationType = Exclude<NotificationType, 'message.ready'>;
+
+export type NotifyInput = {
+  workflowId: string;
+  seq: number;
+  decision: NotifiedDecision;
+  /** For `album.media_settled`: 1 for the decision's first notice, 2 once its media settled again, … */
+  notice?: number;
+} & (
+  | { type: AlbumNotificationType; album: AlbumStatus }
+  /** An album body too large to pass through Temporal: the activity reads it from PostgreSQL. */
+  | { type: AlbumNotificationType; albumKey: AlbumKey }
+  | { type: 'message.ready'; message: MessageWorkflowStatus }
+);
+
+export type NotifyOutcome = 'delivered' | 'recorded' | 'already';
 
 export const notifyTimeoutMs = 10_000;
 
 /**
- * Stores the notification unless it is stored already, and answers its status either way: one round trip.
- * A row another attempt committed after this statement began is not seen, and the attempt goes on as for
- * a pending one (as two attempts in flight at once always did).
+ * `<workflowId>/<seq>` for the notification a decision causes, `<workflowId>/<seq>/album.media_settled`
+ * for its first media notice and `…/album.media_settled/<n>` for the n-th. The same on every retry, so
+ * receivers can deduplicate.
  */
-const recordSql = `
-  WITH inserted AS (
-    INSERT INTO notifications (id, workflow_id, type, payload) VALUES ($1, $2, $3, $4::jsonb)
-    ON CONFLICT (id) DO NOTHING
-    RETURNING status, last_error
-  )
-  SELECT status, last_error FROM inserted
-   UNION ALL
-  SELECT status, last_error FROM notifications WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM inserted)`;
+export function notificationId(workflowId: string, seq: number, type: NotificationType, notice = 1): string {
+  if (type !== 'album.media_settled') return `${workflowId}/${seq}`;
+  return notice > 1 ? `${workflowId}/${seq}/${type}/${notice}` : `${workflowId}/${seq}/${type}`;
+}
 
 function isRetryableStatus(status: number): boolean {
   return status >= 500 || status === 408 || status === 429;
@@ -50,10 +66,11 @@ function requestFailure(err: unknown): string {
 }
 
 /**
- * Delivers album notifications to NOTIFY_URL, signed like the ingress (`x-albumflow-timestamp`,
+ * Sends notifications to NOTIFY_URL, signed like the ingress (`x-albumflow-timestamp`,
  * `x-albumflow-signature: v1=<hex>`), or records them in PostgreSQL when no URL is configured.
+ * Each is stored under its stable id first, so a retry or a replay sends it at most once more.
  */
-export function createNotifier(deps: ActivityDeps) {
+export function createNotifyActivities(deps: ActivityDeps) {
   const { pool, logger } = deps;
   const { url, secret } = deps.config.notify;
   let warnedUnsigned = false;
@@ -70,13 +87,8 @@ export function createNotifier(deps: ActivityDeps) {
     return headers;
   }
 
-  async function recordFailure(n: Notification, error: string, retryable: boolean): Promise<never> {
-    await pool.query(
-      `UPDATE notifications SET attempts = attempts + 1, last_error = $2,
-              status = CASE WHEN $3 THEN status ELSE 'failed' END
-       WHERE id = $1`,
-      [n.id, error, retryable],
-    );
+  async function failed(n: NotificationRecord, error: string, retryable: boolean): Promise<never> {
+    await recordNotificationFailure(pool, n.id, error, retryable);
     notificationFailuresTotal.inc();
     logger.warn({ notificationId: n.id, type: n.type, workflowId: n.workflowId, error, retryable }, 'notification not delivered');
     if (retryable) throw ApplicationFailure.retryable(`notification ${n.id}: ${error}`, 'NotificationDeliveryFailed');
@@ -84,20 +96,19 @@ export function createNotifier(deps: ActivityDeps) {
     throw rejection(n.id, error);
   }
 
-  async function deliverNotification(n: Notification): Promise<DeliveryOutcome> {
-    const body = JSON.stringify(n.payload);
-    const { rows } = await pool.query<{ status: string; last_error: string | null }>(recordSql, [n.id, n.workflowId, n.type, body]);
-    const status = rows[0]?.status;
-    if (status === 'delivered' || status === 'recorded') {
+  /** Sends (or records) one stored-first notification. */
+  async function send(n: NotificationRecord): Promise<NotifyOutcome> {
+    const stored = await storeNotification(pool, n);
+    if (stored.status === 'delivered' || stored.status === 'recorded') {
       notificationsTotal.inc({ type: n.type, outcome: 'already' });
       return 'already';
     }
     // Refused for good by an earlier attempt (an activity that went on to its next notification and was
     // then retried): the same answer again, without asking the receiver twice.
-    if (status === 'failed') throw rejection(n.id, rows[0]?.last_error ?? 'rejected');
+    if (stored.status === 'failed') throw rejection(n.id, stored.lastError ?? 'rejected');
 
     if (!url) {
-      await pool.query(`UPDATE notifications SET status = 'recorded' WHERE id = $1`, [n.id]);
+      await markNotificationRecorded(pool, n.id);
       logger.info({ notificationId: n.id, type: n.type, workflowId: n.workflowId }, 'notification recorded (NOTIFY_URL is not set)');
       notificationsTotal.inc({ type: n.type, outcome: 'recorded' });
       return 'recorded';
@@ -108,25 +119,44 @@ export function createNotifier(deps: ActivityDeps) {
     try {
       response = await fetch(url, {
         method: 'POST',
-        headers: signedHeaders(body),
-        body,
+        headers: signedHeaders(n.body),
+        body: n.body,
         redirect: 'manual',
         signal: AbortSignal.any([cancellation, AbortSignal.timeout(notifyTimeoutMs)]),
       });
       await response.body?.cancel();
     } catch (err) {
       if (cancellation.aborted) throw cancellation.reason;
-      return recordFailure(n, requestFailure(err), true);
+      return failed(n, requestFailure(err), true);
     }
-    if (!response.ok) return recordFailure(n, `HTTP ${response.status}`, isRetryableStatus(response.status));
+    if (!response.ok) return failed(n, `HTTP ${response.status}`, isRetryableStatus(response.status));
 
-    await pool.query(
-      `UPDATE notifications SET status = 'delivered', delivered_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = $1`,
-      [n.id],
-    );
+    await markNotificationDelivered(pool, n.id);
     notificationsTotal.inc({ type: n.type, outcome: 'delivered' });
     return 'delivered';
   }
 
-  return { deliverNotification };
+  async function storedAlbum(workflowId: string, key: AlbumKey): Promise<AlbumStatus> {
+    const album = await findAlbum(pool, key);
+    if (!album) throw new Error(`album ${workflowId} is not stored`);
+    return albumStatusFromDatabase(pool, album, key);
+  }
+
+  /** Sends one notification under its stable id; a retry or a replay delivers it at most once. */
+  async function notify(input: NotifyInput): Promise<{ id: string; outcome: NotifyOutcome }> {
+    const id = notificationId(input.workflowId, input.seq, input.type, input.notice);
+    const payload =
+      input.type === 'message.ready'
+        ? { id, type: input.type, message: input.message, decision: input.decision }
+        : {
+            id,
+            type: input.type,
+            album: 'album' in input ? input.album : await storedAlbum(input.workflowId, input.albumKey),
+            decision: input.decision,
+          };
+    const outcome = await send({ id, workflowId: input.workflowId, type: input.type, body: JSON.stringify(payload) });
+    return { id, outcome };
+  }
+
+  return { notify };
 }

@@ -2,7 +2,8 @@
 // (src/signature.ts), parses the event into the same child (src/ingest/unifyport.ts) and commits the same
 // rows with the project's own SQL, one transaction per request (ingestChild of src/db/ingest.ts: one
 // statement writing the event, album, child, attachments and outbox row). Nothing else: no group commit,
-// no NOTIFY (there is no dispatcher to wake), no schemas, no hooks, no logging, no metrics, no Temporal.
+// no NOTIFY (there is no dispatcher to wake: its database of its own loses the outbox trigger), no
+// schemas, no hooks, no logging, no metrics, no Temporal.
 // Reads PORT, HOST, DATABASE_URL, WORKSPACE_SECRETS, SIGNATURE_TOLERANCE_S and MAX_BODY_BYTES like the app.
 import Fastify from 'fastify';
 import { loadConfig } from '../src/config.js';
@@ -11,7 +12,7 @@ import { connectionConfig, createPool } from '../src/db/pool.js';
 import { parseEvent } from '../src/ingest/unifyport.js';
 import { verifySignature } from '../src/signature.js';
 
-/** The size of the pool src/runtime.ts gives the app, so both sides have the same connections. */
+/** The size of the pool src/service.ts gives the app, so both sides have the same connections. */
 export const ceilingPoolSize = 20;
 
 const config = loadConfig();
@@ -23,6 +24,7 @@ const pool = createPool(connectionConfig(config.databaseUrl), {
   applicationName: 'albumflow-bench-ceiling',
   idleTimeoutMillis: 0,
 });
+await pool.query('DROP TRIGGER IF EXISTS outbox_notify ON outbox');
 const app = Fastify({ bodyLimit: config.maxBodyBytes });
 app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
@@ -40,7 +42,7 @@ app.post<{ Params: { workspace: string }; Body: Buffer }>('/webhooks/unifyport/:
   if (!verdict.ok) return reply.code(401).send({ error: { code: verdict.reason, message: verdict.reason } });
   const event = parseEvent(workspace, request.body);
   if (event.kind !== 'child') return reply.code(400).send({ error: { code: 'not_a_child', message: event.kind } });
-  const stored = await ingestChild(pool, { eventId: event.eventId, type: event.type, raw: request.body.toString('utf8'), child: event.child }, { announce: false });
+  const stored = await ingestChild(pool, { source: 'unifyport', eventId: event.eventId, type: event.type, raw: request.body.toString('utf8'), child: event.child });
   return reply.code(202).send({ status: 'accepted', ...stored });
 });
 

@@ -9,6 +9,8 @@
 // command names the children it adds to the previous decision.
 
 import type {
+  AlbumState,
+  AttachmentRef,
   AlbumTimings,
   AttachmentView,
   ChildArrival,
@@ -17,35 +19,48 @@ import type {
   DownloadResult,
   LateItemPolicy,
   ReviewReason,
+  ReviewResolution,
 } from './types.js';
-
-export type AlbumPhase = 'collecting' | 'processed' | 'closed';
 
 export interface ChildRecord {
   arrival: ChildArrival;
   attachments: AttachmentView[];
 }
 
+/** The `album.media_settled` notices sent for one decision. */
+export interface MediaSettledNotices {
+  seq: number;
+  /** Notices sent for that decision: a second one follows when an attachment went back to pending. */
+  sent: number;
+  /** An attachment of that decision went back to pending after the last notice. */
+  reopened: boolean;
+}
+
 export interface AlbumRulesState {
   /** Distinct children, in the order they were first seen. */
   children: ChildRecord[];
   reviewReasons: ReviewReason[];
+  /** An operator resolved the review; cleared when a new reason (or a late item under `review`) flags it again. */
+  reviewResolved: ReviewResolution | null;
   decisions: DecisionView[];
   /** `processed` after the first decision; `closed` once the late window ended with nothing pending. */
-  phase: AlbumPhase;
+  phase: AlbumState;
   /** When the first child that no decision includes yet arrived (ms); null when every child is decided. */
   firstUndecidedAt: number | null;
   /** When the latest new distinct child arrived (ms). */
   lastNewChildAt: number | null;
   lastDecisionAt: number | null;
-  /** The decision whose `album.media_settled` was emitted (or found settled on restore). */
-  mediaSettledSeq: number | null;
+  /** The notices of the latest decision whose media settled (or found settled on restore). */
+  mediaSettled: MediaSettledNotices | null;
 }
 
 export type AlbumEvent =
   | { type: 'children_arrived'; now: number; children: ChildArrival[] }
   | { type: 'timer_fired'; now: number }
-  | { type: 'download_settled'; messageId: string; position: number; result: DownloadResult };
+  | { type: 'download_settled'; messageId: string; position: number; result: DownloadResult }
+  /** An operator asked for every failed or expired attachment to be tried again. */
+  | { type: 'downloads_retried' }
+  | { type: 'review_resolved'; now: number; note: string };
 
 export interface LateItems {
   /** The children this decision adds to the previous one. */
@@ -54,10 +69,12 @@ export interface LateItems {
 }
 
 export type AlbumCommand =
-  | { type: 'download'; messageId: string; position: number }
+  /** `retry`: an operator asked for it; the attempt starts over even where PostgreSQL still says failed or expired. */
+  | { type: 'download'; messageId: string; position: number; retry: boolean }
   /** Record the decision, then notify `album.ready` (first decision) or `album.updated` (late items). */
-  | { type: 'decide'; decision: DecisionView; reviewReasons: ReviewReason[]; late: LateItems | null }
-  | { type: 'media_settled'; decision: DecisionView };
+  | { type: 'decide'; decision: DecisionView; reviewReasons: ReviewReason[]; reviewResolved: ReviewResolution | null; late: LateItems | null }
+  /** `notice`: 1 for the first `album.media_settled` of the decision, 2 after its media settled again, … */
+  | { type: 'media_settled'; decision: DecisionView; notice: number };
 
 export interface Transition {
   state: AlbumRulesState;
@@ -77,6 +94,9 @@ export interface PriorAlbum {
   decisions: DecisionView[];
   children: ChildRecord[];
   reviewReasons: ReviewReason[];
+  reviewResolved: ReviewResolution | null;
+  /** `album.media_settled` notices already sent for the latest decision. */
+  mediaSettledNotices: number;
 }
 
 export const reviewReasonOrder: readonly ReviewReason[] = ['total_conflict', 'duplicate_index', 'invalid_metadata', 'late_item'];
@@ -131,7 +151,15 @@ export interface MetadataAnalysis {
   usableTotal: number | null;
 }
 
-export function analyzeMetadata(children: readonly ChildArrival[]): MetadataAnalysis {
+/** What the metadata rules read of a child: its usable index and total, and whether its metadata was invalid. */
+export interface ChildMetadata {
+  index: number | null;
+  total: number | null;
+  metadataInvalid: boolean;
+}
+
+/** The review reasons an album's metadata gives (PostgreSQL's view derives them with this too) and the total the count trigger may use. */
+export function analyzeMetadata(children: readonly ChildMetadata[]): MetadataAnalysis {
   const total = agreedTotal(children);
   const reasons: ReviewReason[] = [];
   if (distinctTotals(children).length > 1 || (total !== null && children.length > total)) reasons.push('total_conflict');
@@ -145,27 +173,23 @@ export function initialState(): AlbumRulesState {
   return {
     children: [],
     reviewReasons: [],
+    reviewResolved: null,
     decisions: [],
     phase: 'collecting',
     firstUndecidedAt: null,
     lastNewChildAt: null,
     lastDecisionAt: null,
-    mediaSettledSeq: null,
+    mediaSettled: null,
   };
 }
 
 /** The attachments of a child as it arrives: those without a URL are `unavailable`, the rest `pending`. */
 export function initialAttachments(arrival: ChildArrival): AttachmentView[] {
-  return [...arrival.attachments]
-    .sort((a, b) => a.position - b.position)
-    .map((ref) => ({
-      position: ref.position,
-      status: ref.url === null ? 'unavailable' : 'pending',
-      contentType: null,
-      bytes: null,
-      sha256: null,
-      error: null,
-    }));
+  return [...arrival.attachments].sort((a, b) => a.position - b.position).map(initialAttachment);
+}
+
+function initialAttachment(ref: AttachmentRef): AttachmentView {
+  return { position: ref.position, status: ref.url === null ? 'unavailable' : 'pending', contentType: null, bytes: null, sha256: null, error: null };
 }
 
 export function settleAttachment(attachments: readonly AttachmentView[], position: number, result: DownloadResult): AttachmentView[] {
@@ -185,10 +209,10 @@ export function pendingDownloads(state: AlbumRulesState): AlbumCommand[] {
   return state.children.flatMap((child) => downloadsOf(child));
 }
 
-function downloadsOf(child: ChildRecord): AlbumCommand[] {
+function downloadsOf(child: ChildRecord, positions?: ReadonlySet<number>, retry = false): AlbumCommand[] {
   return child.attachments
-    .filter((attachment) => attachment.status === 'pending')
-    .map((attachment) => ({ type: 'download', messageId: child.arrival.messageId, position: attachment.position }));
+    .filter((attachment) => attachment.status === 'pending' && (!positions || positions.has(attachment.position)))
+    .map((attachment) => ({ type: 'download', messageId: child.arrival.messageId, position: attachment.position, retry }));
 }
 
 /** When the workflow must wake next to let time-based rules act; null when only a new child can change anything. */
@@ -223,7 +247,21 @@ export function step(state: AlbumRulesState, event: AlbumEvent, timings: AlbumTi
       return evaluate(state, event.now, timings);
     case 'download_settled':
       return settleDownload(state, event.messageId, event.position, event.result);
+    case 'downloads_retried':
+      return retryDownloads(state);
+    case 'review_resolved':
+      return { state: { ...state, reviewResolved: { at: new Date(event.now).toISOString(), note: event.note } }, commands: [] };
   }
+}
+
+/** Whether the album waits in the review queue: it has a reason and no operator resolved it since. */
+export function reviewRequired(state: Pick<AlbumRulesState, 'reviewReasons' | 'reviewResolved'>): boolean {
+  return state.reviewReasons.length > 0 && state.reviewResolved === null;
+}
+
+/** Attachments an operator may ask to try again. */
+export function retryable(attachment: AttachmentView): boolean {
+  return attachment.status === 'failed' || attachment.status === 'expired';
 }
 
 /**
@@ -239,46 +277,129 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
     children: known,
     decisions: prior.decisions,
     reviewReasons: canonicalReasons([...prior.reviewReasons, ...analyzeMetadata(known.map((child) => child.arrival)).reasons]),
+    reviewResolved: prior.reviewResolved,
     phase: last ? 'processed' : 'collecting',
     lastDecisionAt: last ? Date.parse(last.decidedAt) : null,
-    mediaSettledSeq: last && mediaSettled(known, last) ? last.seq : null,
+    mediaSettled:
+      last && prior.mediaSettledNotices > 0
+        ? { seq: last.seq, sent: prior.mediaSettledNotices, reopened: !mediaSettled(known, last) }
+        : null,
   };
   const undecided = prior.children.filter((child) => !decided.has(child.arrival.messageId));
   const next = undecided.length > 0 ? addChildren(base, undecided, now, timings) : evaluate(base, now, timings);
-  return { state: next.state, commands: [...pendingDownloads(base), ...next.commands] };
+  const settled = emitMediaSettled(next.state);
+  return { state: settled.state, commands: [...pendingDownloads(base), ...next.commands, ...settled.commands] };
 }
 
 function arrivals(state: AlbumRulesState): ChildArrival[] {
   return state.children.map((child) => child.arrival);
 }
 
-function addChildren(state: AlbumRulesState, incoming: readonly ChildRecord[], now: number, timings: AlbumTimings): Transition {
-  const seen = new Set(state.children.map((child) => child.arrival.messageId));
-  const fresh: ChildRecord[] = [];
-  for (const child of incoming) {
-    if (seen.has(child.arrival.messageId)) continue;
-    seen.add(child.arrival.messageId);
-    fresh.push(child);
+/**
+ * A redelivered child as the latest delivery completes it: a caption or sent time it lacked, and each
+ * attachment it lacked a URL for (the attachment goes from `unavailable` to `pending`) or did not have
+ * at all. Null when the redelivery brings nothing new.
+ */
+function completedBy(known: ChildRecord, redelivery: ChildArrival): { record: ChildRecord; positions: Set<number> } | null {
+  const positions = new Set<number>();
+  const refs = new Map(known.arrival.attachments.map((ref) => [ref.position, ref]));
+  const attachments = new Map(known.attachments.map((attachment) => [attachment.position, attachment]));
+  for (const ref of redelivery.attachments) {
+    const had = refs.get(ref.position);
+    if (had && (had.url !== null || ref.url === null)) continue;
+    refs.set(ref.position, had ? { ...had, url: ref.url, mimeType: had.mimeType ?? ref.mimeType } : ref);
+    const current = attachments.get(ref.position);
+    if (!current || current.status === 'unavailable') {
+      attachments.set(ref.position, initialAttachment(ref));
+      if (ref.url !== null) positions.add(ref.position);
+    }
   }
-  if (fresh.length === 0) return { state, commands: [] };
+  const caption = known.arrival.caption ?? redelivery.caption;
+  const sentAt = known.arrival.sentAt ?? redelivery.sentAt;
+  const unchanged =
+    refs.size === known.arrival.attachments.length &&
+    positions.size === 0 &&
+    attachments.size === known.attachments.length &&
+    caption === known.arrival.caption &&
+    sentAt === known.arrival.sentAt &&
+    [...refs.values()].every((ref, i) => ref === known.arrival.attachments[i]);
+  if (unchanged) return null;
+  const byPosition = <T extends { position: number }>(map: Map<number, T>) => [...map.values()].sort((a, b) => a.position - b.position);
+  return {
+    record: { arrival: { ...known.arrival, caption, sentAt, attachments: byPosition(refs) }, attachments: byPosition(attachments) },
+    positions,
+  };
+}
 
-  const children = [...state.children, ...fresh];
+function addChildren(state: AlbumRulesState, incoming: readonly ChildRecord[], now: number, timings: AlbumTimings): Transition {
+  const index = new Map(state.children.map((child, i) => [child.arrival.messageId, i]));
+  const children = [...state.children];
+  const fresh: ChildRecord[] = [];
+  const commands: AlbumCommand[] = [];
+  let reopened = false;
+  for (const child of incoming) {
+    const at = index.get(child.arrival.messageId);
+    if (at === undefined) {
+      index.set(child.arrival.messageId, children.length);
+      children.push(child);
+      fresh.push(child);
+      continue;
+    }
+    const completed = completedBy(children[at]!, child.arrival);
+    if (!completed) continue;
+    children[at] = completed.record;
+    if (completed.positions.size > 0) {
+      commands.push(...downloadsOf(completed.record, completed.positions));
+      reopened = true;
+    }
+  }
+  if (fresh.length === 0 && commands.length === 0 && children.every((child, i) => child === state.children[i])) {
+    return { state, commands: [] };
+  }
+  const amended: AlbumRulesState = { ...state, children, mediaSettled: reopen(state, reopened) };
+  if (fresh.length === 0) return { state: amended, commands };
+
   const late = state.phase !== 'collecting';
-  const reasons = [
+  const reasons = canonicalReasons([
     ...state.reviewReasons,
-    ...analyzeMetadata(children.map((child) => child.arrival)).reasons,
+    ...analyzeMetadata(arrivals(amended)).reasons,
     ...(late && timings.lateItemPolicy === 'review' ? (['late_item'] as const) : []),
-  ];
+  ]);
+  const flaggedAgain = reasons.length > state.reviewReasons.length || (late && timings.lateItemPolicy === 'review');
   const next: AlbumRulesState = {
-    ...state,
-    children,
-    reviewReasons: canonicalReasons(reasons),
+    ...amended,
+    reviewReasons: reasons,
+    reviewResolved: flaggedAgain ? null : state.reviewResolved,
     phase: late ? 'processed' : 'collecting',
     firstUndecidedAt: state.firstUndecidedAt ?? now,
     lastNewChildAt: now,
   };
   const evaluated = evaluate(next, now, timings);
-  return { state: evaluated.state, commands: [...fresh.flatMap((child) => downloadsOf(child)), ...evaluated.commands] };
+  return { state: evaluated.state, commands: [...commands, ...fresh.flatMap((child) => downloadsOf(child)), ...evaluated.commands] };
+}
+
+/** The media-settled notices once attachments of the latest decision went back to pending. */
+function reopen(state: AlbumRulesState, reopened: boolean): MediaSettledNotices | null {
+  const { mediaSettled: notices } = state;
+  return reopened && notices && notices.seq === latestDecision(state)?.seq ? { ...notices, reopened: true } : notices;
+}
+
+function retryDownloads(state: AlbumRulesState): Transition {
+  const commands: AlbumCommand[] = [];
+  const children = state.children.map((child) => {
+    const positions = new Set(child.attachments.filter(retryable).map((attachment) => attachment.position));
+    if (positions.size === 0) return child;
+    const record: ChildRecord = {
+      ...child,
+      attachments: child.attachments.map((attachment) =>
+        positions.has(attachment.position) ? { ...attachment, status: 'pending', error: null } : attachment,
+      ),
+    };
+    commands.push(...downloadsOf(record, positions, true));
+    return record;
+  });
+  if (commands.length === 0) return { state, commands };
+  return { state: { ...state, children, mediaSettled: reopen(state, true) }, commands };
 }
 
 function evaluate(state: AlbumRulesState, now: number, timings: AlbumTimings): Transition {
@@ -330,7 +451,10 @@ function decide(state: AlbumRulesState, trigger: DecisionTrigger, now: number, t
   const settled = emitMediaSettled(decided);
   return {
     state: settled.state,
-    commands: [{ type: 'decide', decision, reviewReasons: state.reviewReasons, late }, ...settled.commands],
+    commands: [
+      { type: 'decide', decision, reviewReasons: state.reviewReasons, reviewResolved: state.reviewResolved, late },
+      ...settled.commands,
+    ],
   };
 }
 
@@ -352,8 +476,15 @@ function mediaSettled(children: readonly ChildRecord[], decision: DecisionView):
     .every((child) => child.attachments.every((attachment) => attachment.status !== 'pending'));
 }
 
+/** `album.media_settled` for the latest decision once its media are terminal: once, and again after they were reopened. */
 function emitMediaSettled(state: AlbumRulesState): Transition {
   const latest = latestDecision(state);
-  if (!latest || state.mediaSettledSeq === latest.seq || !mediaSettled(state.children, latest)) return { state, commands: [] };
-  return { state: { ...state, mediaSettledSeq: latest.seq }, commands: [{ type: 'media_settled', decision: latest }] };
+  if (!latest || !mediaSettled(state.children, latest)) return { state, commands: [] };
+  const notices = state.mediaSettled?.seq === latest.seq ? state.mediaSettled : null;
+  if (notices && !notices.reopened) return { state, commands: [] };
+  const notice = (notices?.sent ?? 0) + 1;
+  return {
+    state: { ...state, mediaSettled: { seq: latest.seq, sent: notice, reopened: false } },
+    commands: [{ type: 'media_settled', decision: latest, notice }],
+  };
 }

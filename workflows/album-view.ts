@@ -1,8 +1,9 @@
-// The status bodies of DESIGN.md §3, built from normalized parts. The album workflow fills the parts
-// from its state (status query, notifications); the HTTP layer fills them from PostgreSQL rows
-// (messages + attachments + decisions + albums.state/review_reasons). Same parts, same body.
+// The status bodies (docs/design.md, "Status"), built from normalized parts. The album workflow fills
+// the parts from its state (status query, notifications); the HTTP layer fills them from PostgreSQL rows
+// (messages + attachments + decisions + albums). Same parts, same body: the metadata review reasons are
+// derived here from the children, so PostgreSQL's view has them before the workflow has seen the child.
 
-import { agreedTotal, canonicalReasons, compareChildren, type ChildRecord } from './album-rules.js';
+import { agreedTotal, analyzeMetadata, canonicalReasons, compareChildren, type ChildRecord } from './album-rules.js';
 import type {
   AlbumKey,
   AlbumState,
@@ -14,6 +15,8 @@ import type {
   MediaSummary,
   MessageKey,
   ReviewReason,
+  ReviewResolution,
+  ReviewView,
 } from './types.js';
 
 export interface ViewChild {
@@ -21,6 +24,8 @@ export interface ViewChild {
   /** Usable values (non-negative integers) or null. */
   index: number | null;
   total: number | null;
+  /** `index` or `total` was present but unusable. */
+  metadataInvalid: boolean;
   /** The album object as received; the view shows `index` and `total` from it as they came. */
   albumMeta: { index?: JsonValue; total?: JsonValue } | null;
   caption: string | null;
@@ -38,6 +43,7 @@ export interface AlbumViewInput {
   decisions: DecisionView[];
   /** The workflow's review reasons, or `albums.review_reasons`. */
   reviewReasons: readonly ReviewReason[];
+  reviewResolved: ReviewResolution | null;
   /** The workflow ended its late window, or `albums.state = 'closed'`. */
   closed: boolean;
 }
@@ -66,6 +72,7 @@ export function viewChildOf({ arrival, attachments }: ChildRecord): ViewChild {
     messageId: arrival.messageId,
     index: arrival.index,
     total: arrival.total,
+    metadataInvalid: arrival.metadataInvalid,
     albumMeta: arrival.albumMeta,
     caption: arrival.caption,
     sentAt: arrival.sentAt,
@@ -119,9 +126,18 @@ export function mediaSummary(attachments: readonly AttachmentView[]): MediaSumma
   return summary;
 }
 
+/**
+ * The review part of the body: the recorded reasons and those the children's metadata give. A resolution
+ * stands only while no reason outside the recorded ones appeared (the rules clear it when one does).
+ */
+export function reviewView(recorded: readonly ReviewReason[], children: readonly ViewChild[], resolved: ReviewResolution | null): ReviewView {
+  const reasons = canonicalReasons([...recorded, ...analyzeMetadata(children).reasons]);
+  const standing = resolved !== null && reasons.every((reason) => recorded.includes(reason)) ? resolved : null;
+  return { required: reasons.length > 0 && standing === null, reasons, ...(standing ? { resolved: standing } : {}) };
+}
+
 export function buildAlbumView(input: AlbumViewInput): AlbumStatus {
   const expectedTotal = agreedTotal(input.children);
-  const reasons = canonicalReasons(input.reviewReasons);
   return {
     workflowId: input.workflowId,
     key: { ...input.key },
@@ -129,7 +145,7 @@ export function buildAlbumView(input: AlbumViewInput): AlbumStatus {
     expectedTotal,
     distinctChildren: input.children.length,
     expectedCountReached: expectedTotal !== null && input.children.length >= expectedTotal,
-    review: { required: reasons.length > 0, reasons },
+    review: reviewView(input.reviewReasons, input.children, input.reviewResolved),
     children: [...input.children].sort(compareChildren).map(childView),
     decisions: [...input.decisions].sort((a, b) => a.seq - b.seq).map(decisionView),
     media: mediaSummary(input.children.flatMap((child) => child.attachments)),

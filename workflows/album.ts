@@ -1,23 +1,27 @@
-import { allHandlersFinished, condition, continueAsNew, log, patched, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Announcement } from '../activities/announce.js';
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, continueAsNew, log, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { DecisionStep } from '../activities/record-and-notify.js';
+import { failureMessage } from './downloads.js';
 import {
-  agreedTotal,
-  canonicalReasons,
   initialState,
-  latestDecision,
   nextDeadline,
   pendingDownloads,
   restoreState,
+  retryable,
   step,
   type AlbumCommand,
   type AlbumEvent,
   type AlbumRulesState,
   type Transition,
 } from './album-rules.js';
-import { buildAlbumView, mediaSummary, viewChildOf } from './album-view.js';
-import { statusQuery } from './definitions.js';
-import { announce, ChildrenInbox, DeadlineTimer, Downloads, loadPrior, publish, record, recordClosed, UiPublisher } from './effects.js';
-import type { AlbumKey, AlbumState, AlbumStatus, AlbumWorkflowInput, DecisionView, JsonValue, MediaSummary, ReviewReason } from './types.js';
+import { albumUiView } from './album-summary.js';
+import { buildAlbumView, viewChildOf } from './album-view.js';
+import { loadPrior, markClosed, recordAndNotify } from './activities.js';
+import { ChildrenInbox } from './children-inbox.js';
+import { DeadlineTimer } from './deadline-timer.js';
+import { resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
+import { Downloads } from './downloads.js';
+import { TemporalUi } from './temporal-ui.js';
+import type { AlbumKey, AlbumStatus, AlbumWorkflowInput, JsonValue } from './types.js';
 
 type SequentialCommand = Exclude<AlbumCommand, { type: 'download' }>;
 
@@ -50,47 +54,29 @@ function albumStatus(workflowId: string, key: AlbumKey, state: AlbumRulesState):
     children: state.children.map(viewChildOf),
     decisions: state.decisions,
     reviewReasons: state.reviewReasons,
+    reviewResolved: state.reviewResolved,
     closed: state.phase === 'closed',
   });
 }
 
-/** What the Temporal UI shows of an album: the status body's headline fields, without building its children. */
-interface AlbumHeadline {
-  state: AlbumState;
-  distinctChildren: number;
-  expectedTotal: number | null;
-  reviewReasons: ReviewReason[];
-  latest: DecisionView | undefined;
-  media: MediaSummary;
-}
-
-/** Linear in the children, unlike the status body (sorted and copied): it runs after every transition. */
-function headlineOf(state: AlbumRulesState): AlbumHeadline {
-  return {
-    state: state.phase === 'closed' ? 'closed' : state.decisions.length > 0 ? 'processed' : 'collecting',
-    distinctChildren: state.children.length,
-    expectedTotal: agreedTotal(state.children.map((child) => child.arrival)),
-    reviewReasons: canonicalReasons(state.reviewReasons),
-    latest: latestDecision(state),
-    media: mediaSummary(state.children.flatMap((child) => child.attachments)),
-  };
-}
-
-function summarize(headline: AlbumHeadline): string {
-  const { media, latest, reviewReasons } = headline;
-  const expected = headline.expectedTotal === null ? 'no usable total' : `expected ${headline.expectedTotal}`;
-  return [
-    `**${headline.state}** · ${headline.distinctChildren} children (${expected})`,
-    latest ? `decision #${latest.seq} ${latest.trigger}` : 'no decision yet',
-    `media ${media.downloaded}/${media.total} downloaded, ${media.pending} pending`,
-    reviewReasons.length > 0 ? `review: ${reviewReasons.join(', ')}` : 'no review',
-  ].join(' · ');
+/** What recording and notifying one command of the rules means. */
+function decisionStepOf(command: SequentialCommand): DecisionStep {
+  const { decision } = command;
+  if (command.type === 'media_settled') return { type: 'album.media_settled', decision, notice: command.notice };
+  const record = { reviewReasons: command.reviewReasons, reviewResolved: command.reviewResolved };
+  return command.late
+    ? {
+        type: 'album.updated',
+        decision: { ...decision, lateChildMessageIds: command.late.childMessageIds, lateItemPolicy: command.late.policy },
+        record,
+      }
+    : { type: 'album.ready', decision, record };
 }
 
 /**
- * One media album (DESIGN.md §4): collects distinct children, downloads their attachments at once,
- * decides with the album rules, records each decision before notifying, amends the album for late
- * items until the late window ends, then marks it closed and returns its final status.
+ * One media album (docs/design.md, "The album workflow"): collects distinct children, downloads their
+ * attachments at once, decides with the album rules, records each decision before notifying, amends the
+ * album for late items until the late window ends, then marks it closed and returns its final status.
  */
 export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumStatus | null> {
   const { workflowId } = workflowInfo();
@@ -98,9 +84,10 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
   const inbox = new ChildrenInbox();
   const downloads = new Downloads();
   const timer = new DeadlineTimer();
-  const ui = new UiPublisher();
+  const ui = new TemporalUi();
   const commands: SequentialCommand[] = [];
   let state = initialState();
+  let restored = false;
 
   const status = () => albumStatus(workflowId, key, state);
   setHandler(statusQuery, status);
@@ -113,45 +100,48 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     state = transition.state;
     for (const command of transition.commands) {
       if (command.type === 'download') {
-        const { messageId, position } = command;
-        downloads.start({ ...key, messageId }, position, (result) =>
+        const { messageId, position, retry } = command;
+        downloads.start({ ...key, messageId }, position, retry, (result) =>
           apply(step(state, { type: 'download_settled', messageId, position, result }, timings)),
         );
       } else {
         commands.push(command);
       }
     }
-    const current = headlineOf(state);
-    ui.update({
-      workspace: key.workspace,
-      provider: key.provider,
-      state: current.state,
-      needsReview: current.reviewReasons.length > 0,
-      children: current.distinctChildren,
-      details: summarize(current),
-    });
+    ui.show(albumUiView(key, state));
   };
   const handle = (event: AlbumEvent) => apply(step(state, event, timings));
 
-  const announcementOf = (command: SequentialCommand): Announcement => {
-    const { decision } = command;
-    if (command.type === 'media_settled') return { type: 'album.media_settled', decision };
-    const record = { reviewReasons: command.reviewReasons };
-    return command.late
-      ? {
-          type: 'album.updated',
-          decision: { ...decision, lateChildMessageIds: command.late.childMessageIds, lateItemPolicy: command.late.policy },
-          record,
-        }
-      : { type: 'album.ready', decision, record };
-  };
-
-  /** Runs begun before the patch `one-activity-per-decision`: a record activity, then a notify activity, per command. */
-  const executeOne = async (command: SequentialCommand) => {
-    const { type, decision, record: recorded } = announcementOf(command);
-    if (recorded) await record({ workflowId, decision: command.decision, album: recorded });
-    await publish({ workflowId, seq: decision.seq, type, decision, ...albumBody() });
-  };
+  setHandler(
+    retryDownloadsUpdate,
+    () => {
+      const attachments = state.children.flatMap((child) =>
+        child.attachments.filter(retryable).map((attachment) => ({ messageId: child.arrival.messageId, position: attachment.position })),
+      );
+      handle({ type: 'downloads_retried' });
+      return { attachments };
+    },
+    {
+      validator: () => {
+        if (state.phase === 'closed') throw ApplicationFailure.nonRetryable('the album is closed', 'AlbumClosed');
+      },
+    },
+  );
+  setHandler(
+    resolveReviewUpdate,
+    async ({ note }) => {
+      // A run started by this very update answers once it knows the album's stored state.
+      await condition(() => restored);
+      if (state.reviewReasons.length === 0) throw ApplicationFailure.nonRetryable('the album needs no review', 'NoReviewReasons');
+      handle({ type: 'review_resolved', now: Date.now(), note });
+      return state.reviewResolved!;
+    },
+    {
+      validator: (request: { note?: unknown } | undefined) => {
+        if (typeof request?.note !== 'string') throw ApplicationFailure.nonRetryable('note must be a string', 'InvalidNote');
+      },
+    },
+  );
 
   /** Set when the carried state outgrew one payload: the run goes on (its history stays within Temporal's limits up to ~10,000 children). */
   let carriedTooLarge = false;
@@ -168,24 +158,32 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     const prior = await loadPrior({ kind: 'album', key });
     apply(restoreState(prior, Date.now(), timings));
   }
+  restored = true;
 
   for (;;) {
     if (inbox.pending) handle({ type: 'children_arrived', now: Date.now(), children: inbox.take() });
     const firedAt = timer.takeFired();
     if (firedAt !== null) handle({ type: 'timer_fired', now: Math.max(Date.now(), firedAt) });
 
-    const [command] = commands;
-    if (command) {
-      if (patched('one-activity-per-decision')) {
-        await announce({ workflowId, body: albumBody(), announcements: commands.splice(0).map(announcementOf) });
-      } else {
-        commands.shift();
-        await executeOne(command);
+    if (commands.length > 0) {
+      const steps = commands.splice(0).map(decisionStepOf);
+      const summary = steps
+        .map(({ type, decision, record }) => `${record ? `record #${decision.seq} (${decision.trigger}), ` : ''}notify ${type} #${decision.seq}`)
+        .join(', ');
+      try {
+        const { refused } = await recordAndNotify.executeWithOptions({ summary }, [{ workflowId, body: albumBody(), steps }]);
+        for (const { type, seq, error } of refused) log.warn('notification refused', { type, seq, error });
+      } catch (err) {
+        if (!(err instanceof ActivityFailure)) throw err;
+        log.error('recording or notifying a decision failed', { error: failureMessage(err) });
       }
       continue;
     }
     if (idle() && state.phase === 'closed') {
-      await recordClosed({ workflowId, reviewReasons: state.reviewReasons });
+      await condition(allHandlersFinished);
+      await markClosed.executeWithOptions({ summary: 'mark the album closed' }, [
+        { workflowId, reviewReasons: state.reviewReasons, reviewResolved: state.reviewResolved },
+      ]);
       if (idle() && state.phase === 'closed') {
         const final = status();
         return fitsInPayload(final) ? final : null;

@@ -1,12 +1,23 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
-import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { AlbumStatus, ChildrenBatch } from './types.js';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { AlbumStatus, ChildrenBatch, ReviewResolution } from './types.js';
 
 /** Every pending child of one album (or the one standalone message), sent with signal-with-start. */
 export const childrenSignal = defineSignal<[ChildrenBatch]>('children');
 
-/** The album status body of DESIGN.md §3, answered from workflow state. */
+/** The album status body (docs/design.md, "Status"), answered from workflow state. */
 export const statusQuery = defineQuery<AlbumStatus>('status');
+
+/** The attachments an operator's retry set back to pending. */
+export interface RetriedDownloads {
+  attachments: Array<{ messageId: string; position: number }>;
+}
+
+/** Operator action: try every failed or expired attachment again. Refused once the album closed. */
+export const retryDownloadsUpdate = defineUpdate<RetriedDownloads, []>('retry-downloads');
+
+/** Operator action: take the album out of the review queue, with a note. */
+export const resolveReviewUpdate = defineUpdate<ReviewResolution, [{ note: string }]>('resolve-review');
 
 export const searchAttributes = {
   workspace: defineSearchAttributeKey('AlbumWorkspace', 'KEYWORD'),

@@ -1,7 +1,10 @@
-import { condition, defineQuery, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, defineQuery, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import { initialAttachments, settleAttachment, type ChildRecord } from './album-rules.js';
 import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from './album-view.js';
-import { ChildrenInbox, Downloads, loadPrior, publish, record, UiPublisher } from './effects.js';
+import { loadPrior, notify, recordDecision } from './activities.js';
+import { ChildrenInbox } from './children-inbox.js';
+import { Downloads, failureMessage } from './downloads.js';
+import { TemporalUi } from './temporal-ui.js';
 import type { DecisionView, MessageWorkflowInput } from './types.js';
 
 /** The `status` query of a `message:` workflow (same name as the album's, its own body). */
@@ -17,7 +20,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   const { key } = input;
   const inbox = new ChildrenInbox();
   const downloads = new Downloads();
-  const ui = new UiPublisher();
+  const ui = new TemporalUi();
   let child: ChildRecord | null = null;
   let decisions: DecisionView[] = [];
   let closed = false;
@@ -27,7 +30,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   const refresh = () => {
     const current = status();
     const { media } = current;
-    ui.update({
+    ui.show({
       workspace: key.workspace,
       provider: key.provider,
       state: current.state,
@@ -49,7 +52,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
 
   for (const { position, status: attachmentStatus } of child.attachments) {
     if (attachmentStatus !== 'pending') continue;
-    downloads.start(key, position, (result) => {
+    downloads.start(key, position, false, (result) => {
       if (child) child = { ...child, attachments: settleAttachment(child.attachments, position, result) };
       refresh();
     });
@@ -60,11 +63,18 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
     decision = { seq: 1, trigger: 'standalone', childMessageIds: [key.messageId], decidedAt: new Date(Date.now()).toISOString() };
     decisions = [decision];
     refresh();
-    await record({ workflowId, decision, album: null });
+    await recordDecision.executeWithOptions({ summary: 'record decision #1 (standalone)' }, [{ workflowId, decision, album: null }]);
   }
 
   await condition(() => downloads.inFlight === 0);
-  await publish({ workflowId, seq: decision.seq, type: 'message.ready', message: status(), decision });
+  try {
+    await notify.executeWithOptions({ summary: `notify message.ready #${decision.seq}` }, [
+      { workflowId, seq: decision.seq, type: 'message.ready', message: status(), decision },
+    ]);
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    log.warn('notification refused', { type: 'message.ready', seq: decision.seq, error: failureMessage(err) });
+  }
   closed = true;
   refresh();
   return status();

@@ -1,5 +1,7 @@
 // Types shared by the workflow, the activities, the dispatcher and the HTTP layer (and the one list
-// of late-item policies that the configuration validates against).
+// of late-item policies that the configuration validates against). Types only, but for that list.
+
+import type { AttachmentStatus } from '../src/http/schemas.js';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -19,10 +21,21 @@ export interface MessageKey extends ConversationScope {
   messageId: string;
 }
 
-export type AlbumState = 'collecting' | 'processed' | 'closed';
-export type DecisionTrigger = 'expected_count_reached' | 'quiet_period' | 'max_wait' | 'late_item' | 'standalone';
-export type ReviewReason = 'total_conflict' | 'duplicate_index' | 'invalid_metadata' | 'late_item';
-export type AttachmentStatus = 'pending' | 'downloaded' | 'failed' | 'expired' | 'unavailable';
+// The status body and its parts are defined once, as the HTTP schemas (src/http/schemas.ts).
+export type {
+  AlbumState,
+  AlbumStatus,
+  AttachmentStatus,
+  AttachmentView,
+  ChildView,
+  DecisionTrigger,
+  DecisionView,
+  MediaSummary,
+  ReviewReason,
+  ReviewResolution,
+  ReviewView,
+} from '../src/http/schemas.js';
+
 export const lateItemPolicies = ['refresh', 'reanalyze', 'review'] as const;
 export type LateItemPolicy = (typeof lateItemPolicies)[number];
 export type NotificationType = 'album.ready' | 'album.updated' | 'album.media_settled' | 'message.ready';
@@ -62,56 +75,6 @@ export interface ChildArrival {
 /** The payload of the `children` signal: every pending child of one album the dispatcher found. */
 export interface ChildrenBatch {
   children: ChildArrival[];
-}
-
-export interface AttachmentView {
-  position: number;
-  status: AttachmentStatus;
-  contentType: string | null;
-  bytes: number | null;
-  sha256: string | null;
-  error: string | null;
-}
-
-export interface ChildView {
-  messageId: string;
-  /** As received (a wrong-typed value is shown as it came). */
-  index: JsonValue | null;
-  total: JsonValue | null;
-  caption: string | null;
-  sentAt: string | null;
-  receivedAt: string;
-  attachments: AttachmentView[];
-}
-
-export interface DecisionView {
-  seq: number;
-  trigger: DecisionTrigger;
-  childMessageIds: string[];
-  decidedAt: string;
-}
-
-export interface MediaSummary {
-  total: number;
-  pending: number;
-  downloaded: number;
-  failed: number;
-  expired: number;
-  unavailable: number;
-}
-
-/** The album status body of DESIGN.md §3, from the workflow query or from PostgreSQL. */
-export interface AlbumStatus {
-  workflowId: string;
-  key: AlbumKey;
-  state: AlbumState;
-  expectedTotal: number | null;
-  distinctChildren: number;
-  expectedCountReached: boolean;
-  review: { required: boolean; reasons: ReviewReason[] };
-  children: ChildView[];
-  decisions: DecisionView[];
-  media: MediaSummary;
 }
 
 /** Outcome of one download attempt sequence, as the download activity reports it. */

@@ -1,5 +1,5 @@
 import type { AlbumStatus, AttachmentView, DecisionView } from '../../workflows/types.js';
-import type { AlbumListBody, MessageStatus } from '../http/status-body.js';
+import type { AlbumListBody, MessageStatus } from '../http/schemas.js';
 
 export type { AlbumListBody };
 

@@ -1,16 +1,16 @@
 import { albumKeyString, albumWorkflowId, childKeyString } from '../../workflows/keys.js';
 import type { AlbumKey } from '../../workflows/types.js';
 import type { AttachmentInput, ChildMessage } from '../ingest/child.js';
-import { outboxChannel } from './outbox.js';
 import type { PoolClient } from './pool.js';
 
-/** The event source of every UnifyPort webhook (the `source` of the events table). */
-export const unifyportSource = 'unifyport';
+/** Where a webhook came from: the `source` of its event id's scope (events table). */
+export type EventSource = 'unifyport' | 'telegram';
 
 type Queryable = Pick<PoolClient, 'query'>;
 
 /** A verified, validated child event ready to store. `raw` is the body text, stored as received. */
 export interface ChildDelivery {
+  source: EventSource;
   eventId: string;
   type: string;
   raw: string;
@@ -20,6 +20,7 @@ export interface ChildDelivery {
 /** A verified event of another type: only the event is recorded. */
 export interface EventRecord {
   workspace: string;
+  source: EventSource;
   eventId: string;
   type: string;
   raw: string;
@@ -38,22 +39,13 @@ export interface IngestResult {
 export interface StoredDeliveries {
   /** One per delivery, in order: the child's result, or null for an event of another type. */
   results: Array<IngestResult | null>;
-  /** Outbox rows inserted (and announced on the outbox channel unless told not to). */
+  /** Outbox rows inserted (the outbox's trigger announces them to every dispatcher). */
   queued: number;
 }
 
-export interface StoreOptions {
-  /**
-   * NOTIFY the outbox channel when rows were queued (default true), so dispatchers wake at once. Only a
-   * writer with no dispatcher to wake turns it off (the bench's ceiling): every notifying commit holds
-   * PostgreSQL's cluster-wide notify lock through its WAL flush.
-   */
-  announce?: boolean;
-}
-
 /** Stores one child and commits; the caller may answer 2xx once this resolves. */
-export async function ingestChild(db: Queryable, delivery: ChildDelivery, options: StoreOptions = {}): Promise<IngestResult> {
-  const { results } = await storeDeliveries(db, [delivery], options);
+export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promise<IngestResult> {
+  const { results } = await storeDeliveries(db, [delivery]);
   return results[0]!;
 }
 
@@ -64,7 +56,7 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery, option
  * next, every child is stored once (its redeliveries counted, a caption or sent_at missing so far filled
  * in, never erased), every attachment position once (a position without a URL takes the URL of a later
  * delivery and becomes pending again), and each child that is new or gained a URL is queued in the
- * outbox, announced once.
+ * outbox.
  *
  * One round trip per batch (it was eight, from BEGIN to COMMIT): on a busy machine each round trip waits
  * for the ingress and a PostgreSQL backend to be scheduled. A multi-row upsert may not
@@ -73,9 +65,9 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery, option
  * every execution of this one statement visits the tables in the same order, so concurrent batches wait
  * for each other and do not deadlock. The statement is named: each connection parses and plans it once.
  */
-export async function storeDeliveries(db: Queryable, deliveries: readonly Delivery[], { announce = true }: StoreOptions = {}): Promise<StoredDeliveries> {
+export async function storeDeliveries(db: Queryable, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
   const merged = mergeDeliveries(deliveries);
-  const values = statementValues(merged, announce ? outboxChannel : null);
+  const values = statementValues(merged);
   const { rows } = await db.query<StoredRow>({ name: 'albumflow_ingest', text: storeStatement, values });
   const storedKeys = [...merged.children.keys()];
   const inserted = new Map(rows.flatMap((row) => (row.ord === null ? [] : [[storedKeys[row.ord - 1]!, row.inserted!] as const])));
@@ -137,7 +129,7 @@ function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
   const childKeys: Array<string | null> = [];
   deliveries.forEach((delivery, index) => {
     const event = eventOf(delivery);
-    const eventKey = JSON.stringify([event.workspace, event.eventId]);
+    const eventKey = JSON.stringify([event.workspace, event.source, event.eventId]);
     const seen = events.get(eventKey);
     if (seen) seen.deliveries += 1;
     else events.set(eventKey, { ...event, deliveries: 1 });
@@ -181,52 +173,61 @@ function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
   return { events: [...events.values()], albums, children, childKeys };
 }
 
-/** The statement's parameters, column by column, in the order of its placeholders. */
-function statementValues({ events, albums, children }: MergedDeliveries, channel: string | null): unknown[] {
+/** The statement's four parameters: one JSON array of records per table, every field named. */
+function statementValues({ events, albums, children }: MergedDeliveries): [string, string, string, string] {
   const merged = [...children.values()];
-  const attachments = merged.flatMap(({ attachments }, i) => [...attachments.values()].map((attachment) => ({ childOrd: i + 1, ...attachment })));
-  const albumKeys = [...albums.entries()];
   return [
-    unifyportSource,
-    events.map((e) => e.workspace),
-    events.map((e) => e.eventId),
-    events.map((e) => e.type),
-    events.map((e) => e.raw),
-    events.map((e) => e.deliveries),
-    albumKeys.map(([, key]) => key.workspace),
-    albumKeys.map(([, key]) => key.provider),
-    albumKeys.map(([, key]) => key.accountId),
-    albumKeys.map(([, key]) => key.conversationId),
-    albumKeys.map(([, key]) => key.albumId),
-    albumKeys.map(([workflowId]) => workflowId),
-    merged.map(({ child }) => child.key.workspace),
-    merged.map(({ child }) => child.key.provider),
-    merged.map(({ child }) => child.key.accountId),
-    merged.map(({ child }) => child.key.conversationId),
-    merged.map(({ child }) => child.key.messageId),
-    merged.map(({ albumWorkflowId }) => albumWorkflowId),
-    merged.map(({ child }) => (child.album ? JSON.stringify(child.album.raw) : null)),
-    merged.map(({ child }) => child.album?.index ?? null),
-    merged.map(({ child }) => child.album?.total ?? null),
-    merged.map(({ child }) => child.album?.metadataInvalid ?? false),
-    merged.map(({ caption }) => caption),
-    merged.map(({ sentAt }) => sentAt),
-    merged.map(({ raw }) => raw),
-    merged.map(({ deliveries }) => deliveries),
-    attachments.map((a) => a.childOrd),
-    attachments.map((a) => a.position),
-    attachments.map((a) => a.kind),
-    attachments.map((a) => a.url),
-    attachments.map((a) => a.mimeType),
-    attachments.map((a) => a.declaredSize),
-    attachments.map((a) => a.fileName),
-    channel,
+    JSON.stringify(
+      events.map((e) => ({ workspace: e.workspace, source: e.source, event_id: e.eventId, type: e.type, raw: e.raw, deliveries: e.deliveries })),
+    ),
+    JSON.stringify(
+      [...albums.entries()].map(([workflowId, key]) => ({
+        workspace: key.workspace,
+        provider: key.provider,
+        account_id: key.accountId,
+        conversation_id: key.conversationId,
+        album_id: key.albumId,
+        workflow_id: workflowId,
+      })),
+    ),
+    JSON.stringify(
+      merged.map(({ child, albumWorkflowId, raw, deliveries, caption, sentAt }, i) => ({
+        ord: i + 1,
+        workspace: child.key.workspace,
+        provider: child.key.provider,
+        account_id: child.key.accountId,
+        conversation_id: child.key.conversationId,
+        message_id: child.key.messageId,
+        album_workflow_id: albumWorkflowId,
+        album_meta: child.album?.raw ?? null,
+        album_index: child.album?.index ?? null,
+        album_total: child.album?.total ?? null,
+        metadata_invalid: child.album?.metadataInvalid ?? false,
+        caption,
+        sent_at: sentAt,
+        raw,
+        deliveries,
+      })),
+    ),
+    JSON.stringify(
+      merged.flatMap(({ attachments }, i) =>
+        [...attachments.values()].map((a) => ({
+          child_ord: i + 1,
+          position: a.position,
+          kind: a.kind,
+          url: a.url,
+          mime_type: a.mimeType,
+          declared_size: a.declaredSize,
+          file_name: a.fileName,
+        })),
+      ),
+    ),
   ];
 }
 
 function eventOf(delivery: Delivery): EventRecord {
   if (!('child' in delivery)) return delivery;
-  return { workspace: delivery.child.key.workspace, eventId: delivery.eventId, type: delivery.type, raw: delivery.raw };
+  return { workspace: delivery.child.key.workspace, source: delivery.source, eventId: delivery.eventId, type: delivery.type, raw: delivery.raw };
 }
 
 /**
@@ -237,32 +238,32 @@ function eventOf(delivery: Delivery): EventRecord {
  */
 const storeStatement = `
 WITH events_in AS (
-  SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::int[])
-    AS e (workspace, event_id, type, raw, deliveries)
+  SELECT * FROM jsonb_to_recordset($1::jsonb)
+    AS e (workspace text, source text, event_id text, type text, raw text, deliveries int)
 ), stored_events AS (
   INSERT INTO events (workspace, source, event_id, type, raw, delivery_count)
-  SELECT e.workspace, $1, e.event_id, e.type, e.raw, e.deliveries FROM events_in e
-   ORDER BY e.workspace, e.event_id
+  SELECT e.workspace, e.source, e.event_id, e.type, e.raw::jsonb, e.deliveries FROM events_in e
+   ORDER BY e.workspace, e.source, e.event_id
   ON CONFLICT (workspace, source, event_id) DO UPDATE
     SET delivery_count = events.delivery_count + EXCLUDED.delivery_count, last_received_at = now()
 ), stored_albums AS (
   INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
-  SELECT * FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
-    AS a (workspace, provider, account_id, conversation_id, album_id, workflow_id)
+  SELECT a.workspace, a.provider, a.account_id, a.conversation_id, a.album_id, a.workflow_id
+    FROM jsonb_to_recordset($2::jsonb)
+      AS a (workspace text, provider text, account_id text, conversation_id text, album_id text, workflow_id text)
    ORDER BY a.workflow_id
   ON CONFLICT (workflow_id) DO UPDATE SET last_received_at = now()
   RETURNING id, workflow_id
 ), children_in AS (
-  SELECT * FROM unnest($13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::jsonb[],
-                       $20::int[], $21::int[], $22::bool[], $23::text[], $24::timestamptz[], $25::jsonb[], $26::int[])
-           WITH ORDINALITY
-    AS m (workspace, provider, account_id, conversation_id, message_id, album_workflow_id, album_meta,
-          album_index, album_total, metadata_invalid, caption, sent_at, raw, deliveries, ord)
+  SELECT * FROM jsonb_to_recordset($3::jsonb)
+    AS m (ord int, workspace text, provider text, account_id text, conversation_id text, message_id text,
+          album_workflow_id text, album_meta jsonb, album_index int, album_total int, metadata_invalid bool,
+          caption text, sent_at timestamptz, raw text, deliveries int)
 ), stored_children AS (
   INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
                         album_index, album_total, metadata_invalid, caption, sent_at, raw, delivery_count)
   SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, a.id, m.album_meta,
-         m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.raw, m.deliveries
+         m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.raw::jsonb, m.deliveries
     FROM children_in m LEFT JOIN stored_albums a ON a.workflow_id = m.album_workflow_id
    ORDER BY m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id
   ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE
@@ -277,8 +278,8 @@ WITH events_in AS (
   INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name, status)
   SELECT c.id, a.position, a.kind, a.url, a.mime_type, a.declared_size, a.file_name,
          CASE WHEN a.url IS NULL THEN 'unavailable' ELSE 'pending' END
-    FROM unnest($27::int[], $28::int[], $29::text[], $30::text[], $31::text[], $32::bigint[], $33::text[])
-           AS a (child_ord, position, kind, url, mime_type, declared_size, file_name)
+    FROM jsonb_to_recordset($4::jsonb)
+           AS a (child_ord int, position int, kind text, url text, mime_type text, declared_size bigint, file_name text)
     JOIN children c ON c.ord = a.child_ord
    ORDER BY c.id, a.position
   ON CONFLICT (message_pk, position) DO UPDATE
@@ -298,14 +299,11 @@ WITH events_in AS (
   SELECT message_pk FROM stored_attachments
    ORDER BY 1
   RETURNING 1
-), announced AS (
-  SELECT count(*)::int AS queued FROM queued
-), notified AS (
-  SELECT pg_notify($34, '') FROM announced WHERE queued > 0 AND $34::text IS NOT NULL
 )
-SELECT NULL::int AS ord, NULL::boolean AS inserted, queued, (SELECT count(*)::int FROM notified) AS notified FROM announced
+SELECT NULL::int AS ord, NULL::boolean AS inserted, (SELECT count(*)::int FROM queued) AS queued
  UNION ALL
-SELECT ord::int, inserted, NULL, NULL FROM children`;
+SELECT ord, inserted, NULL FROM children`;
+
 export interface QuarantineRecord {
   workspace: string;
   reason: string;

@@ -4,12 +4,13 @@ import type {
   AlbumKey,
   AlbumState,
   AlbumStatus,
-  AttachmentView,
-  DecisionView,
   JsonValue,
   MessageKey,
   ReviewReason,
+  ReviewResolution,
 } from '../../workflows/types.js';
+import { attachmentViewOf, type AttachmentOutcomeColumns } from './attachments.js';
+import { decisionsOf } from './decisions.js';
 import type { Pool } from './pool.js';
 
 export interface AlbumRow {
@@ -17,11 +18,13 @@ export interface AlbumRow {
   workflowId: string;
   state: AlbumState;
   reviewReasons: ReviewReason[];
+  reviewResolved: ReviewResolution | null;
   firstReceivedAt: string;
   lastReceivedAt: string;
 }
 
-export interface StoredChild extends ViewChild {
+/** One stored child message as the status views show it. */
+export interface StoredMessage extends ViewChild {
   lastReceivedAt: string;
   deliveryCount: number;
   albumPk: string | null;
@@ -38,10 +41,12 @@ export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | n
     workflow_id: string;
     state: AlbumState;
     review_reasons: ReviewReason[];
+    review_resolved_at: Date | null;
+    review_note: string | null;
     first_received_at: Date;
     last_received_at: Date;
   }>(
-    `SELECT id, workflow_id, state, review_reasons, first_received_at, last_received_at
+    `SELECT id, workflow_id, state, review_reasons, review_resolved_at, review_note, first_received_at, last_received_at
        FROM albums WHERE workflow_id = $1`,
     [albumWorkflowId(key)],
   );
@@ -52,9 +57,14 @@ export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | n
     workflowId: row.workflow_id,
     state: row.state,
     reviewReasons: row.review_reasons,
+    reviewResolved: resolutionOf(row),
     firstReceivedAt: row.first_received_at.toISOString(),
     lastReceivedAt: row.last_received_at.toISOString(),
   };
+}
+
+function resolutionOf(row: { review_resolved_at: Date | null; review_note: string | null }): ReviewResolution | null {
+  return row.review_resolved_at === null ? null : { at: row.review_resolved_at.toISOString(), note: row.review_note ?? '' };
 }
 
 interface ChildRow {
@@ -62,35 +72,30 @@ interface ChildRow {
   album_pk: string | null;
   album_index: number | null;
   album_total: number | null;
+  metadata_invalid: boolean;
   album_meta: { index?: JsonValue; total?: JsonValue } | null;
   caption: string | null;
   sent_at: Date | null;
   first_received_at: Date;
   last_received_at: Date;
   delivery_count: number;
-  attachments: Array<{
-    position: number;
-    status: AttachmentView['status'];
-    content_type: string | null;
-    bytes: string | number | null;
-    sha256: string | null;
-    error: string | null;
-  }>;
+  attachments: AttachmentOutcomeColumns[];
 }
 
 const childColumns = `
-  m.message_id, m.album_pk, m.album_index, m.album_total, m.album_meta, m.caption, m.sent_at,
+  m.message_id, m.album_pk, m.album_index, m.album_total, m.metadata_invalid, m.album_meta, m.caption, m.sent_at,
   m.first_received_at, m.last_received_at, m.delivery_count,
   COALESCE((SELECT json_agg(json_build_object(
              'position', a.position, 'status', a.status, 'content_type', a.content_type,
              'bytes', a.bytes, 'sha256', a.sha256, 'error', a.error) ORDER BY a.position)
             FROM attachments a WHERE a.message_pk = m.id), '[]') AS attachments`;
 
-function toChild(row: ChildRow): StoredChild {
+function toChild(row: ChildRow): StoredMessage {
   return {
     messageId: row.message_id,
     index: row.album_index,
     total: row.album_total,
+    metadataInvalid: row.metadata_invalid,
     albumMeta: row.album_meta,
     caption: row.caption,
     sentAt: iso(row.sent_at),
@@ -98,23 +103,16 @@ function toChild(row: ChildRow): StoredChild {
     lastReceivedAt: row.last_received_at.toISOString(),
     deliveryCount: row.delivery_count,
     albumPk: row.album_pk,
-    attachments: row.attachments.map((a) => ({
-      position: a.position,
-      status: a.status,
-      contentType: a.content_type,
-      bytes: a.bytes === null ? null : Number(a.bytes),
-      sha256: a.sha256,
-      error: a.error,
-    })),
+    attachments: row.attachments.map(attachmentViewOf),
   };
 }
 
-export async function albumChildren(pool: Pool, albumPk: string): Promise<StoredChild[]> {
+export async function albumChildren(pool: Pool, albumPk: string): Promise<StoredMessage[]> {
   const { rows } = await pool.query<ChildRow>(`SELECT ${childColumns} FROM messages m WHERE m.album_pk = $1`, [albumPk]);
   return rows.map(toChild);
 }
 
-export async function findMessage(pool: Pool, key: MessageKey): Promise<(StoredChild & { albumId: string | null }) | null> {
+export async function findMessage(pool: Pool, key: MessageKey): Promise<(StoredMessage & { albumId: string | null }) | null> {
   const { rows } = await pool.query<ChildRow & { album_id: string | null }>(
     `SELECT ${childColumns}, al.album_id
        FROM messages m LEFT JOIN albums al ON al.id = m.album_pk
@@ -134,24 +132,9 @@ export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: 
     children,
     decisions,
     reviewReasons: album.reviewReasons,
+    reviewResolved: album.reviewResolved,
     closed: album.state === 'closed',
   });
-}
-
-/** Decisions of one workflow, optionally only those that included one message. */
-export async function decisionsOf(pool: Pool, workflowId: string, messageId?: string): Promise<DecisionView[]> {
-  const { rows } = await pool.query<{ seq: number; trigger: DecisionView['trigger']; child_message_ids: string[]; decided_at: Date }>(
-    `SELECT seq, trigger, child_message_ids, decided_at FROM decisions
-      WHERE workflow_id = $1 AND ($2::text IS NULL OR $2 = ANY (child_message_ids))
-      ORDER BY seq`,
-    [workflowId, messageId ?? null],
-  );
-  return rows.map((row) => ({
-    seq: row.seq,
-    trigger: row.trigger,
-    childMessageIds: row.child_message_ids,
-    decidedAt: row.decided_at.toISOString(),
-  }));
 }
 
 export interface AlbumListFilter {
@@ -181,6 +164,8 @@ export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<A
     album_id: string;
     state: AlbumState;
     review_reasons: ReviewReason[];
+    review_resolved_at: Date | null;
+    review_note: string | null;
     first_received_at: Date;
     last_received_at: Date;
     distinct_children: number;
@@ -189,7 +174,7 @@ export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<A
        FROM albums a
       WHERE a.workspace = $1
         AND ($2::text IS NULL OR a.state = $2)
-        AND ($3::boolean IS NULL OR (cardinality(a.review_reasons) > 0) = $3)
+        AND ($3::boolean IS NULL OR (cardinality(a.review_reasons) > 0 AND a.review_resolved_at IS NULL) = $3)
         AND ($4::text IS NULL OR a.provider = $4)
         AND ($5::text IS NULL OR a.conversation_id = $5)
         AND ($6::bigint IS NULL OR a.id < $6)
@@ -217,6 +202,7 @@ export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<A
     },
     state: row.state,
     reviewReasons: row.review_reasons,
+    reviewResolved: resolutionOf(row),
     firstReceivedAt: row.first_received_at.toISOString(),
     lastReceivedAt: row.last_received_at.toISOString(),
     distinctChildren: row.distinct_children,

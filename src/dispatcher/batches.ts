@@ -7,7 +7,8 @@ import type {
   ConversationScope,
   MessageWorkflowInput,
 } from '../../workflows/types.js';
-import type { OutboxRow, StoredChild } from '../db/outbox.js';
+import type { QueuedChild } from '../db/children.js';
+import type { OutboxRow } from '../db/outbox.js';
 
 /** Bound the payload of one signal (Temporal refuses payloads over 2 MiB); an album with more pending children gets several signals. */
 export const maxChildrenPerSignal = 200;
@@ -33,7 +34,7 @@ export interface SignalBatch {
  */
 export function planSignals(
   rows: OutboxRow[],
-  children: StoredChild[],
+  children: QueuedChild[],
   timings: AlbumTimings,
   limits: { maxChildren: number; maxBytes: number } = { maxChildren: maxChildrenPerSignal, maxBytes: maxSignalBytes },
 ): SignalBatch[] {
@@ -76,11 +77,11 @@ export function planSignals(
   return batches;
 }
 
-function scopeOf({ key }: StoredChild): ConversationScope {
+function scopeOf({ key }: QueuedChild): ConversationScope {
   return { workspace: key.workspace, provider: key.provider, accountId: key.accountId, conversationId: key.conversationId };
 }
 
-function targetOf(child: StoredChild, timings: AlbumTimings): SignalTarget {
+function targetOf(child: QueuedChild, timings: AlbumTimings): SignalTarget {
   if (child.albumId === null) {
     return { workflowType: workflowTypes.message, workflowId: messageWorkflowId(child.key), input: { key: child.key, timings } };
   }

@@ -1,13 +1,13 @@
 import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
-import { childrenSignal, searchAttributes } from '../../workflows/definitions.js';
+import { childrenSignal } from '../../workflows/definitions.js';
 import type { AlbumTimings } from '../../workflows/types.js';
 import { listen, type Listener } from '../db/listen.js';
+import { loadChildren } from '../db/children.js';
 import {
-  albumsAtTotal,
+  albumsReachingLargestTotal,
   claimOutbox,
   deferOutboxRows,
   deleteOutboxRows,
-  loadChildren,
   outboxChannel,
   outboxStats,
   recordOutboxFailure,
@@ -23,7 +23,9 @@ import {
   signalFailuresTotal,
   signalsSentTotal,
 } from '../metrics.js';
+import { startSearchAttributes } from '../temporal/workflow-start.js';
 import { planSignals, type SignalBatch } from './batches.js';
+import { SignalThrottle } from './throttle.js';
 
 export interface DispatcherOptions {
   pool: Pool;
@@ -53,8 +55,6 @@ export interface DispatcherOptions {
    * so the quiet period never ends between two deliveries.
    */
   minSignalIntervalMs?: number;
-  /** Dispatch only children of workspaces whose name starts with this (sharding by tenant; tests). */
-  workspacePrefix?: string;
 }
 
 /** Its functions do not depend on `this`: `wakeDispatcher: dispatcher.wake` is fine. */
@@ -97,10 +97,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const signalTimeoutMs = options.signalTimeoutMs ?? 10_000;
   const concurrency = options.concurrency ?? 8;
-  const minSignalIntervalMs = options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4));
-  const lastSignalAt = new Map<string, number>();
-  /** When the earliest children this dispatcher held back become due; a pass that starts later claims them. */
-  let deferredUntil = Infinity;
+  const throttle = new SignalThrottle(options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4)));
 
   let started = false;
   let stopped = false;
@@ -134,8 +131,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   function armTimer() {
     clearTimeout(timer);
     if (!started || stopped) return;
-    const untilDeferred = Math.max(0, deferredUntil - Date.now());
-    timer = setTimeout(() => void requestPass(), backoffMs || Math.min(sweepIntervalMs, untilDeferred));
+    timer = setTimeout(() => void requestPass(), backoffMs || Math.min(sweepIntervalMs, throttle.msUntilHeldDue(Date.now())));
   }
 
   function backOff() {
@@ -144,10 +140,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   async function runPass(): Promise<number> {
     let delivered = 0;
-    const startedAt = Date.now();
-    forgetSignalsBefore(startedAt - minSignalIntervalMs);
-    // A pass that starts before the held-back children are due does not claim them: it keeps their deadline.
-    if (deferredUntil <= startedAt) deferredUntil = Infinity;
+    throttle.passStarted(Date.now());
     try {
       for (;;) {
         const outcome = await drainBatch();
@@ -171,20 +164,20 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   async function drainBatch(): Promise<BatchOutcome> {
     return withTransaction(pool, async (db) => {
-      const rows = await claimOutbox(db, { limit: batchSize, workspacePrefix: options.workspacePrefix });
+      const rows = await claimOutbox(db, batchSize);
       if (rows.length === 0) return { claimed: 0, delivered: 0, temporalUnavailable: false };
       const children = await loadChildren(db, [...new Set(rows.map((row) => row.messagePk))]);
       const outcome: BatchOutcome = { claimed: rows.length, delivered: 0, temporalUnavailable: false };
       const now = Date.now();
       const batches = planSignals(rows, children, timings);
-      const recent = batches.filter((batch) => (lastSignalAt.get(batch.target.workflowId) ?? -Infinity) > now - minSignalIntervalMs);
+      const recent = batches.filter((batch) => throttle.nextSignalAt(batch.target.workflowId) > now);
       // The child that completes an album is what its decision waits for: it is never held back.
-      const completing = await albumsAtTotal(db, [...new Set(recent.flatMap((batch) => (batch.albumPk ? [batch.albumPk] : [])))]);
+      const completing = await albumsReachingLargestTotal(db, [...new Set(recent.flatMap((batch) => (batch.albumPk ? [batch.albumPk] : [])))]);
       const cooling = recent.filter((batch) => !(batch.albumPk && completing.has(batch.albumPk)));
       if (cooling.length > 0) {
-        const until = Math.min(...cooling.map((batch) => lastSignalAt.get(batch.target.workflowId)!)) + minSignalIntervalMs;
+        const until = Math.min(...cooling.map((batch) => throttle.nextSignalAt(batch.target.workflowId)));
         await deferOutboxRows(db, cooling.flatMap((batch) => batch.outboxIds), until - now);
-        deferredUntil = Math.min(deferredUntil, until);
+        throttle.held(until);
       }
       const held = new Set(cooling);
       const due = batches.filter((batch) => !held.has(batch));
@@ -226,7 +219,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       log.warn({ err, workflowId: batch.target.workflowId, children: batch.children.length }, 'signalWithStart failed');
       return { err };
     }
-    lastSignalAt.set(batch.target.workflowId, Date.now());
+    throttle.signalled(batch.target.workflowId, Date.now());
     signalsSentTotal.inc();
     childrenSignalledTotal.inc(batch.children.length);
     childrenPerSignal.observe(batch.children.length);
@@ -241,17 +234,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         args: [target.input],
         signal: childrenSignal,
         signalArgs: [{ children }],
-        typedSearchAttributes: [
-          { key: searchAttributes.workspace, value: scope.workspace },
-          { key: searchAttributes.provider, value: scope.provider },
-          { key: searchAttributes.state, value: 'collecting' },
-        ],
+        typedSearchAttributes: startSearchAttributes(scope),
       }),
     );
-  }
-
-  function forgetSignalsBefore(cutoff: number) {
-    for (const [workflowId, at] of lastSignalAt) if (at <= cutoff) lastSignalAt.delete(workflowId);
   }
 
   async function refreshGauges(): Promise<void> {

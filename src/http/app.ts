@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { registry } from '../metrics.js';
+import { actionRoutes } from './actions.js';
 import { handleError } from './errors.js';
 import { healthRoutes } from './health.js';
 import { statusRoutes } from './status.js';
@@ -52,6 +53,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(webhookRoutes, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
+  await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
     let text = await registry.metrics();
     if (deps.workerMetricsUrl) {

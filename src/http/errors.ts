@@ -1,9 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-
-/** The error body of every albumflow endpoint: `{ "error": { "code", "message" } }`. */
-export interface ErrorBody {
-  error: { code: string; message: string };
-}
+import type { ErrorBody } from './schemas.js';
 
 export function errorBody(code: string, message: string): ErrorBody {
   return { error: { code, message } };

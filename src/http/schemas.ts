@@ -1,14 +1,17 @@
+// The HTTP bodies as TypeBox schemas: they validate and serialize the responses, feed the OpenAPI
+// document, and are the one definition of the status types (`Static<>`), which the workflow's query
+// answers too (workflows/types.ts re-exports them).
+
 import { Type, type Static, type TSchema } from 'typebox';
-import type { AlbumStatus } from '../../workflows/types.js';
-import type { AlbumListBody, MessageStatus } from './status-body.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
-const JsonValue = Type.Unknown({ description: 'as received' });
+const AsReceived = Type.Unknown({ description: 'as received' });
 
-export const ErrorBody = Type.Object(
+export const ErrorBodySchema = Type.Object(
   { error: Type.Object({ code: Type.String(), message: Type.String() }) },
   { description: 'Why the request was refused' },
 );
+export type ErrorBody = Static<typeof ErrorBodySchema>;
 
 const scope = {
   workspace: Type.String(),
@@ -16,84 +19,109 @@ const scope = {
   accountId: Type.String(),
   conversationId: Type.String(),
 };
-export const AlbumKey = Type.Object({ ...scope, albumId: Type.String() });
-export const MessageKey = Type.Object({ ...scope, messageId: Type.String() });
+export const AlbumKeySchema = Type.Object({ ...scope, albumId: Type.String() });
+export const MessageKeySchema = Type.Object({ ...scope, messageId: Type.String() });
 
-const AlbumState = Type.Enum(['collecting', 'processed', 'closed']);
-const ReviewReason = Type.Enum(['total_conflict', 'duplicate_index', 'invalid_metadata', 'late_item']);
-const Trigger = Type.Enum(['expected_count_reached', 'quiet_period', 'max_wait', 'late_item', 'standalone']);
-const AttachmentStatus = Type.Enum(['pending', 'downloaded', 'failed', 'expired', 'unavailable']);
+export const AlbumStateSchema = Type.Enum(['collecting', 'processed', 'closed']);
+export type AlbumState = Static<typeof AlbumStateSchema>;
 
-const Attachment = Type.Object({
+export const ReviewReasonSchema = Type.Enum(['total_conflict', 'duplicate_index', 'invalid_metadata', 'late_item']);
+export type ReviewReason = Static<typeof ReviewReasonSchema>;
+
+export const DecisionTriggerSchema = Type.Enum(['expected_count_reached', 'quiet_period', 'max_wait', 'late_item', 'album_full', 'standalone']);
+export type DecisionTrigger = Static<typeof DecisionTriggerSchema>;
+
+export const AttachmentStatusSchema = Type.Enum(['pending', 'downloaded', 'failed', 'expired', 'unavailable']);
+export type AttachmentStatus = Static<typeof AttachmentStatusSchema>;
+
+export const AttachmentViewSchema = Type.Object({
   position: Type.Integer(),
-  status: AttachmentStatus,
+  status: AttachmentStatusSchema,
   contentType: Nullable(Type.String()),
   bytes: Nullable(Type.Integer()),
   sha256: Nullable(Type.String()),
   error: Nullable(Type.String()),
 });
+export type AttachmentView = Static<typeof AttachmentViewSchema>;
 
-const Decision = Type.Object({
+export const DecisionViewSchema = Type.Object({
   seq: Type.Integer(),
-  trigger: Trigger,
+  trigger: DecisionTriggerSchema,
   childMessageIds: Type.Array(Type.String()),
   decidedAt: Type.String({ format: 'date-time' }),
 });
+export type DecisionView = Static<typeof DecisionViewSchema>;
 
-const Review = Type.Object({ required: Type.Boolean(), reasons: Type.Array(ReviewReason) });
+export const ReviewResolutionSchema = Type.Object(
+  { at: Type.String({ format: 'date-time' }), note: Type.String() },
+  { description: 'An operator took the album out of the review queue' },
+);
+export type ReviewResolution = Static<typeof ReviewResolutionSchema>;
 
-export const AlbumStatusSchema = Type.Object({
-  workflowId: Type.String(),
-  key: AlbumKey,
-  state: AlbumState,
-  expectedTotal: Nullable(Type.Integer()),
-  distinctChildren: Type.Integer(),
-  expectedCountReached: Type.Boolean(),
-  review: Review,
-  children: Type.Array(
-    Type.Object({
-      messageId: Type.String(),
-      index: JsonValue,
-      total: JsonValue,
-      caption: Nullable(Type.String()),
-      sentAt: Nullable(Type.String()),
-      receivedAt: Type.String(),
-      attachments: Type.Array(Attachment),
-    }),
-  ),
-  decisions: Type.Array(Decision),
-  media: Type.Object({
-    total: Type.Integer(),
-    pending: Type.Integer(),
-    downloaded: Type.Integer(),
-    failed: Type.Integer(),
-    expired: Type.Integer(),
-    unavailable: Type.Integer(),
-  }),
+export const ReviewViewSchema = Type.Object({
+  required: Type.Boolean({ description: 'a reason is present and no operator resolved it since' }),
+  reasons: Type.Array(ReviewReasonSchema),
+  resolved: Type.Optional(ReviewResolutionSchema),
 });
+export type ReviewView = Static<typeof ReviewViewSchema>;
 
-export const MessageStatusSchema = Type.Object({
-  workflowId: Type.String(),
-  key: MessageKey,
-  albumKey: Nullable(AlbumKey),
-  index: JsonValue,
-  total: JsonValue,
+/** What the album body shows of each child, and the message body of one. */
+const childFields = {
+  index: AsReceived,
+  total: AsReceived,
   caption: Nullable(Type.String()),
   sentAt: Nullable(Type.String()),
   receivedAt: Type.String(),
+  attachments: Type.Array(AttachmentViewSchema),
+};
+
+export const ChildViewSchema = Type.Object({ messageId: Type.String(), ...childFields });
+export type ChildView = Static<typeof ChildViewSchema>;
+
+export const MediaSummarySchema = Type.Object({
+  total: Type.Integer(),
+  pending: Type.Integer(),
+  downloaded: Type.Integer(),
+  failed: Type.Integer(),
+  expired: Type.Integer(),
+  unavailable: Type.Integer(),
+});
+export type MediaSummary = Static<typeof MediaSummarySchema>;
+
+export const AlbumStatusSchema = Type.Object({
+  workflowId: Type.String(),
+  key: AlbumKeySchema,
+  state: AlbumStateSchema,
+  expectedTotal: Nullable(Type.Integer()),
+  distinctChildren: Type.Integer(),
+  expectedCountReached: Type.Boolean(),
+  review: ReviewViewSchema,
+  children: Type.Array(ChildViewSchema),
+  decisions: Type.Array(DecisionViewSchema),
+  media: MediaSummarySchema,
+});
+/** The album status body, from the workflow's `status` query or from PostgreSQL. */
+export type AlbumStatus = Static<typeof AlbumStatusSchema>;
+
+export const MessageStatusSchema = Type.Object({
+  workflowId: Type.String({ description: "its album's workflow, or its own `message:` workflow when standalone" }),
+  key: MessageKeySchema,
+  albumKey: Nullable(AlbumKeySchema),
+  ...childFields,
   lastReceivedAt: Type.String(),
   deliveryCount: Type.Integer(),
-  attachments: Type.Array(Attachment),
-  decisions: Type.Array(Decision),
+  decisions: Type.Array(DecisionViewSchema, { description: 'the decisions that included this message' }),
 });
+/** `GET /workspaces/:ws/messages/…`: one child message, standalone or in an album. */
+export type MessageStatus = Static<typeof MessageStatusSchema>;
 
 export const AlbumListSchema = Type.Object({
   items: Type.Array(
     Type.Object({
       workflowId: Type.String(),
-      key: AlbumKey,
-      state: AlbumState,
-      review: Review,
+      key: AlbumKeySchema,
+      state: AlbumStateSchema,
+      review: ReviewViewSchema,
       distinctChildren: Type.Integer(),
       firstReceivedAt: Type.String(),
       lastReceivedAt: Type.String(),
@@ -101,11 +129,5 @@ export const AlbumListSchema = Type.Object({
   ),
   nextCursor: Nullable(Type.String({ description: 'pass as `cursor` for the next page' })),
 });
-
-// The schemas serialize the bodies; these checks keep them and the TypeScript types in step.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-type WithUnknownIndex<T> = T extends { children: Array<infer C> } ? Omit<T, 'children'> & { children: Array<Omit<C, 'index' | 'total'> & { index: unknown; total: unknown }> } : never;
-const albumSchemaMatches: Same<Static<typeof AlbumStatusSchema>, WithUnknownIndex<AlbumStatus>> = true;
-const messageSchemaMatches: Same<Static<typeof MessageStatusSchema>, Omit<MessageStatus, 'index' | 'total'> & { index: unknown; total: unknown }> = true;
-const listSchemaMatches: Same<Static<typeof AlbumListSchema>, AlbumListBody> = true;
-void [albumSchemaMatches, messageSchemaMatches, listSchemaMatches];
+/** `GET /workspaces/:ws/albums`: newest first; pass `nextCursor` back as `cursor` for the next page. */
+export type AlbumListBody = Static<typeof AlbumListSchema>;

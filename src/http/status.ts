@@ -3,25 +3,26 @@ import type { Client } from '@temporalio/client';
 import { Type } from 'typebox';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, AlbumStatus, MessageKey } from '../../workflows/types.js';
-import { albumStatusFromDatabase, decisionsOf, findAlbum, findMessage, listAlbums } from '../db/status.js';
+import type { AlbumKey, AlbumStatus } from '../../workflows/types.js';
+import { decisionsOf } from '../db/decisions.js';
+import { albumStatusFromDatabase, findAlbum, findMessage, listAlbums } from '../db/status.js';
 import type { Pool } from '../db/pool.js';
+import { reviewView } from '../../workflows/album-view.js';
 import { HttpError } from './errors.js';
-import { AlbumListSchema, AlbumStatusSchema, ErrorBody, MessageStatusSchema } from './schemas.js';
-import type { AlbumListBody, MessageStatus } from './status-body.js';
+import { AlbumParams, albumKeyOf, albumPath, MessageParams, messageKeyOf, messagePath, Segment } from './params.js';
+import {
+  AlbumListSchema,
+  AlbumStatusSchema,
+  ErrorBodySchema as ErrorBody,
+  MessageStatusSchema,
+  type AlbumListBody,
+  type MessageStatus,
+} from './schemas.js';
 
 export interface StatusOptions {
   pool: Pool;
   temporal: Client;
 }
-
-const Segment = Type.String({ minLength: 1, maxLength: 512, description: 'URL-encoded' });
-const ScopeParams = {
-  workspace: Segment,
-  provider: Segment,
-  account: Segment,
-  conversation: Segment,
-};
 
 /** Where an album body came from, in the `x-albumflow-source` response header. */
 export type StatusSource = 'workflow' | 'database';
@@ -56,12 +57,12 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
   }
 
   app.get(
-    '/workspaces/:workspace/albums/:provider/:account/:conversation/:album',
+    albumPath,
     {
       schema: {
         summary: 'Status of one album',
         tags: ['status'],
-        params: Type.Object({ ...ScopeParams, album: Segment }),
+        params: AlbumParams,
         querystring: Type.Object({
           source: Type.Enum(['auto', 'database'], {
             default: 'auto',
@@ -72,8 +73,7 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
       },
     },
     async (request, reply) => {
-      const p = request.params;
-      const key: AlbumKey = { workspace: p.workspace, provider: p.provider, accountId: p.account, conversationId: p.conversation, albumId: p.album };
+      const key = albumKeyOf(request.params);
       const album = await findAlbum(pool, key);
       if (!album) throw new HttpError(404, 'album_not_found', `no child of album ${albumWorkflowId(key)} was ever stored`);
       const live = request.query.source === 'auto' ? await queryRunningWorkflow(album.workflowId) : null;
@@ -84,18 +84,17 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
   );
 
   app.get(
-    '/workspaces/:workspace/messages/:provider/:account/:conversation/:message',
+    messagePath,
     {
       schema: {
         summary: 'Status of one child message',
         tags: ['status'],
-        params: Type.Object({ ...ScopeParams, message: Segment }),
+        params: MessageParams,
         response: { 200: MessageStatusSchema, 400: ErrorBody, 404: ErrorBody },
       },
     },
     async (request): Promise<MessageStatus> => {
-      const p = request.params;
-      const key: MessageKey = { workspace: p.workspace, provider: p.provider, accountId: p.account, conversationId: p.conversation, messageId: p.message };
+      const key = messageKeyOf(request.params);
       const message = await findMessage(pool, key);
       if (!message) throw new HttpError(404, 'message_not_found', `message ${messageWorkflowId(key)} was never stored`);
       const { messageId, ...scope } = key;
@@ -154,7 +153,7 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
           workflowId: row.workflowId,
           key: row.key,
           state: row.state,
-          review: { required: row.reviewReasons.length > 0, reasons: row.reviewReasons },
+          review: reviewView(row.reviewReasons, [], row.reviewResolved),
           distinctChildren: row.distinctChildren,
           firstReceivedAt: row.firstReceivedAt,
           lastReceivedAt: row.lastReceivedAt,

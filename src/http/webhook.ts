@@ -8,6 +8,7 @@ import { isUnavailable, type Pool } from '../db/pool.js';
 import { signatureFailuresTotal, webhooksTotal } from '../metrics.js';
 import { verifySignature, type VerifyFailure } from '../signature.js';
 import { HttpError } from './errors.js';
+import { ErrorBodySchema as ErrorBody } from './schemas.js';
 import { parseEvent } from '../ingest/unifyport.js';
 
 export interface WebhookOptions {
@@ -19,11 +20,6 @@ export interface WebhookOptions {
 
 export const timestampHeader = 'x-unifyport-timestamp';
 export const signatureHeaderName = 'x-unifyport-signature';
-
-const ErrorBody = Type.Object(
-  { error: Type.Object({ code: Type.String(), message: Type.String() }) },
-  { description: 'Why the request was refused' },
-);
 
 const Accepted = Type.Object(
   {
@@ -155,7 +151,7 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       const raw = body.toString('utf8');
       if (event.kind === 'ignored') {
         try {
-          await batcher.recordEvent({ workspace, eventId: event.eventId, type: event.type, raw });
+          await batcher.recordEvent({ workspace, source: 'unifyport', eventId: event.eventId, type: event.type, raw });
         } catch (err) {
           if (isDataException(err)) return keepInQuarantine('unstorable_event', unstorableMessage, (err as Error).message);
           throw storageFailure(request, err);
@@ -166,7 +162,7 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
 
       let stored;
       try {
-        stored = await batcher.storeChild({ eventId: event.eventId, type: event.type, raw, child: event.child });
+        stored = await batcher.storeChild({ source: 'unifyport', eventId: event.eventId, type: event.type, raw, child: event.child });
       } catch (err) {
         if (isDataException(err)) return keepInQuarantine('unstorable_event', unstorableMessage, (err as Error).message);
         throw storageFailure(request, err);

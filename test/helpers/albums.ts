@@ -7,7 +7,7 @@ import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-uti
 import type { temporal } from '@temporalio/proto';
 import { vi } from 'vitest';
 import type { Config } from '../../src/config.js';
-import { loadChildren } from '../../src/db/outbox.js';
+import { loadChildren } from '../../src/db/children.js';
 import type { Pool } from '../../src/db/pool.js';
 import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';

@@ -4,10 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
+import pg from 'pg';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { connectionConfig, createPool, type Pool } from '../../src/db/pool.js';
+import { connectionConfig, connectionUrl, createPool, databaseName, withDatabase, type Pool } from '../../src/db/pool.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import { connectClient, connectWorker } from '../../src/temporal/connection.js';
 import { createAlbumWorker } from '../../src/temporal/worker.js';
@@ -15,6 +16,32 @@ import { createAlbumWorker } from '../../src/temporal/worker.js';
 /** A name no other test of this run uses (task queues, workspaces, ids). */
 export function unique(prefix: string): string {
   return `${prefix}-${crypto.randomBytes(5).toString('hex')}`;
+}
+
+/**
+ * A database of the test's own, copied from the run's migrated template: a dispatcher running on it
+ * drains only what the test stored. Dropped with the others when the run ends.
+ */
+export async function freshDatabase(): Promise<string> {
+  const template = connectionConfig(inject('templateDatabaseUrl'));
+  const name = `${databaseName(template)}_${crypto.randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client(withDatabase(template, 'postgres'));
+  await admin.connect();
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(databaseName(template))}`);
+        break;
+      } catch (err) {
+        // Two copies of one template at once: PostgreSQL refuses the second while the first reads it.
+        if ((err as { code?: string }).code !== '55006' || attempt === 20) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+  return connectionUrl(withDatabase(template, name));
 }
 
 /**

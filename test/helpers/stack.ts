@@ -4,7 +4,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher } from '../../src/dispatcher/dispatcher.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { signatureHeader } from '../../src/signature.js';
-import { startTestWorker, testClient, testConfig, testLogger, testPool, unique, type TestWorker } from './env.js';
+import { freshDatabase, startTestWorker, testClient, testConfig, testLogger, testPool, unique, type TestWorker } from './env.js';
 
 export interface AlbumEventOptions {
   conversationId?: string;
@@ -43,8 +43,8 @@ export function albumEvent(options: AlbumEventOptions): Record<string, unknown> 
 }
 
 /**
- * The whole albumflow in this process, as `npm start` wires it: the HTTP app, a dispatcher that
- * drains only this stack's workspace, and a real worker on its own task queue.
+ * The whole albumflow in this process, as `npm start` wires it: the HTTP app, a dispatcher, and a real
+ * worker on its own task queue, on a database of the stack's own.
  */
 export interface Stack {
   config: Config;
@@ -63,7 +63,7 @@ export interface Stack {
 export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
   const workspace = unique('ws');
   const secret = 'stack-secret';
-  const config = testConfig({ WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }), ...env });
+  const config = testConfig({ DATABASE_URL: await freshDatabase(), WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }), ...env });
   const logger = testLogger(config);
   const pool = testPool(config);
   const client = await testClient(config);
@@ -74,7 +74,6 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
     taskQueue: config.temporal.taskQueue,
     timings: config.album,
     logger,
-    workspacePrefix: workspace,
     sweepIntervalMs: 200,
   });
   dispatcher.start();

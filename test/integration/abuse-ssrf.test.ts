@@ -68,7 +68,7 @@ describe('attachment URLs aimed at loopback, private, link-local and metadata ad
       [key.workspace, key.provider, key.accountId, key.conversationId, key.messageId],
     );
     await pool.query(`INSERT INTO attachments (message_pk, position, url) VALUES ($1, 0, $2)`, [rows[0]!.id, url]);
-    return { key, position: 0, finalAttempt: 1 };
+    return { key, position: 0, finalAttempt: 1, retry: false };
   }
 
   /** One download on its final attempt, so a refusal and a DNS failure both end in a recorded status. */

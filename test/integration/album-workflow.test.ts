@@ -1,7 +1,8 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { albumChildren, decisionsOf, findAlbum } from '../../src/db/status.js';
+import { decisionsOf } from '../../src/db/decisions.js';
+import { albumChildren, findAlbum } from '../../src/db/status.js';
 import { buildAlbumView } from '../../workflows/album-view.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
@@ -51,6 +52,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
       children: await albumChildren(pool, album.id),
       decisions: await decisionsOf(pool, album.workflowId),
       reviewReasons: album.reviewReasons,
+      reviewResolved: album.reviewResolved,
       closed: album.state === 'closed',
     });
   }

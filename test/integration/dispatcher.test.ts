@@ -8,13 +8,13 @@ import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src
 import { startDevServer, type DevServer } from '../../src/temporal/devserver.js';
 import { searchAttributes } from '../../workflows/definitions.js';
 import type { ChildrenBatch } from '../../workflows/types.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('disp');
 const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held'] as const;
 const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
 
-const config = testConfig({ WORKSPACE_SECRETS: JSON.stringify(Object.fromEntries(Object.values(ws).map((w) => [w, []]))) });
+let config = testConfig();
 const logger = testLogger(config);
 
 let pool: Pool;
@@ -25,6 +25,11 @@ const dispatchers: Dispatcher[] = [];
 const extraClients: Client[] = [];
 
 beforeAll(async () => {
+  // A database of this file's own: its dispatchers drain what its tests stored and nothing else.
+  config = testConfig({
+    DATABASE_URL: await freshDatabase(),
+    WORKSPACE_SECRETS: JSON.stringify(Object.fromEntries(Object.values(ws).map((w) => [w, []]))),
+  });
   pool = testPool(config);
   client = await testClient(config);
   app = await buildApp({ config, pool, temporal: client, wakeDispatcher: () => wake(), logger });
@@ -33,6 +38,8 @@ beforeAll(async () => {
 afterEach(async () => {
   wake = () => undefined;
   await Promise.all(dispatchers.splice(0).map((d) => d.stop()));
+  // What a test left queued (a refused signal, a stopped dispatcher) is not the next test's to drain.
+  await pool.query('DELETE FROM outbox');
 });
 
 afterAll(async () => {
@@ -42,15 +49,13 @@ afterAll(async () => {
   await pool.end();
 });
 
-/** A dispatcher that drains only the given test workspace, so tests never take each other's children. */
-function dispatcher(workspace: string, overrides: Partial<DispatcherOptions> = {}): Dispatcher {
+function dispatcher(overrides: Partial<DispatcherOptions> = {}): Dispatcher {
   const created = createDispatcher({
     pool,
     client,
     taskQueue: config.temporal.taskQueue,
     timings: config.album,
     logger,
-    workspacePrefix: workspace,
     ...overrides,
   });
   dispatchers.push(created);
@@ -138,7 +143,7 @@ describe('dispatcher', () => {
     await postChild(w, { message: 'm1', album: { id: 'a1', index: 1, total: 3 } });
     expect(await outboxRows(w)).toHaveLength(3);
 
-    const delivered = await dispatcher(w).drainOnce();
+    const delivered = await dispatcher().drainOnce();
 
     expect(delivered).toBe(3);
     expect(await outboxRows(w)).toEqual([]);
@@ -193,7 +198,7 @@ describe('dispatcher', () => {
 
   it('brings a burst of children into one album in a few coalesced signals, not one per commit, and loses no child', async () => {
     const w = ws.burst;
-    const d = dispatcher(w, { minSignalIntervalMs: 500 });
+    const d = dispatcher({ minSignalIntervalMs: 500 });
     wake = () => d.wake();
     d.start();
     const children = 120;
@@ -214,7 +219,7 @@ describe('dispatcher', () => {
 
   it('holds back the next children of a recently signalled album, but never the ones that bring it to its total', async () => {
     const w = ws.interval;
-    const d = dispatcher(w, { minSignalIntervalMs: 60_000 });
+    const d = dispatcher({ minSignalIntervalMs: 60_000 });
     await postChild(w, { message: 'c1', album: { id: 'complete', total: 2 } });
     await postChild(w, { message: 'o1', album: { id: 'open', total: 3 } });
     await d.drainOnce();
@@ -233,7 +238,7 @@ describe('dispatcher', () => {
 
   it('sends held-back children when their interval ends, even after passes that found nothing to send', async () => {
     const w = ws.held;
-    const d = dispatcher(w, { minSignalIntervalMs: 3_000, sweepIntervalMs: 600_000 });
+    const d = dispatcher({ minSignalIntervalMs: 3_000, sweepIntervalMs: 600_000 });
     wake = () => d.wake();
     d.start();
     await postChild(w, { message: 'h1', album: { id: 'a' } });
@@ -260,7 +265,7 @@ describe('dispatcher', () => {
     await postChild(w, { message: 'solo', album: { index: 0, total: 2 } });
     await postChild(w, { message: 'album-child', album: { id: 'a' } });
 
-    expect(await dispatcher(w).drainOnce()).toBe(2);
+    expect(await dispatcher().drainOnce()).toBe(2);
 
     const solo = client.workflow.getHandle(messageId(w, 'solo'));
     expect((await solo.describe()).type).toBe('messageWorkflow');
@@ -275,7 +280,7 @@ describe('dispatcher', () => {
 
   it('wakes at once when this process commits a child', async () => {
     const w = ws.wake;
-    const d = dispatcher(w, { sweepIntervalMs: 600_000 });
+    const d = dispatcher({ sweepIntervalMs: 600_000 });
     wake = () => d.wake();
     d.start();
     await d.drainOnce();
@@ -287,7 +292,7 @@ describe('dispatcher', () => {
 
   it('wakes on the PostgreSQL notification of a commit made by another process', async () => {
     const w = ws.listen;
-    const d = dispatcher(w, { sweepIntervalMs: 600_000 });
+    const d = dispatcher({ sweepIntervalMs: 600_000 });
     d.start();
     await d.drainOnce();
 
@@ -302,14 +307,14 @@ describe('dispatcher', () => {
 
     const deadClient = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }), namespace: config.temporal.namespace });
     extraClients.push(deadClient);
-    const stranded = dispatcher(w, { client: deadClient, signalTimeoutMs: 1_500 });
+    const stranded = dispatcher({ client: deadClient, signalTimeoutMs: 1_500 });
     expect(await stranded.drainOnce()).toBe(0);
     const rows = await outboxRows(w);
     expect(rows).toHaveLength(2);
     expect(rows.some((r) => r.attempts === 1 && r.last_error !== null)).toBe(true);
     expect(await signalledIds(client, albumId(w, 'a'))).toEqual([]);
 
-    dispatcher(w).start();
+    dispatcher().start();
     await vi.waitFor(async () => {
       expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['c1']);
       expect(await signalledIds(client, messageId(w, 'c2'))).toEqual(['c2']);
@@ -331,14 +336,14 @@ describe('dispatcher', () => {
       },
     };
     const picky = new Client({ connection: client.connection, namespace: config.temporal.namespace, interceptors: { workflow: [refusing] } });
-    expect(await dispatcher(w, { client: picky, sweepIntervalMs: 300 }).drainOnce()).toBe(2);
+    expect(await dispatcher({ client: picky, sweepIntervalMs: 300 }).drainOnce()).toBe(2);
 
     expect((await signalledIds(client, albumId(w, 'fine'))).sort()).toEqual(['ok-1', 'ok-2']);
     const [left, ...others] = await outboxRows(w);
     expect(others).toEqual([]);
     expect(left).toMatchObject({ attempts: 1, last_error: 'refused for this test' });
 
-    const retry = dispatcher(w, { sweepIntervalMs: 300 });
+    const retry = dispatcher({ sweepIntervalMs: 300 });
     retry.start();
     await vi.waitFor(async () => {
       expect(await signalledIds(client, refusedId)).toEqual(['bad-1']);
@@ -361,8 +366,8 @@ describe('dispatcher', () => {
     }
     await Promise.all(posts);
 
-    const first = dispatcher(w, { batchSize: 4, concurrency: 2 });
-    const second = dispatcher(w, { batchSize: 4, concurrency: 2 });
+    const first = dispatcher({ batchSize: 4, concurrency: 2 });
+    const second = dispatcher({ batchSize: 4, concurrency: 2 });
     let delivered = 0;
     while ((await outboxRows(w)).length > 0) {
       const counts = await Promise.all([first.drainOnce(), second.drainOnce(), first.drainOnce(), second.drainOnce()]);
@@ -389,7 +394,7 @@ describe('dispatcher', () => {
       checkedOut -= 1;
     });
     try {
-      const d = dispatcher(w, { pool: serialPool });
+      const d = dispatcher({ pool: serialPool });
       const results = await Promise.all(Array.from({ length: 8 }, () => d.drainOnce()));
       expect(results.reduce((a, b) => a + b, 0)).toBe(5);
       expect(results[0]).toBe(5);
@@ -404,7 +409,7 @@ describe('dispatcher', () => {
   it('finishes the pass in flight when stopped', async () => {
     const w = ws.stop;
     await postChild(w, { message: 'last', album: { id: 'a' } });
-    const d = dispatcher(w);
+    const d = dispatcher();
     const pass = d.drainOnce();
     await d.stop();
     expect(await pass).toBe(1);
@@ -427,7 +432,7 @@ describe('dispatcher while Temporal is down', () => {
     const connection = Connection.lazy({ address: server.address });
     const ownClient = new Client({ connection, namespace: 'default' });
     extraClients.push(ownClient);
-    const d = dispatcher(w, { client: ownClient, sweepIntervalMs: 200, maxBackoffMs: 1_000, signalTimeoutMs: 2_000 });
+    const d = dispatcher({ client: ownClient, sweepIntervalMs: 200, maxBackoffMs: 1_000, signalTimeoutMs: 2_000 });
     wake = () => d.wake();
     d.start();
 

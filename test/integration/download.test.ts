@@ -142,7 +142,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
       messagePk,
       url,
     ]);
-    return { input: { key, position: 0, finalAttempt: 3 }, messagePk };
+    return { input: { key, position: 0, finalAttempt: 3, retry: false }, messagePk };
   }
 
   async function attachmentState(messagePk: string): Promise<AttachmentState> {

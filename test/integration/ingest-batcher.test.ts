@@ -43,8 +43,8 @@ function body(options: ChildOptions): string {
 function delivery(workspace: string, options: ChildOptions): Delivery {
   const raw = body(options);
   const parsed = parseEvent(workspace, Buffer.from(raw));
-  if (parsed.kind === 'child') return { eventId: parsed.eventId, type: parsed.type, raw, child: parsed.child };
-  if (parsed.kind === 'ignored') return { workspace, eventId: parsed.eventId, type: parsed.type, raw };
+  if (parsed.kind === 'child') return { source: 'unifyport', eventId: parsed.eventId, type: parsed.type, raw, child: parsed.child };
+  if (parsed.kind === 'ignored') return { workspace, source: 'unifyport', eventId: parsed.eventId, type: parsed.type, raw };
   throw new Error(`not storable: ${parsed.message}`);
 }
 

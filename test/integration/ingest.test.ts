@@ -20,7 +20,7 @@ function deliveryOf(workspace: string, event: Record<string, unknown>): ChildDel
   const body = Buffer.from(JSON.stringify(event));
   const parsed = parseEvent(workspace, body);
   if (parsed.kind !== 'child') throw new Error(`not a child event: ${JSON.stringify(parsed)}`);
-  return { eventId: parsed.eventId, type: parsed.type, raw: body.toString(), child: parsed.child };
+  return { source: 'unifyport', eventId: parsed.eventId, type: parsed.type, raw: body.toString(), child: parsed.child };
 }
 
 function ingest(workspace: string, event: Record<string, unknown>): Promise<IngestResult> {
@@ -101,7 +101,7 @@ describe('ingestChild under concurrency', () => {
 });
 
 describe('announcing queued children', () => {
-  it('notifies the outbox channel from the storing session, unless told not to, and queues the child either way', async () => {
+  it('notifies the outbox channel from the storing session when it queued children, and not for a redelivery that queued none', async () => {
     const listener = await pool.connect();
     const writer = await pool.connect();
     try {
@@ -115,22 +115,27 @@ describe('announcing queued children', () => {
       // A notification is delivered once the listener's session reads it; a round trip on it is enough.
       const settle = () => listener.query('SELECT 1');
 
-      const quiet = await ingestChild(writer, deliveryOf(workspace, childEvent('quiet', 'a')), { announce: false });
-      await settle();
-      expect(quiet.duplicate).toBe(false);
-      expect(fromWriter).toEqual([]);
-
-      await ingestChild(writer, deliveryOf(workspace, childEvent('announced', 'a')));
+      const event = childEvent('announced', 'a');
+      const first = await ingestChild(writer, deliveryOf(workspace, event));
+      expect(first.duplicate).toBe(false);
       await vi.waitFor(async () => {
         await settle();
         expect(fromWriter).toHaveLength(1);
+      });
+
+      const again = await ingestChild(writer, deliveryOf(workspace, event));
+      expect(again.duplicate).toBe(true);
+      await ingestChild(writer, deliveryOf(workspace, childEvent('announced-too', 'a')));
+      await vi.waitFor(async () => {
+        await settle();
+        expect(fromWriter).toHaveLength(2);
       });
 
       const { rows } = await pool.query<{ message_id: string }>(
         `SELECT m.message_id FROM outbox o JOIN messages m ON m.id = o.message_pk WHERE m.workspace = $1 ORDER BY m.message_id`,
         [workspace],
       );
-      expect(rows.map((row) => row.message_id)).toEqual(['announced', 'quiet']);
+      expect(rows.map((row) => row.message_id)).toEqual(['announced', 'announced-too']);
     } finally {
       await listener.query('UNLISTEN *').catch(() => undefined);
       listener.release();

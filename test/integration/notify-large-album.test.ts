@@ -1,7 +1,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublishActivities, type NotifyInput } from '../../activities/publish.js';
+import { createNotifyActivities, type NotifyInput } from '../../activities/notify.js';
 import type { Pool } from '../../src/db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
@@ -36,7 +36,7 @@ describe('a notification whose album body is too large to pass through Temporal'
     ]);
     const input: NotifyInput = { workflowId, seq: 1, type: 'album.ready', albumKey: key, decision };
 
-    const { notify } = createPublishActivities({ pool, config, logger: testLogger(config) });
+    const { notify } = createNotifyActivities({ pool, config, logger: testLogger(config) });
     const env = new MockActivityEnvironment({ attempt: 1 }, { logger: new DefaultLogger('ERROR') });
     const outcome = await env.run(notify, input);
 

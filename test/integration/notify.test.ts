@@ -6,11 +6,12 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createNotifier, type DeliveryOutcome, type Notification } from '../../activities/notify.js';
+import { createNotifyActivities, type NotifyInput, type NotifyOutcome } from '../../activities/notify.js';
 import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { notificationsTotal } from '../../src/metrics.js';
 import { verifySignature } from '../../src/signature.js';
+import type { AlbumStatus } from '../../workflows/types.js';
 import { testConfig, testPool, unique } from '../helpers/env.js';
 
 interface ReceivedRequest {
@@ -65,24 +66,29 @@ function capturingLogger() {
 
 const quietSdkLogger = new DefaultLogger('ERROR');
 
-function deliver(notifier: ReturnType<typeof createNotifier>, n: Notification, attempt = 1): Promise<DeliveryOutcome> {
+async function deliver(notifier: ReturnType<typeof createNotifyActivities>, n: TestNotification, attempt = 1): Promise<NotifyOutcome> {
   const env = new MockActivityEnvironment({ attempt }, { logger: quietSdkLogger });
-  return env.run<[Notification], DeliveryOutcome, typeof notifier.deliverNotification>(notifier.deliverNotification, n);
+  const { id, outcome } = await env.run<[NotifyInput], { id: string; outcome: NotifyOutcome }, typeof notifier.notify>(notifier.notify, n.input);
+  expect(id).toBe(n.id);
+  return outcome;
 }
 
-function albumReady(): Notification {
+interface TestNotification {
+  id: string;
+  input: NotifyInput;
+  /** The body the receiver must get, exactly. */
+  payload: unknown;
+}
+
+function albumReady(): TestNotification {
   const workflowId = `album:${unique('ws')}:whatsapp:acc_1:conv_1:alb_1`;
   const id = `${workflowId}/1`;
+  const album = { workflowId, distinctChildren: 2, media: { total: 2, downloaded: 2 } } as unknown as AlbumStatus;
+  const decision = { seq: 1, trigger: 'expected_count_reached' as const, childMessageIds: ['m1', 'm2'], decidedAt: '2026-09-29T10:00:00.000Z' };
   return {
     id,
-    workflowId,
-    type: 'album.ready',
-    payload: {
-      id,
-      type: 'album.ready',
-      album: { workflowId, distinctChildren: 2, media: { total: 2, downloaded: 2 } },
-      decision: { seq: 1, trigger: 'expected_count_reached', childMessageIds: ['m1', 'm2'] },
-    },
+    input: { workflowId, seq: 1, type: 'album.ready', album, decision },
+    payload: { id, type: 'album.ready', album, decision },
   };
 }
 
@@ -100,7 +106,7 @@ async function thrown(promise: Promise<unknown>): Promise<ApplicationFailure> {
   return err as ApplicationFailure;
 }
 
-describe('deliverNotification against a local receiver and the real PostgreSQL', () => {
+describe('the notify activity against a local receiver and the real PostgreSQL', () => {
   const secret = 'notify-secret-that-never-appears-in-logs';
   let receiver: Receiver;
   let pool: Pool;
@@ -131,7 +137,7 @@ describe('deliverNotification against a local receiver and the real PostgreSQL',
   }
 
   function notifierWith(overrides: Partial<Config['notify']>, logger = capturingLogger().logger) {
-    return createNotifier({ pool, logger, config: { ...config, notify: { ...config.notify, ...overrides } } });
+    return createNotifyActivities({ pool, logger, config: { ...config, notify: { ...config.notify, ...overrides } } });
   }
 
   function verdictInput(request: ReceivedRequest) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AlbumStatus } from '../../workflows/types.js';
-import type { AlbumListBody, MessageStatus } from '../../src/http/status-body.js';
+import type { AlbumListBody, MessageStatus } from '../../src/http/schemas.js';
 import { eventually, startMediaServer, type MediaServer } from '../helpers/albums.js';
 import { unique } from '../helpers/env.js';
 import { albumEvent, startStack, type Stack } from '../helpers/stack.js';

@@ -10,7 +10,10 @@ import { bundleWorkflows } from '../../src/temporal/worker.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
+    /** The run's migrated database, shared by the test files. */
     databaseUrl: string;
+    /** A migrated database no one connects to, which `freshDatabase()` copies for a test of its own. */
+    templateDatabaseUrl: string;
     temporalAddress: string;
     workflowBundlePath: string;
   }
@@ -22,12 +25,17 @@ declare module 'vitest' {
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const base = connectionConfig(process.env.DATABASE_URL);
-  const database = `albumflow_test_${process.pid}_${Date.now()}`;
+  const prefix = `albumflow_test_${process.pid}_${Date.now()}`;
   const admin = new pg.Client(withDatabase(base, 'postgres'));
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
-  const dbConfig = withDatabase(base, database);
-  await migrate(dbConfig);
+  const migrated = async (database: string) => {
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
+    const config = withDatabase(base, database);
+    await migrate(config);
+    return config;
+  };
+  const dbConfig = await migrated(prefix);
+  const templateConfig = await migrated(`${prefix}_template`);
 
   let devServer: DevServer | undefined;
   const temporalAddress =
@@ -40,13 +48,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   fs.writeFileSync(workflowBundlePath, bundle.code);
 
   project.provide('databaseUrl', connectionUrl(dbConfig));
+  project.provide('templateDatabaseUrl', connectionUrl(templateConfig));
   project.provide('temporalAddress', temporalAddress);
   project.provide('workflowBundlePath', workflowBundlePath);
 
   return async () => {
     await devServer?.stop();
     fs.rmSync(bundleDir, { recursive: true, force: true });
-    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
+    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE starts_with(datname, $1)`, [prefix]);
+    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
     await admin.end();
   };
 }

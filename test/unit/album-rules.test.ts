@@ -4,6 +4,7 @@ import {
   initialState,
   nextDeadline,
   restoreState,
+  reviewRequired,
   step,
   type AlbumCommand,
   type AlbumEvent,
@@ -88,6 +89,7 @@ describe('album rules: triggers', () => {
         type: 'decide',
         decision: { seq: 1, trigger: 'expected_count_reached', childMessageIds: ['a', 'b', 'c'], decidedAt: new Date(t0 + 20).toISOString() },
         reviewReasons: [],
+        reviewResolved: null,
         late: null,
       },
     ]);
@@ -219,6 +221,7 @@ describe('album rules: late items', () => {
         type: 'decide',
         decision: { seq: 2, trigger: 'late_item', childMessageIds: ['a', 'b', 'c', 'd'], decidedAt: new Date(decidedAt + 1_150).toISOString() },
         reviewReasons: ['total_conflict'],
+        reviewResolved: null,
         late: { childMessageIds: ['c', 'd'], policy: 'refresh' },
       },
     ]);
@@ -273,8 +276,8 @@ describe('album rules: media', () => {
   it('starts a download for every attachment with a URL as soon as its child arrives', () => {
     const { commands } = run([arrive(t0, child('a', { index: 0, total: 3, urls: ['https://x/1', null, 'https://x/3'] }))]);
     expect(commands).toEqual([
-      { type: 'download', messageId: 'a', position: 0 },
-      { type: 'download', messageId: 'a', position: 2 },
+      { type: 'download', messageId: 'a', position: 0, retry: false },
+      { type: 'download', messageId: 'a', position: 2, retry: false },
     ]);
   });
 
@@ -285,7 +288,7 @@ describe('album rules: media', () => {
     ]);
     expect(commands.map((c) => c.type)).toEqual(['download', 'decide']);
     const settled = run([settle('a', 0), settle('a', 0)], { from: state });
-    expect(settled.commands).toEqual([{ type: 'media_settled', decision: state.decisions[0] }]);
+    expect(settled.commands).toEqual([{ type: 'media_settled', decision: state.decisions[0], notice: 1 }]);
     expect(settled.state.children[0]?.attachments[0]).toEqual({ position: 0, ...downloaded });
   });
 
@@ -302,9 +305,108 @@ describe('album rules: media', () => {
       settle('a', 0),
     ]);
     expect(state.decisions.map((d) => d.seq)).toEqual([1, 2]);
-    expect(state.mediaSettledSeq).toBeNull();
+    expect(state.mediaSettled).toBeNull();
     const settled = run([settle('b', 0, { status: 'expired', contentType: null, bytes: null, sha256: null, error: 'HTTP 410' })], { from: state });
-    expect(settled.commands).toEqual([{ type: 'media_settled', decision: state.decisions[1] }]);
+    expect(settled.commands).toEqual([{ type: 'media_settled', decision: state.decisions[1], notice: 1 }]);
+  });
+});
+
+describe('album rules: a redelivery that brings a URL', () => {
+  const gone: DownloadResult = { status: 'expired', contentType: null, bytes: null, sha256: null, error: 'HTTP 410' };
+
+  it('downloads the attachment a known child lacked a URL for, at once, and media settle waits for it', () => {
+    const { state, commands } = run([arrive(t0, child('a', { index: 0, total: 1, urls: [null] }))]);
+    expect(commands.map((c) => c.type)).toEqual(['decide', 'media_settled']);
+    expect(state.children[0]?.attachments[0]?.status).toBe('unavailable');
+
+    const again = step(state, arrive(t0 + 50, child('a', { index: 0, total: 1, urls: ['https://x/a'] })), timings);
+    expect(again.commands).toEqual([{ type: 'download', messageId: 'a', position: 0, retry: false }]);
+    expect(again.state.children).toHaveLength(1);
+    expect(again.state.children[0]?.attachments[0]?.status).toBe('pending');
+    expect(again.state.children[0]?.arrival.attachments[0]?.url).toBe('https://x/a');
+    expect(again.state.decisions).toEqual(state.decisions);
+
+    const settled = step(again.state, settle('a', 0), timings);
+    expect(settled.commands).toEqual([{ type: 'media_settled', decision: state.decisions[0], notice: 2 }]);
+    expect(settled.state.children[0]?.attachments[0]?.status).toBe('downloaded');
+  });
+
+  it('holds the first media_settled back until the late URL is downloaded', () => {
+    const first = run([arrive(t0, child('a', { index: 0, total: 2, urls: [null] }))]);
+    const url = run([arrive(t0 + 5, child('a', { index: 0, total: 2, urls: ['https://x/a'] }))], { from: first.state });
+    const decided = run([arrive(t0 + 10, child('b', { index: 1, total: 2, urls: [null] }))], { from: url.state });
+    expect(decided.commands.map((c) => c.type)).toEqual(['decide']);
+    const settled = run([settle('a', 0, gone)], { from: decided.state });
+    expect(settled.commands).toEqual([{ type: 'media_settled', decision: decided.state.decisions[0], notice: 1 }]);
+  });
+
+  it('takes a new attachment position of a known child, and the caption it lacked', () => {
+    const { state } = run([arrive(t0, { ...child('a', { urls: ['https://x/1'] }), caption: null })]);
+    const again = step(state, arrive(t0 + 1, { ...child('a', { urls: ['https://x/1', 'https://x/2'] }), caption: 'hello' }), timings);
+    expect(again.commands).toEqual([{ type: 'download', messageId: 'a', position: 1, retry: false }]);
+    expect(again.state.children[0]?.arrival.caption).toBe('hello');
+    expect(again.state.children[0]?.attachments.map((a) => a.status)).toEqual(['pending', 'pending']);
+  });
+
+  it('keeps a URL it has, and the outcome of a download that already ran', () => {
+    const { state } = run([arrive(t0, child('a', { urls: ['https://x/1'] })), settle('a', 0)]);
+    const again = step(state, arrive(t0 + 1, child('a', { urls: ['https://x/other'] })), timings);
+    expect(again.state).toBe(state);
+    expect(again.commands).toEqual([]);
+  });
+});
+
+describe('album rules: operator actions', () => {
+  const failed: DownloadResult = { status: 'failed', contentType: null, bytes: null, sha256: null, error: 'HTTP 500' };
+  const expired: DownloadResult = { status: 'expired', contentType: null, bytes: null, sha256: null, error: 'HTTP 404' };
+
+  it('retries every failed and expired attachment, and announces media settled again afterwards', () => {
+    const { state } = run([
+      arrive(t0, child('a', { index: 0, total: 2, urls: ['https://x/a', null] }), child('b', { index: 1, total: 2, urls: ['https://x/b'] })),
+      settle('a', 0, failed),
+      settle('b', 0, expired),
+    ]);
+    expect(state.mediaSettled).toEqual({ seq: 1, sent: 1, reopened: false });
+    const retried = step(state, { type: 'downloads_retried' }, timings);
+    expect(retried.commands).toEqual([
+      { type: 'download', messageId: 'a', position: 0, retry: true },
+      { type: 'download', messageId: 'b', position: 0, retry: true },
+    ]);
+    expect(retried.state.children.map((c) => c.attachments.map((a) => a.status))).toEqual([['pending', 'unavailable'], ['pending']]);
+    const done = run([settle('a', 0), settle('b', 0)], { from: retried.state });
+    expect(done.commands).toEqual([{ type: 'media_settled', decision: state.decisions[0], notice: 2 }]);
+  });
+
+  it('has nothing to retry when nothing failed', () => {
+    const { state } = run([arrive(t0, child('a', { urls: ['https://x/a'] })), settle('a', 0)]);
+    const retried = step(state, { type: 'downloads_retried' }, timings);
+    expect(retried).toEqual({ state, commands: [] });
+  });
+
+  it('resolves the review until a new reason flags the album again', () => {
+    const { state } = run([arrive(t0, child('a', { index: 0, total: 3 }), child('b', { index: 0, total: 3 }))]);
+    expect(state.reviewReasons).toEqual(['duplicate_index']);
+    expect(reviewRequired(state)).toBe(true);
+    const resolved = step(state, { type: 'review_resolved', now: t0 + 5, note: 'checked' }, timings).state;
+    expect(resolved.reviewResolved).toEqual({ at: new Date(t0 + 5).toISOString(), note: 'checked' });
+    expect(reviewRequired(resolved)).toBe(false);
+
+    const same = run([arrive(t0 + 6, child('c', { index: 1 }))], { from: resolved }).state;
+    expect(reviewRequired(same)).toBe(false);
+    const conflict = run([arrive(t0 + 7, child('d', { index: 2, total: 9 }))], { from: same }).state;
+    expect(conflict.reviewReasons).toEqual(['total_conflict', 'duplicate_index']);
+    expect(conflict.reviewResolved).toBeNull();
+    expect(reviewRequired(conflict)).toBe(true);
+  });
+
+  it('flags a resolved album again for a late item under the review policy', () => {
+    const review = { ...timings, lateItemPolicy: 'review' as const };
+    const decided = run([arrive(t0, child('a', { index: 0, total: 1 })), arrive(t0 + 1, child('b', { index: 1 }))], { timings: review }).state;
+    const late = run([tick(t0 + 200)], { from: decided, timings: review }).state;
+    const resolved = step(late, { type: 'review_resolved', now: t0 + 300, note: 'fine' }, review).state;
+    expect(reviewRequired(resolved)).toBe(false);
+    const again = run([arrive(t0 + 400, child('c', { index: 2 }))], { from: resolved, timings: review }).state;
+    expect(reviewRequired(again)).toBe(true);
   });
 });
 
@@ -318,7 +420,7 @@ describe('album rules: restore from PostgreSQL', () => {
   const b = child('b', { index: 1, total: 2, urls: ['https://x/b'] });
 
   it('closes at once when nothing new is stored and the window is over', () => {
-    const { state, commands } = restoreState({ decisions: [first], children: [stored(a), stored(b)], reviewReasons: [] }, t0 + 60_000, timings);
+    const { state, commands } = restoreState({ decisions: [first], children: [stored(a), stored(b)], reviewReasons: [], reviewResolved: null, mediaSettledNotices: 1 }, t0 + 60_000, timings);
     expect(state.phase).toBe('closed');
     expect(commands).toEqual([]);
     const redelivered = step(state, arrive(t0 + 60_001, a), timings);
@@ -328,13 +430,13 @@ describe('album rules: restore from PostgreSQL', () => {
   it('treats a stored child no decision includes as late and resumes pending downloads', () => {
     const c = child('c', { index: 2, urls: ['https://x/c'] });
     const { state, commands } = restoreState(
-      { decisions: [first], children: [stored(a), stored(b, 'pending'), stored(c, 'pending')], reviewReasons: ['duplicate_index'] },
+      { decisions: [first], children: [stored(a), stored(b, 'pending'), stored(c, 'pending')], reviewReasons: ['duplicate_index'], reviewResolved: null, mediaSettledNotices: 0 },
       t0 + 60_000,
       { ...timings, lateItemPolicy: 'review' },
     );
     expect(commands).toEqual([
-      { type: 'download', messageId: 'b', position: 0 },
-      { type: 'download', messageId: 'c', position: 0 },
+      { type: 'download', messageId: 'b', position: 0, retry: false },
+      { type: 'download', messageId: 'c', position: 0, retry: false },
     ]);
     expect(state.phase).toBe('processed');
     expect(state.reviewReasons).toEqual(['total_conflict', 'duplicate_index', 'late_item']);
@@ -345,7 +447,7 @@ describe('album rules: restore from PostgreSQL', () => {
   });
 
   it('collects stored children afresh when no decision exists', () => {
-    const { state, commands } = restoreState({ decisions: [], children: [stored(a, 'pending'), stored(b, 'pending')], reviewReasons: [] }, t0, timings);
+    const { state, commands } = restoreState({ decisions: [], children: [stored(a, 'pending'), stored(b, 'pending')], reviewReasons: [], reviewResolved: null, mediaSettledNotices: 0 }, t0, timings);
     expect(decisionsOf(commands).map((d) => d.decision.trigger)).toEqual(['expected_count_reached']);
     expect(state.decisions).toHaveLength(1);
   });
@@ -502,6 +604,27 @@ describe('album rules: properties', () => {
     );
   });
 
+  it('downloads a late URL of a known child exactly once and decides nothing for it', () => {
+    fc.assert(
+      fc.property(scenario, fc.nat(), fc.integer({ min: 0, max: 100_000 }), ([children, batches, gaps, extras, policy], pick, later) => {
+        const { state } = playScenario(children, batches, gaps, extras, policy);
+        const known = children[pick % children.length]!;
+        const lacking = known.attachments.filter((ref) => ref.url === null).map((ref) => ref.position);
+        const withUrls = { ...known, attachments: known.attachments.map((ref) => ({ ...ref, url: ref.url ?? `https://x/late-${ref.position}` })) };
+        const scenarioTimings = { ...timings, lateItemPolicy: policy };
+        const again = step(state, arrive(t0 + later, withUrls, withUrls), scenarioTimings);
+        const record = state.children.find((c) => c.arrival.messageId === known.messageId)!;
+        const reopened = lacking.filter((position) => record.attachments.find((a) => a.position === position)?.status === 'unavailable');
+        expect(again.commands).toEqual(reopened.map((position) => ({ type: 'download', messageId: known.messageId, position, retry: false })));
+        expect(again.state.decisions).toEqual(state.decisions);
+        expect(again.state.children.map((c) => c.arrival.messageId)).toEqual(state.children.map((c) => c.arrival.messageId));
+        const twice = step(again.state, arrive(t0 + later + 1, withUrls), scenarioTimings);
+        expect(twice.commands).toEqual([]);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('never mutates the state it is given', () => {
     fc.assert(
       fc.property(scenario, ([children, batches, gaps, extras, policy]) => {
@@ -536,6 +659,7 @@ describe('album view', () => {
     messageId,
     index: null,
     total: null,
+    metadataInvalid: false,
     albumMeta: null,
     caption: null,
     sentAt: null,
@@ -549,7 +673,7 @@ describe('album view', () => {
       workflowId: 'album:x',
       key,
       children: [
-        viewChild('z', { index: null, albumMeta: { index: 'two' } }),
+        viewChild('z', { index: null, metadataInvalid: true, albumMeta: { index: 'two' } }),
         viewChild('b', { index: 1, sentAt: '2026-09-29T10:00:05Z', albumMeta: { index: 1 } }),
         viewChild('a', { index: 1, sentAt: '2026-09-29T10:00:05.000Z', albumMeta: { index: 1 } }),
         viewChild('c', { index: 1, sentAt: '2026-09-29T10:00:01+00:00', albumMeta: { index: 1 } }),
@@ -558,6 +682,7 @@ describe('album view', () => {
       ],
       decisions: [],
       reviewReasons: ['invalid_metadata'],
+      reviewResolved: null,
       closed: false,
     });
     expect(view.children.map((c) => [c.messageId, c.index])).toEqual([
@@ -570,7 +695,7 @@ describe('album view', () => {
     ]);
     expect(view.children[1]?.sentAt).toBe('2026-09-29T10:00:01.000Z');
     expect(view.children[0]?.receivedAt).toBe('2026-09-29T10:00:00.000Z');
-    expect(view.review).toEqual({ required: true, reasons: ['invalid_metadata'] });
+    expect(view.review).toEqual({ required: true, reasons: ['duplicate_index', 'invalid_metadata'] });
     expect(view.state).toBe('collecting');
   });
 
@@ -589,6 +714,7 @@ describe('album view', () => {
       ],
       decisions,
       reviewReasons: ['late_item', 'total_conflict', 'late_item'],
+      reviewResolved: null,
       closed: true,
     });
     expect(view.media).toEqual({ total: 6, pending: 1, downloaded: 2, failed: 1, expired: 1, unavailable: 1 });
@@ -604,19 +730,20 @@ describe('album view', () => {
     expect(view.children[0]?.attachments.map((a) => a.position)).toEqual([0, 1]);
   });
 
-  it('reports no expected total when totals conflict, and processed after a decision', () => {
+  it('reports no expected total when totals conflict, and the conflict before any reason is recorded', () => {
     const view = buildAlbumView({
       workflowId: 'album:x',
       key,
       children: [viewChild('a', { index: 0, total: 2 }), viewChild('b', { index: 1, total: 3 })],
       decisions: [{ seq: 1, trigger: 'quiet_period', childMessageIds: ['a', 'b'], decidedAt: '2026-09-29T10:00:30Z' }],
       reviewReasons: [],
+      reviewResolved: null,
       closed: false,
     });
     expect(view.expectedTotal).toBeNull();
     expect(view.expectedCountReached).toBe(false);
     expect(view.state).toBe('processed');
-    expect(view.review).toEqual({ required: false, reasons: [] });
+    expect(view.review).toEqual({ required: true, reasons: ['total_conflict'] });
   });
 
   it('builds the standalone message body', () => {

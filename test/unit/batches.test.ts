@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { OutboxRow, StoredChild } from '../../src/db/outbox.js';
+import type { QueuedChild } from '../../src/db/children.js';
+import type { OutboxRow } from '../../src/db/outbox.js';
 import { maxChildrenPerSignal, planSignals } from '../../src/dispatcher/batches.js';
 import type { AlbumTimings } from '../../workflows/types.js';
 
 const timings: AlbumTimings = { quietPeriodMs: 2000, maxWaitMs: 30000, lateWindowMs: 86400000, lateItemPolicy: 'refresh' };
 const scope = { workspace: 'ws', provider: 'whatsapp', accountId: 'acc', conversationId: 'conv' };
 
-function stored(messagePk: string, albumId: string | null, overrides: Partial<StoredChild['key']> = {}): StoredChild {
+function stored(messagePk: string, albumId: string | null, overrides: Partial<QueuedChild['key']> = {}): QueuedChild {
   const key = { ...scope, messageId: `m${messagePk}`, ...overrides };
   return {
     messagePk,

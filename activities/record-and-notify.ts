@@ -1,35 +1,37 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { AlbumKey, AlbumStatus, NotificationType, ReviewReason } from '../workflows/types.js';
-import type { NotifiedDecision, NotifyInput } from './publish.js';
-import type { RecordDecisionInput } from './record.js';
+import type { AlbumKey, AlbumStatus, NotificationType, ReviewReason, ReviewResolution } from '../workflows/types.js';
+import type { RecordDecisionInput } from './decisions.js';
+import type { NotifiedDecision, NotifyInput } from './notify.js';
 
-/** A new decision to record and announce, or a later notification about a recorded one. */
-export interface Announcement {
+/** One command of the album rules: a new decision to record and notify, or a later notification about a recorded one. */
+export interface DecisionStep {
   type: Exclude<NotificationType, 'message.ready'>;
   decision: NotifiedDecision;
-  /** Set for a new decision: it is stored, with the album's review reasons, before its notification goes out. */
-  record?: { reviewReasons: ReviewReason[] };
+  /** Set for a new decision: it is stored, with the album's review, before its notification goes out. */
+  record?: { reviewReasons: ReviewReason[]; reviewResolved: ReviewResolution | null };
+  /** The n-th `album.media_settled` of its decision. */
+  notice?: number;
 }
 
-export interface AnnounceInput {
+export interface RecordAndNotifyInput {
   workflowId: string;
-  /** The album's status when the announcements were made, shared by all of them; its key when too large to pass. */
+  /** The album's status when the steps were taken, shared by all of them; its key when too large to pass. */
   body: { album: AlbumStatus } | { albumKey: AlbumKey };
-  announcements: Announcement[];
+  steps: DecisionStep[];
 }
 
 export interface RefusedNotification {
-  type: Announcement['type'];
+  type: DecisionStep['type'];
   seq: number;
   error: string;
 }
 
-export interface AnnounceResult {
+export interface RecordAndNotifyResult {
   /** Notifications the receiver refused for good (marked `failed` in PostgreSQL); every other one went out. */
   refused: RefusedNotification[];
 }
 
-interface AnnounceDeps {
+interface RecordAndNotifyDeps {
   recordDecision: (input: RecordDecisionInput) => Promise<unknown>;
   notify: (input: NotifyInput) => Promise<unknown>;
 }
@@ -41,13 +43,13 @@ interface AnnounceDeps {
  * round trip, three history events and a workflow task. A retry repeats nothing that took effect: records
  * are idempotent by (workflow id, seq), notifications by their stable id.
  */
-export function createAnnounceActivities({ recordDecision, notify }: AnnounceDeps) {
-  async function announceDecisions({ workflowId, body, announcements }: AnnounceInput): Promise<AnnounceResult> {
+export function createRecordAndNotifyActivities({ recordDecision, notify }: RecordAndNotifyDeps) {
+  async function recordAndNotify({ workflowId, body, steps }: RecordAndNotifyInput): Promise<RecordAndNotifyResult> {
     const refused: RefusedNotification[] = [];
-    for (const { type, decision, record } of announcements) {
+    for (const { type, decision, record, notice } of steps) {
       if (record) await recordDecision({ workflowId, decision, album: record });
       try {
-        await notify({ workflowId, seq: decision.seq, type, decision, ...body });
+        await notify({ workflowId, seq: decision.seq, type, decision, ...(notice !== undefined ? { notice } : {}), ...body });
       } catch (err) {
         if (!(err instanceof ApplicationFailure && err.nonRetryable)) throw err;
         refused.push({ type, seq: decision.seq, error: err.message });
@@ -56,5 +58,5 @@ export function createAnnounceActivities({ recordDecision, notify }: AnnounceDep
     return { refused };
   }
 
-  return { announceDecisions };
+  return { recordAndNotify };
 }

@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AnnounceInput, AnnounceResult } from '../../activities/announce.js';
+import type { RecordAndNotifyInput, RecordAndNotifyResult } from '../../activities/record-and-notify.js';
 import { createActivities } from '../../activities/index.js';
 import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
@@ -19,7 +19,7 @@ interface Delivery {
   recordedDecisions: number;
 }
 
-describe('announceDecisions: one activity records a decision and sends its notifications, in order', () => {
+describe('recordAndNotify: one activity records a decision and sends its notifications, in order', () => {
   let pool: Pool;
   let config: Config;
   let server: http.Server;
@@ -41,7 +41,7 @@ describe('announceDecisions: one activity records a decision and sends its notif
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    config = testConfig({ NOTIFY_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, NOTIFY_SECRET: 'announce-secret' });
+    config = testConfig({ NOTIFY_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, NOTIFY_SECRET: 'record-notify-secret' });
     pool = testPool(config);
   });
 
@@ -50,8 +50,8 @@ describe('announceDecisions: one activity records a decision and sends its notif
     await pool.end();
   });
 
-  async function newAlbum(): Promise<AnnounceInput> {
-    const key = newAlbumKey(unique('announce'));
+  async function newAlbum(): Promise<RecordAndNotifyInput> {
+    const key = newAlbumKey(unique('record-notify'));
     const workflowId = albumWorkflowId(key);
     workflowIdOfTest = workflowId;
     deliveries.length = 0;
@@ -64,17 +64,17 @@ describe('announceDecisions: one activity records a decision and sends its notif
     return {
       workflowId,
       body: { album },
-      announcements: [
-        { type: 'album.ready', decision, record: { reviewReasons: [] } },
-        { type: 'album.media_settled', decision },
+      steps: [
+        { type: 'album.ready', decision, record: { reviewReasons: [], reviewResolved: null } },
+        { type: 'album.media_settled', decision, notice: 1 },
       ],
     };
   }
 
-  function announce(input: AnnounceInput): Promise<AnnounceResult> {
-    const { announceDecisions } = createActivities({ pool, config, logger: testLogger(config) });
+  function recordAndNotify(input: RecordAndNotifyInput): Promise<RecordAndNotifyResult> {
+    const activities = createActivities({ pool, config, logger: testLogger(config) });
     const env = new MockActivityEnvironment({ attempt: 1 }, { logger: new DefaultLogger('ERROR') });
-    return env.run(announceDecisions, input);
+    return env.run(activities.recordAndNotify, input);
   }
 
   async function stored(workflowId: string) {
@@ -93,7 +93,7 @@ describe('announceDecisions: one activity records a decision and sends its notif
   it('stores the decision before album.ready, then sends album.media_settled with the same body', async () => {
     const input = await newAlbum();
 
-    await expect(announce(input)).resolves.toEqual({ refused: [] });
+    await expect(recordAndNotify(input)).resolves.toEqual({ refused: [] });
 
     expect(deliveries).toEqual([
       { type: 'album.ready', recordedDecisions: 1 },
@@ -113,7 +113,7 @@ describe('announceDecisions: one activity records a decision and sends its notif
     const input = await newAlbum();
     answers.push(400, 503);
 
-    const failure = await announce(input).then(
+    const failure = await recordAndNotify(input).then(
       () => expect.fail('a 503 must fail the attempt'),
       (err: unknown) => err,
     );
@@ -121,7 +121,7 @@ describe('announceDecisions: one activity records a decision and sends its notif
     expect((failure as ApplicationFailure).nonRetryable).toBe(false);
     expect(deliveries.map((d) => d.type)).toEqual(['album.ready', 'album.media_settled']);
 
-    const retried = await announce(input);
+    const retried = await recordAndNotify(input);
 
     expect(retried.refused.map(({ type, seq }) => ({ type, seq }))).toEqual([{ type: 'album.ready', seq: 1 }]);
     expect(retried.refused[0]?.error).toContain('HTTP 400');

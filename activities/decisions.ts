@@ -1,0 +1,42 @@
+import { insertDecision, markAlbumClosed, type RecordedReview } from '../src/db/decisions.js';
+import { readPrior, type StoredScope } from '../src/db/prior.js';
+import { decisionsTotal } from '../src/metrics.js';
+import type { DecisionView } from '../workflows/types.js';
+import type { ActivityDeps } from './index.js';
+
+export type { StoredScope };
+
+export interface RecordDecisionInput {
+  workflowId: string;
+  decision: DecisionView;
+  /** The album's review at the decision; null for a standalone message (no albums row). */
+  album: RecordedReview | null;
+}
+
+export interface MarkClosedInput extends RecordedReview {
+  workflowId: string;
+}
+
+export function createDecisionActivities({ pool, logger }: ActivityDeps) {
+  /** Stores one decision with the exact children it included; a retry or a replay never stores or counts it twice. */
+  async function recordDecision(input: RecordDecisionInput): Promise<{ inserted: boolean }> {
+    const { inserted } = await insertDecision(pool, input);
+    const { workflowId, decision } = input;
+    if (inserted) {
+      decisionsTotal.inc({ trigger: decision.trigger });
+      logger.info({ workflowId, seq: decision.seq, trigger: decision.trigger, children: decision.childMessageIds.length }, 'decision recorded');
+    }
+    return { inserted };
+  }
+
+  /** What a fresh run of an album (or standalone message) starts from. */
+  async function loadPrior(scope: StoredScope) {
+    return readPrior(pool, scope);
+  }
+
+  async function markClosed({ workflowId, ...review }: MarkClosedInput): Promise<void> {
+    await markAlbumClosed(pool, workflowId, review);
+  }
+
+  return { recordDecision, loadPrior, markClosed };
+}

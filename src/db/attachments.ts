@@ -1,0 +1,74 @@
+import type { AttachmentStatus, AttachmentView, DownloadResult, MessageKey } from '../../workflows/types.js';
+import type { Pool } from './pool.js';
+
+/** The columns of an attachment's outcome, as a query returns them (bigint `bytes` as text, or a number from JSON). */
+export interface AttachmentOutcomeColumns {
+  position: number;
+  status: AttachmentStatus;
+  content_type: string | null;
+  bytes: string | number | null;
+  sha256: string | null;
+  error: string | null;
+}
+
+export function attachmentViewOf(row: AttachmentOutcomeColumns): AttachmentView {
+  return {
+    position: row.position,
+    status: row.status,
+    contentType: row.content_type,
+    bytes: row.bytes === null ? null : Number(row.bytes),
+    sha256: row.sha256,
+    error: row.error,
+  };
+}
+
+/** One attachment row as the download activity reads it. */
+export interface StoredAttachment extends AttachmentView {
+  messagePk: string;
+  url: string | null;
+}
+
+export async function findAttachment(pool: Pool, key: MessageKey, position: number): Promise<StoredAttachment | null> {
+  const { rows } = await pool.query<AttachmentOutcomeColumns & { message_pk: string; url: string | null }>(
+    `SELECT a.message_pk, a.position, a.url, a.status, a.content_type, a.bytes, a.sha256, a.error
+       FROM attachments a
+       JOIN messages m ON m.id = a.message_pk
+      WHERE m.workspace = $1 AND m.provider = $2 AND m.account_id = $3 AND m.conversation_id = $4
+        AND m.message_id = $5 AND a.position = $6`,
+    [key.workspace, key.provider, key.accountId, key.conversationId, key.messageId, position],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return { messagePk: row.message_pk, url: row.url, ...attachmentViewOf(row) };
+}
+
+/** A download attempt's outcome, counted as an attempt. */
+export async function recordDownloadResult(pool: Pool, attachment: StoredAttachment, result: DownloadResult): Promise<void> {
+  await pool.query(
+    `UPDATE attachments
+        SET status = $3, content_type = $4, bytes = $5, sha256 = $6, error = $7, attempts = attempts + 1, updated_at = now()
+      WHERE message_pk = $1 AND position = $2`,
+    [attachment.messagePk, attachment.position, result.status, result.contentType, result.bytes, result.sha256, result.error],
+  );
+}
+
+/** A failed attempt that will be retried: its error is shown meanwhile, the status stays pending. */
+export async function recordDownloadRetry(pool: Pool, attachment: StoredAttachment, error: string): Promise<void> {
+  await pool.query(`UPDATE attachments SET error = $3, attempts = attempts + 1, updated_at = now() WHERE message_pk = $1 AND position = $2`, [
+    attachment.messagePk,
+    attachment.position,
+    error,
+  ]);
+}
+
+/** Sets these failed or expired attachments of an album back to pending (an operator's retry). */
+export async function markRetried(pool: Pool, albumPk: string, attachments: ReadonlyArray<{ messageId: string; position: number }>): Promise<void> {
+  if (attachments.length === 0) return;
+  await pool.query(
+    `UPDATE attachments a SET status = 'pending', error = NULL, updated_at = now()
+       FROM messages m, jsonb_to_recordset($2::jsonb) AS r (message_id text, position int)
+      WHERE m.id = a.message_pk AND m.album_pk = $1 AND m.message_id = r.message_id AND a.position = r.position
+        AND a.status IN ('failed', 'expired')`,
+    [albumPk, JSON.stringify(attachments.map(({ messageId, position }) => ({ message_id: messageId, position })))],
+  );
+}

@@ -1,0 +1,83 @@
+import type { ChildArrival, JsonValue, MessageKey } from '../../workflows/types.js';
+import type { PoolClient } from './pool.js';
+
+type Queryable = Pick<PoolClient, 'query'>;
+
+/** A committed child as its workflow receives it; `albumId` is null for a standalone message. */
+export interface QueuedChild {
+  messagePk: string;
+  key: MessageKey;
+  albumPk: string | null;
+  albumId: string | null;
+  arrival: ChildArrival;
+}
+
+interface QueuedChildRow {
+  message_pk: string;
+  album_pk: string | null;
+  workspace: string;
+  provider: string;
+  account_id: string;
+  conversation_id: string;
+  message_id: string;
+  album_id: string | null;
+  album_meta: JsonValue | null;
+  album_index: number | null;
+  album_total: number | null;
+  metadata_invalid: boolean;
+  caption: string | null;
+  sent_at: Date | null;
+  first_received_at: Date;
+  attachments: ChildArrival['attachments'];
+}
+
+/** The stored children with these row ids, as their workflows receive them (in no particular order). */
+export async function loadChildren(client: Queryable, messagePks: string[]): Promise<QueuedChild[]> {
+  const { rows } = await client.query<QueuedChildRow>(
+    `SELECT m.id AS message_pk, m.album_pk, m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id,
+            al.album_id, m.album_meta, m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at,
+            m.first_received_at,
+            COALESCE(
+              (SELECT json_agg(json_build_object('position', a.position, 'url', a.url, 'mimeType', a.mime_type)
+                               ORDER BY a.position)
+                 FROM attachments a WHERE a.message_pk = m.id),
+              '[]') AS attachments
+       FROM messages m
+       LEFT JOIN albums al ON al.id = m.album_pk
+      WHERE m.id = ANY($1::bigint[])`,
+    [messagePks],
+  );
+  return rows.map((row) => ({
+    messagePk: row.message_pk,
+    key: {
+      workspace: row.workspace,
+      provider: row.provider,
+      accountId: row.account_id,
+      conversationId: row.conversation_id,
+      messageId: row.message_id,
+    },
+    albumPk: row.album_pk,
+    albumId: row.album_id,
+    arrival: {
+      messageId: row.message_id,
+      index: row.album_index,
+      total: row.album_total,
+      metadataInvalid: row.metadata_invalid,
+      albumMeta: albumMeta(row.album_meta),
+      caption: row.caption,
+      sentAt: row.sent_at?.toISOString() ?? null,
+      receivedAt: row.first_received_at.toISOString(),
+      attachments: row.attachments,
+    },
+  }));
+}
+
+/** The `index` and `total` of the album object as received, whatever their type. */
+function albumMeta(stored: JsonValue | null): ChildArrival['albumMeta'] {
+  if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) return null;
+  const meta: NonNullable<ChildArrival['albumMeta']> = {};
+  if (stored.index !== undefined) meta.index = stored.index;
+  if (stored.total !== undefined) meta.total = stored.total;
+  return meta;
+}
+

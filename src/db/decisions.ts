@@ -1,0 +1,70 @@
+import type { DecisionView, ReviewReason, ReviewResolution } from '../../workflows/types.js';
+import type { Pool } from './pool.js';
+
+/** An album's review as the workflow last recorded it; null for a standalone message (it has no albums row). */
+export interface RecordedReview {
+  reviewReasons: ReviewReason[];
+  reviewResolved: ReviewResolution | null;
+}
+
+/**
+ * Stores one decision with the exact children it included, and the album's review with it. Idempotent by
+ * (workflow id, seq): a retry or a replayed workflow never stores it twice. One statement, not a
+ * transaction of two: the album's row is locked only while PostgreSQL runs it, never across a round trip
+ * to a worker that the CPU may not schedule for a while (the ingress locks the same row when a child of
+ * the album arrives).
+ */
+export async function insertDecision(
+  pool: Pool,
+  input: { workflowId: string; decision: DecisionView; album: RecordedReview | null },
+): Promise<{ inserted: boolean }> {
+  const { workflowId, decision, album } = input;
+  const { rows } = await pool.query<{ inserted: number }>(
+    `WITH inserted AS (
+       INSERT INTO decisions (workflow_id, seq, trigger, child_message_ids, decided_at)
+       VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (workflow_id, seq) DO NOTHING
+       RETURNING seq
+     ), album AS (
+       UPDATE albums SET state = 'processed', review_reasons = $6, review_resolved_at = $7, review_note = $8, updated_at = now()
+        WHERE $9 AND workflow_id = $1
+     )
+     SELECT count(*)::int AS inserted FROM inserted`,
+    [
+      workflowId,
+      decision.seq,
+      decision.trigger,
+      decision.childMessageIds,
+      decision.decidedAt,
+      album?.reviewReasons ?? [],
+      album?.reviewResolved?.at ?? null,
+      album?.reviewResolved?.note ?? null,
+      album !== null,
+    ],
+  );
+  return { inserted: rows[0]?.inserted === 1 };
+}
+
+export async function markAlbumClosed(pool: Pool, workflowId: string, review: RecordedReview): Promise<void> {
+  await pool.query(
+    `UPDATE albums SET state = 'closed', review_reasons = $2, review_resolved_at = $3, review_note = $4, updated_at = now()
+      WHERE workflow_id = $1`,
+    [workflowId, review.reviewReasons, review.reviewResolved?.at ?? null, review.reviewResolved?.note ?? null],
+  );
+}
+
+/** Decisions of one workflow, optionally only those that included one message. */
+export async function decisionsOf(pool: Pool, workflowId: string, messageId?: string): Promise<DecisionView[]> {
+  const { rows } = await pool.query<{ seq: number; trigger: DecisionView['trigger']; child_message_ids: string[]; decided_at: Date }>(
+    `SELECT seq, trigger, child_message_ids, decided_at FROM decisions
+      WHERE workflow_id = $1 AND ($2::text IS NULL OR $2 = ANY (child_message_ids))
+      ORDER BY seq`,
+    [workflowId, messageId ?? null],
+  );
+  return rows.map((row) => ({
+    seq: row.seq,
+    trigger: row.trigger,
+    childMessageIds: row.child_message_ids,
+    decidedAt: row.decided_at.toISOString(),
+  }));
+}

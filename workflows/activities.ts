@@ -1,0 +1,42 @@
+// The activities the album and message workflows call, with their timeouts and retry policies.
+
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { createActivities } from '../activities/index.js';
+
+type Activities = ReturnType<typeof createActivities>;
+
+/** Download attempts per attachment; the last one records a transient failure as `failed`. */
+export const downloadFinalAttempt = 5;
+
+export const { downloadAttachment } = proxyActivities<Activities>({
+  startToCloseTimeout: '6 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { maximumAttempts: downloadFinalAttempt, initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+const storeOptions = {
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+} as const;
+
+/**
+ * Decision records and notifications are regular activities. A decision record must not be a local
+ * activity: `loadPrior` (local) reads the decisions in PostgreSQL, and when a worker dies before the
+ * first workflow task completes, the task is replayed without its markers, so `loadPrior` would run
+ * again, find the decision its own lost attempt recorded, and the run would treat its children as
+ * already decided and never send `album.ready`. A notification's receiver may be down for hours; a
+ * pending activity shows its attempts and last failure in the Temporal UI.
+ */
+export const { recordDecision, notify, recordAndNotify } = proxyActivities<Activities>(storeOptions);
+
+/**
+ * The closing mark is a local activity: it comes after the late window, never in the workflow task
+ * that ran `loadPrior`, and saves the server a task queue round trip, three history events and a
+ * workflow task.
+ */
+export const { markClosed } = proxyLocalActivities<Activities>(storeOptions);
+
+export const { loadPrior } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
