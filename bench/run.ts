@@ -16,7 +16,6 @@ import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } 
 import { migrate } from '../src/db/migrate.js';
 import { locateTemporalCli } from '../src/temporal/cli.js';
 import { freePort, startDevServer, type DevServer } from '../src/temporal/devserver.js';
-import { workerNodeFlags } from '../src/temporal/worker-flags.js';
 import type { LoadMessage, LoadPhase, LoadReply, PhaseResult, RequestRecord } from './load.js';
 import {
   childPids,
@@ -428,7 +427,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
 
     log('bench: starting the worker, the ingress, the ceiling and the load generator');
     const startups = await Promise.allSettled([
-      start('worker', 'src/worker.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, /albumflow worker polling/, [...workerNodeFlags, ...profileArgs('worker')]),
+      start('worker', 'src/worker.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, /albumflow worker polling/, profileArgs('worker')),
       start('ingress', 'src/ingress.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb) }, /listening on (http:\/\/\S+?),/, profileArgs('ingress')),
       start('ceiling', 'bench/ceiling.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) }, /ceiling listening on (\S+)/),
       start('load', 'bench/load.ts', { ...inherited }, /load generator ready/, [], true),

@@ -28,6 +28,7 @@ const Env = Type.Object({
   NOTIFY_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   NOTIFY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.String({ default: 'info' }),
+  LOG_FORMAT: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('pretty')])),
   INGEST_BATCH_MAX_ROWS: Type.Integer({ minimum: 1, default: 128 }),
   INGEST_BATCH_MAX_WAIT_MS: Type.Integer({ minimum: 0, default: 2 }),
   INGEST_BATCH_CONCURRENCY: Type.Integer({ minimum: 1, default: 1 }),
@@ -53,6 +54,8 @@ export interface Config {
   port: number;
   host: string;
   logLevel: string;
+  /** Unset: readable lines when standard output is a terminal, JSON otherwise. */
+  logFormat: 'json' | 'pretty' | undefined;
   /** Unset: a local server, database `albumflow` (created when missing). */
   databaseUrl: string | undefined;
   dataDir: string;
@@ -93,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: raw.PORT,
     host: raw.HOST,
     logLevel: raw.LOG_LEVEL,
+    logFormat: raw.LOG_FORMAT,
     databaseUrl: raw.DATABASE_URL,
     dataDir,
     temporal: {

@@ -2,7 +2,17 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 /** One registry per process; every albumflow metric is defined here. */
 export const registry = new Registry();
-collectDefaultMetrics({ register: registry, prefix: 'albumflow_process_' });
+// prom-client's process and Node.js metrics keep their standard names (process_cpu_user_seconds_total,
+// nodejs_eventloop_lag_seconds, …), which the usual Node.js dashboards query; albumflow's own carry its prefix.
+collectDefaultMetrics({ register: registry });
+
+export const httpRequestDuration = new Histogram({
+  name: 'albumflow_http_request_duration_seconds',
+  help: 'HTTP requests answered, by method, route pattern and status code',
+  labelNames: ['method', 'route', 'status_code'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
 
 export const webhooksTotal = new Counter({
   name: 'albumflow_webhooks_total',
@@ -13,7 +23,7 @@ export const webhooksTotal = new Counter({
 
 export const signatureFailuresTotal = new Counter({
   name: 'albumflow_signature_failures_total',
-  help: 'Webhook requests refused for their signature or timestamp, by reason',
+  help: 'Webhook requests refused for their signature or timestamp, by the error code answered',
   labelNames: ['reason'] as const,
   registers: [registry],
 });

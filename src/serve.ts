@@ -21,7 +21,7 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
   if (!(roles.http && roles.dispatcher && roles.worker) && !config.temporal.address) {
     fail('TEMPORAL_ADDRESS is required to run the ingress or the worker alone; `npm start` runs both with an embedded dev server');
   }
-  const logger: Logger = createLogger(config.logLevel);
+  const logger: Logger = createLogger({ level: config.logLevel, format: config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json') });
   for (const [workspace, secrets] of config.workspaceSecrets) {
     if (secrets.length === 0) logger.warn(`workspace "${workspace}" has no signing secret: unsigned webhooks are accepted`);
   }

@@ -26,7 +26,8 @@ export function parseSignatureHeader(header: string): string[] {
   return digests;
 }
 
-export type VerifyFailure = 'missing_headers' | 'malformed_timestamp' | 'stale_timestamp' | 'future_timestamp' | 'no_valid_signature';
+/** Why a signature was refused: the error codes the webhook answers with, and the metric's labels. */
+export type VerifyFailure = 'missing_signature' | 'invalid_timestamp' | 'stale_timestamp' | 'future_timestamp' | 'invalid_signature';
 
 /**
  * Checks freshness (both ways) and that one of the header's `v1=` entries matches one of the
@@ -41,8 +42,8 @@ export function verifySignature(input: {
   nowS?: number;
 }): { ok: true } | { ok: false; reason: VerifyFailure } {
   const { secrets, timestamp, signature, body, toleranceS } = input;
-  if (!timestamp || !signature) return { ok: false, reason: 'missing_headers' };
-  if (!/^\d{1,12}$/.test(timestamp)) return { ok: false, reason: 'malformed_timestamp' };
+  if (!timestamp || !signature) return { ok: false, reason: 'missing_signature' };
+  if (!/^\d{1,12}$/.test(timestamp)) return { ok: false, reason: 'invalid_timestamp' };
   const now = input.nowS ?? Math.floor(Date.now() / 1000);
   const skew = Number(timestamp) - now;
   if (skew < -toleranceS) return { ok: false, reason: 'stale_timestamp' };
@@ -53,5 +54,5 @@ export function verifySignature(input: {
     const expected = Buffer.from(signatureHex(secret, timestamp, body), 'hex');
     for (const candidate of given) matched = crypto.timingSafeEqual(expected, candidate) || matched;
   }
-  return matched ? { ok: true } : { ok: false, reason: 'no_valid_signature' };
+  return matched ? { ok: true } : { ok: false, reason: 'invalid_signature' };
 }

@@ -1,87 +1,107 @@
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { albumWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, AlbumStatus } from '../../workflows/types.js';
+import type { AlbumListBody, AlbumStatus, MessageStatus } from '../http/schemas.js';
 import { signatureHeader } from '../signature.js';
-import { formatAlbum, formatAlbumList, formatMessage, type AlbumListBody } from './format.js';
+import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
 
-const usage = `albumflow — inspect albums and send sample webhooks to a running albumflow
+const usage = `albumflow — inspect albums, act on them, and send sample webhooks to a running albumflow
 
 Usage:
   albumflow status  <workspace> <provider> <account> <conversation> <album>    [--json]
   albumflow message <workspace> <provider> <account> <conversation> <message>  [--json]
   albumflow list    <workspace> [--review] [--state collecting|processed|closed] [--limit N] [--cursor C] [--json]
+  albumflow history <workspace> <provider> <account> <conversation> <album-or-message>
+  albumflow retry-downloads <workspace> <provider> <account> <conversation> <album>
+  albumflow resolve-review  <workspace> <provider> <account> <conversation> <album> [--note TEXT]
   albumflow send    <event.json> [--workspace demo] [--secret S]
-  albumflow history <workspace> <provider> <account> <conversation> <album>
+  albumflow help
 
 Options:
   --url URL      albumflow's HTTP address (ALBUMFLOW_URL, default http://127.0.0.1:3000)
   --secret S     signing secret for send (ALBUMFLOW_SECRET, else the workspace's first secret in WORKSPACE_SECRETS)
   --json         print the raw JSON body
+  -h, --help     this text
 `;
 
+/** Exit codes: 1 when albumflow refused or could not be reached, 2 for a command line it cannot run. */
 class CliError extends Error {
   constructor(
     message: string,
-    readonly exitCode = 1,
+    readonly exitCode: 1 | 2 = 1,
   ) {
     super(message);
   }
 }
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    url: { type: 'string', default: process.env.ALBUMFLOW_URL ?? 'http://127.0.0.1:3000' },
-    json: { type: 'boolean', default: false },
-    review: { type: 'boolean', default: false },
-    state: { type: 'string' },
-    limit: { type: 'string' },
-    cursor: { type: 'string' },
-    workspace: { type: 'string', default: 'demo' },
-    secret: { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-});
+const misuse = (message: string) => new CliError(`${message}\nRun \`albumflow help\` for usage.`, 2);
 
-const baseUrl = values.url.replace(/\/+$/, '');
+const options = {
+  url: { type: 'string', default: process.env.ALBUMFLOW_URL ?? 'http://127.0.0.1:3000' },
+  json: { type: 'boolean', default: false },
+  review: { type: 'boolean', default: false },
+  state: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+  note: { type: 'string', default: '' },
+  workspace: { type: 'string', default: 'demo' },
+  secret: { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} satisfies ParseArgsConfig['options'];
 
-async function request(method: 'GET' | 'POST', path: string, init: { body?: Buffer; headers?: Record<string, string> } = {}) {
-  let response: Response;
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+
+function parse(argv: string[]): { values: Values; positionals: string[] } {
   try {
-    response = await fetch(`${baseUrl}${path}`, { method, body: init.body, headers: init.headers });
+    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-    throw new CliError(`cannot reach albumflow at ${baseUrl} (${cause}). Is it running? Start it with \`npm start\` or pass --url.`, 2);
+    throw misuse((err as Error).message);
   }
-  const text = await response.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // a non-JSON body is shown as text
+}
+
+function createApi(baseUrl: string) {
+  async function request(method: 'GET' | 'POST', path: string, init: { body?: Buffer | string; headers?: Record<string, string> } = {}) {
+    let response: Response;
+    try {
+      response = await fetch(`${baseUrl}${path}`, { method, body: init.body, headers: init.headers });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+      throw new CliError(`cannot reach albumflow at ${baseUrl} (${cause}). Is it running? Start it with \`npm start\` or pass --url.`);
+    }
+    const text = await response.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // a non-JSON body is shown as text
+    }
+    return { status: response.status, body };
   }
-  return { status: response.status, body };
+
+  function refusal(status: number, body: unknown): CliError {
+    const error = (body as { error?: { code?: string; message?: string } } | null)?.error;
+    return new CliError(error ? `${status} ${error.code}: ${error.message}` : `${status}: ${typeof body === 'string' ? body : JSON.stringify(body)}`);
+  }
+
+  /** The body of a 2xx answer; anything else is the error albumflow gave. */
+  async function expect<T>(method: 'GET' | 'POST', path: string, init?: Parameters<typeof request>[2]): Promise<T> {
+    const { status, body } = await request(method, path, init);
+    if (status < 200 || status >= 300) throw refusal(status, body);
+    return body as T;
+  }
+
+  return { request, expect, refusal };
 }
 
-function errorMessage(status: number, body: unknown): string {
-  const error = (body as { error?: { code?: string; message?: string } } | null)?.error;
-  return error ? `${status} ${error.code}: ${error.message}` : `${status}: ${typeof body === 'string' ? body : JSON.stringify(body)}`;
+function keyPath(parts: string[], what: string): string {
+  if (parts.length !== 5) throw misuse(`expected 5 arguments (${what}), got ${parts.length}`);
+  const [workspace, ...rest] = parts.map((part) => encodeURIComponent(part));
+  return `/workspaces/${workspace}/${rest.join('/')}`;
 }
 
-function keyPath(parts: string[], count: number, what: string): string {
-  if (parts.length !== count) throw new CliError(`expected ${count} arguments (${what}), got ${parts.length}\n\n${usage}`);
-  return parts.map((part) => encodeURIComponent(part)).join('/');
-}
+const albumKeyWords = '<workspace> <provider> <account> <conversation> <album>';
 
-async function show(path: string, format: (body: never) => string): Promise<void> {
-  const { status, body } = await request('GET', path);
-  if (status !== 200) throw new CliError(errorMessage(status, body));
-  console.log(values.json ? JSON.stringify(body, null, 2) : format(body as never));
-}
-
-function secretFor(workspace: string): string | undefined {
+function secretFor(workspace: string, values: Values): string | undefined {
   if (values.secret) return values.secret;
   if (process.env.ALBUMFLOW_SECRET) return process.env.ALBUMFLOW_SECRET;
   try {
@@ -92,45 +112,24 @@ function secretFor(workspace: string): string | undefined {
   }
 }
 
-async function send(file: string | undefined): Promise<void> {
-  if (!file) throw new CliError(`send needs a JSON file\n\n${usage}`);
-  let body: Buffer;
-  try {
-    body = fs.readFileSync(file);
-  } catch (err) {
-    throw new CliError(`cannot read ${file}: ${(err as Error).message}`);
-  }
-  const workspace = values.workspace;
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const secret = secretFor(workspace);
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-unifyport-timestamp': timestamp };
-  if (secret) headers['x-unifyport-signature'] = signatureHeader(secret, timestamp, body);
-  const { status, body: answer } = await request('POST', `/webhooks/unifyport/${encodeURIComponent(workspace)}`, { body, headers });
-  if (status >= 300) throw new CliError(errorMessage(status, answer));
-  console.log(`${status} ${JSON.stringify(answer)}`);
-}
-
-async function history(parts: string[]): Promise<void> {
-  if (parts.length !== 5) throw new CliError(`history needs <workspace> <provider> <account> <conversation> <album>\n\n${usage}`);
-  const [workspace, provider, accountId, conversationId, albumId] = parts as [string, string, string, string, string];
-  const key: AlbumKey = { workspace, provider, accountId, conversationId, albumId };
-  const workflowId = albumWorkflowId(key);
+/** The runs of one workflow, from the Temporal server named by TEMPORAL_ADDRESS (the embedded one's default). */
+async function printRuns(workflowId: string): Promise<void> {
   const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const target = process.env.TEMPORAL_ADDRESS ? ` --address ${address} --namespace ${namespace}` : '';
   const quoted = `'${workflowId.replace(/'/g, `'\\''`)}'`;
-  const lines = [
-    `workflow id: ${workflowId}`,
-    '',
-    'Inspect it with the Temporal CLI:',
-    `  temporal workflow describe --workflow-id ${quoted}${target}`,
-    `  temporal workflow show --workflow-id ${quoted}${target}`,
-    `  temporal workflow query --workflow-id ${quoted} --name status${target}`,
-    '',
-    `Temporal UI (embedded dev server): http://localhost:8233/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`,
-  ];
-  console.log(lines.join('\n'));
-
+  console.log(
+    [
+      `workflow id: ${workflowId}`,
+      '',
+      'Inspect it with the Temporal CLI:',
+      `  temporal workflow describe --workflow-id ${quoted}${target}`,
+      `  temporal workflow show --workflow-id ${quoted}${target}`,
+      `  temporal workflow query --workflow-id ${quoted} --name status${target}`,
+      '',
+      `Temporal UI (embedded dev server): http://localhost:8233/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`,
+    ].join('\n'),
+  );
   let connection: Connection | undefined;
   try {
     connection = await Connection.connect({ address, connectTimeout: 3_000 });
@@ -139,7 +138,7 @@ async function history(parts: string[]): Promise<void> {
     for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId.replace(/"/g, '\\"')}"` })) {
       runs.push(`  ${run.runId}  ${run.status.name.padEnd(10)}  started ${run.startTime.toISOString()}${run.closeTime ? `  closed ${run.closeTime.toISOString()}` : ''}`);
     }
-    console.log(`\nRuns on ${address} (${namespace}):\n${runs.length ? runs.join('\n') : '  none'}`);
+    console.log(`\nRuns on ${address} (${namespace}):\n${runs.length ? runs.join('\n') : '  none yet (the outbox has not handed the child to Temporal)'}`);
   } catch (err) {
     console.log(`\nTemporal at ${address} is unreachable (${(err as Error).message}); set TEMPORAL_ADDRESS to list the runs.`);
   } finally {
@@ -147,36 +146,93 @@ async function history(parts: string[]): Promise<void> {
   }
 }
 
-async function main(): Promise<void> {
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parse(argv);
   const [command, ...rest] = positionals;
-  if (values.help || !command) {
+  if (values.help || command === 'help') {
     console.log(usage);
     return;
   }
+  if (!command) {
+    process.stderr.write(usage);
+    throw new CliError('no command given', 2);
+  }
+  const api = createApi(values.url.replace(/\/+$/, ''));
+  const print = (body: unknown, format: () => string) => console.log(values.json ? JSON.stringify(body, null, 2) : format());
+
   switch (command) {
-    case 'status':
-      return show(`/workspaces/${keyPath(rest.slice(0, 1), 1, 'workspace')}/albums/${keyPath(rest.slice(1), 4, 'provider account conversation album')}`, (body: AlbumStatus) => formatAlbum(body));
-    case 'message':
-      return show(`/workspaces/${keyPath(rest.slice(0, 1), 1, 'workspace')}/messages/${keyPath(rest.slice(1), 4, 'provider account conversation message')}`, formatMessage);
+    case 'status': {
+      const album = await api.expect<AlbumStatus>('GET', keyPath(rest, albumKeyWords).replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
+      return print(album, () => formatAlbum(album));
+    }
+    case 'message': {
+      const path = keyPath(rest, '<workspace> <provider> <account> <conversation> <message>').replace(/^(\/workspaces\/[^/]+)\//, '$1/messages/');
+      const message = await api.expect<MessageStatus>('GET', path);
+      return print(message, () => formatMessage(message));
+    }
     case 'list': {
+      if (rest.length !== 1) throw misuse(`list takes one argument (<workspace>), got ${rest.length}`);
       const query = new URLSearchParams();
       if (values.review) query.set('review', 'true');
       if (values.state) query.set('state', values.state);
       if (values.limit) query.set('limit', values.limit);
       if (values.cursor) query.set('cursor', values.cursor);
       const suffix = query.size ? `?${query.toString()}` : '';
-      return show(`/workspaces/${keyPath(rest, 1, 'workspace')}/albums${suffix}`, (body: AlbumListBody) => formatAlbumList(body));
+      const list = await api.expect<AlbumListBody>('GET', `/workspaces/${encodeURIComponent(rest[0]!)}/albums${suffix}`);
+      return print(list, () => formatAlbumList(list));
     }
-    case 'send':
-      return send(rest[0]);
-    case 'history':
-      return history(rest);
+    case 'history': {
+      const base = keyPath(rest, `${albumKeyWords.slice(0, -'<album>'.length)}<album-or-message>`);
+      const album = await api.request('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
+      if (album.status === 200) return printRuns((album.body as AlbumStatus).workflowId);
+      const message = await api.request('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/messages/'));
+      if (message.status === 200) return printRuns((message.body as MessageStatus).workflowId);
+      if (album.status === 404 && message.status === 404) throw new CliError('404: no album and no message with this id was ever stored');
+      throw api.refusal(album.status === 404 ? message.status : album.status, album.status === 404 ? message.body : album.body);
+    }
+    case 'retry-downloads': {
+      const path = `${keyPath(rest, albumKeyWords).replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/')}/actions/retry-downloads`;
+      const { retried } = await api.expect<{ retried: number }>('POST', path);
+      return print({ retried }, () => `${plural(retried, 'attachment')} set back to pending; their downloads are starting`);
+    }
+    case 'resolve-review': {
+      const path = `${keyPath(rest, albumKeyWords).replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/')}/actions/resolve-review`;
+      const answer = await api.expect<{ resolved: { at: string; note: string } }>('POST', path, {
+        body: JSON.stringify({ note: values.note }),
+        headers: { 'content-type': 'application/json' },
+      });
+      return print(answer, () => `review resolved at ${answer.resolved.at}${answer.resolved.note ? `: ${answer.resolved.note}` : ''}`);
+    }
+    case 'send': {
+      if (rest.length !== 1) throw misuse(`send takes one argument (<event.json>), got ${rest.length}`);
+      const file = rest[0]!;
+      let body: Buffer;
+      try {
+        body = fs.readFileSync(file);
+      } catch (err) {
+        throw new CliError(`cannot read ${file}: ${(err as Error).message}`);
+      }
+      const workspace = values.workspace;
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      const secret = secretFor(workspace, values);
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'x-unifyport-timestamp': timestamp };
+      if (secret) headers['x-unifyport-signature'] = signatureHeader(secret, timestamp, body);
+      const { status, body: answer } = await api.request('POST', `/webhooks/unifyport/${encodeURIComponent(workspace)}`, { body, headers });
+      if (status >= 300) throw api.refusal(status, answer);
+      console.log(`${status} ${JSON.stringify(answer)}`);
+      return;
+    }
     default:
-      throw new CliError(`unknown command "${command}"\n\n${usage}`);
+      throw misuse(`unknown command "${command}"`);
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err instanceof CliError ? err.message : (err as Error).stack);
-  process.exitCode = err instanceof CliError ? err.exitCode : 1;
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof CliError) {
+    console.error(`albumflow: ${err.message}`);
+    process.exitCode = err.exitCode;
+    return;
+  }
+  console.error(`albumflow: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
 });

@@ -1,7 +1,15 @@
-import type { AlbumStatus, AttachmentView, DecisionView } from '../../workflows/types.js';
-import type { AlbumListBody, MessageStatus } from '../http/schemas.js';
+import type { AlbumListBody, AlbumStatus, AttachmentView, DecisionView, MessageStatus } from '../http/schemas.js';
 
-export type { AlbumListBody };
+export function plural(count: number, noun: string, nouns = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : nouns}`;
+}
+
+function childrenLine(album: AlbumStatus): string {
+  const { distinctChildren: have, expectedTotal: total } = album;
+  if (total === null) return `${have} (no total known)`;
+  if (have > total) return `${have}, more than the ${total} expected`;
+  return `${have} of ${total} expected${have === total ? ' (reached)' : ''}`;
+}
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
@@ -23,14 +31,20 @@ function decisionsTable(decisions: DecisionView[]): string {
   )}`;
 }
 
+function reviewLine(review: AlbumStatus['review']): string {
+  if (review.reasons.length === 0) return 'not required';
+  const reasons = review.reasons.join(', ');
+  return review.resolved ? `resolved at ${review.resolved.at}${review.resolved.note ? ` (${review.resolved.note})` : ''}: ${reasons}` : `required: ${reasons}`;
+}
+
 export function formatAlbum(album: AlbumStatus): string {
   const { key, media } = album;
   return [
     `Album ${key.albumId}  (${key.provider} / account ${key.accountId} / conversation ${key.conversationId}, workspace ${key.workspace})`,
     `workflow id:    ${album.workflowId}`,
     `state:          ${album.state}`,
-    `children:       ${album.distinctChildren}${album.expectedTotal !== null ? ` of ${album.expectedTotal} expected${album.expectedCountReached ? ' (reached)' : ''}` : ' (no total known)'}`,
-    `review:         ${album.review.required ? `required: ${album.review.reasons.join(', ')}` : 'not required'}`,
+    `children:       ${childrenLine(album)}`,
+    `review:         ${reviewLine(album.review)}`,
     `media:          ${media.downloaded}/${media.total} downloaded, ${media.pending} pending, ${media.failed} failed, ${media.expired} expired, ${media.unavailable} unavailable`,
     '',
     table(
@@ -49,7 +63,7 @@ export function formatMessage(message: MessageStatus): string {
     `album:          ${message.albumKey ? `${message.albumKey.albumId} (index ${text(message.index)}, total ${text(message.total)})` : 'none (standalone)'}`,
     `caption:        ${text(message.caption)}`,
     `sent at:        ${text(message.sentAt)}`,
-    `received:       ${message.receivedAt} (${message.deliveryCount} deliveries, last ${message.lastReceivedAt})`,
+    `received:       ${message.receivedAt} (${plural(message.deliveryCount, 'delivery', 'deliveries')}, last ${message.lastReceivedAt})`,
     `attachments:    ${attachmentsCell(message.attachments)}`,
     '',
     decisionsTable(message.decisions),

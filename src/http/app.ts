@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
-import { registry } from '../metrics.js';
+import { httpRequestDuration, registry } from '../metrics.js';
 import { actionRoutes } from './actions.js';
 import { handleError } from './errors.js';
 import { healthRoutes } from './health.js';
@@ -39,6 +39,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setErrorHandler(handleError);
+  app.addHook('onResponse', async (request, reply) => {
+    // The route pattern, never the raw URL: ids in paths would make a series per album.
+    const route = request.routeOptions.url ?? 'unmatched';
+    httpRequestDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: { code: 'not_found', message: `no route for ${request.method} ${request.url}` } }),
   );

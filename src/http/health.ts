@@ -27,9 +27,10 @@ async function check(probe: () => Promise<unknown>, timeoutMs = 2_000): Promise<
 
 /** `/healthz`: the process answers. `/readyz`: PostgreSQL and Temporal both answer now. */
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { pool, temporal }) => {
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  // Probes poll these every few seconds: their requests are logged only when something goes wrong.
+  app.get('/healthz', { schema: { hide: true }, logLevel: 'warn' }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/readyz', { schema: { hide: true }, logLevel: 'warn' }, async (_request, reply) => {
     const [database, temporalCheck] = await Promise.all([
       check(() => pool.query('SELECT 1')),
       check(() => temporal.workflowService.getSystemInfo({})),

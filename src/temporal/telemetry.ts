@@ -10,13 +10,29 @@ const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = 
 };
 
 /**
- * Installs the Temporal runtime of this process: SDK and Core logs go to our logger (at warn and
- * above), the worker's own metrics are served in Prometheus format on `metricsAddress`, and the
- * runtime leaves signals to our graceful shutdown. Call once, before any connection or worker.
+ * Core's messages end in Rust debug dumps (`Status { code: Unavailable, message: "…", metadata: … }`): a
+ * person reads the message inside; the whole text stays in `detail` for the JSON logs.
+ */
+export function readableCoreMessage(message: string): { message: string; detail?: string } {
+  const dump = message.search(/\b[A-Z]\w*(?:::\w+)* ?[{(]/);
+  const inner = /message: "((?:[^"\\]|\\.)*)"/.exec(message);
+  if (dump < 0 || !inner) return { message };
+  const lead = message.slice(0, dump).replace(/[\s:,-]+$/, '');
+  return { message: lead ? `${lead}: ${inner[1]}` : inner[1]!, detail: message };
+}
+
+/**
+ * Installs the Temporal runtime of this process: SDK and Core logs go to our logger (the SDK's routine
+ * info at debug, Core's at warn and above), the worker's own metrics are served in Prometheus format on
+ * `metricsAddress`, and the runtime leaves signals to our graceful shutdown. Call once, before any
+ * connection or worker.
  */
 export function installTemporalRuntime(logger: Logger, metricsAddress: string): void {
   const log = logger.child({ component: 'temporal' });
-  const forward = (level: LogLevel, message: string, meta?: LogMetadata) => log[levels[level]](meta ?? {}, message);
+  const forward = (level: LogLevel, text: string, meta?: LogMetadata) => {
+    const { message, detail } = readableCoreMessage(text);
+    log[level === 'INFO' ? 'debug' : levels[level]]({ ...meta, ...(detail ? { detail } : {}) }, message);
+  };
   Runtime.install({
     shutdownSignals: [],
     logger: {

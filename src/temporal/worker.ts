@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import v8 from 'node:v8';
 import {
   bundleWorkflowCode,
   Worker,
@@ -66,7 +67,18 @@ export interface AlbumWorkerOptions {
   maxCachedWorkflows?: number;
 }
 
+/**
+ * Old space of the workflow threads, the SDK's worker threads that run every album the worker keeps
+ * cached. V8 grows a heap long before it must collect it: without a bound a worker with thousands of open
+ * albums holds far more memory than it uses. This bound holds the default sticky cache and one album of
+ * 10,000 children (the fault suite's scale test).
+ */
+export const workflowThreadOldSpaceMb = 256;
+
 export async function createAlbumWorker(options: AlbumWorkerOptions): Promise<Worker> {
+  // A V8 flag set now applies to the isolates created after it: the SDK's workflow threads, which
+  // Worker.create starts. The process's own heap keeps its default.
+  v8.setFlagsFromString(`--max-old-space-size=${workflowThreadOldSpaceMb}`);
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,

@@ -64,7 +64,7 @@ export function testConfig(env: Record<string, string> = {}): Config {
 }
 
 export function testLogger(config: Config): Logger {
-  return createLogger(config.logLevel, 'test');
+  return createLogger({ level: config.logLevel, format: 'json', name: 'test' });
 }
 
 export function testPool(config: Config, max = 5): Pool {

@@ -91,11 +91,59 @@ describe('albumflow CLI against a running server', () => {
     expect(unsigned.stderr).toContain('401 invalid_signature');
 
     const down = await albumflow(['list', stack.workspace], { ALBUMFLOW_URL: 'http://127.0.0.1:9' });
-    expect(down.code).toBe(2);
+    expect(down.code).toBe(1);
     expect(down.stderr).toContain('cannot reach albumflow at http://127.0.0.1:9');
 
     const usage = await albumflow(['status', 'only-one']);
-    expect(usage.code).toBe(1);
-    expect(usage.stderr).toContain('expected 4 arguments');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('expected 5 arguments');
+  });
+
+  it('prints its usage for help, --help and no command, and one line for a command line it cannot run', async () => {
+    for (const args of [['help'], ['--help'], ['-h'], ['status', '--help']]) {
+      const help = await albumflow(args);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain('Usage:');
+    }
+    const none = await albumflow([]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('Usage:');
+
+    for (const args of [['list', stack.workspace, '--frobnicate'], ['frobnicate'], ['list']]) {
+      const wrong = await albumflow(args);
+      expect(wrong.code).toBe(2);
+      expect(wrong.stderr.trim().split('\n')).toHaveLength(2);
+      expect(wrong.stderr.trim()).toMatch(/^albumflow: .+\nRun `albumflow help` for usage\.$/);
+      expect(wrong.stderr).not.toContain('    at ');
+    }
+  });
+
+  it('shows a standalone message\'s workflow in history, counts deliveries in words, and calls an over-full album what it is', async () => {
+    const solo = unique('solo');
+    const file = path.join(tmp, `${solo}.json`);
+    fs.writeFileSync(file, JSON.stringify(albumEvent({ conversationId: conversation, messageId: solo })));
+    for (let i = 0; i < 1; i++) expect((await albumflow(['send', file, '--workspace', stack.workspace, '--secret', stack.secret])).code).toBe(0);
+    const history = await eventually(async () => {
+      const result = await albumflow(['history', stack.workspace, 'whatsapp', 'acc_1', conversation, solo]);
+      expect(result.stdout).toMatch(/Runs on .*:\n\s+\S+\s+(RUNNING|COMPLETED)/);
+      return result;
+    });
+    expect(history.stdout).toContain(`workflow id: message:${encodeURIComponent(stack.workspace)}:whatsapp:acc_1:${conversation}:${solo}`);
+
+    const message = await albumflow(['message', stack.workspace, 'whatsapp', 'acc_1', conversation, solo]);
+    expect(message.stdout).toContain('(1 delivery, last');
+
+    const crowded = unique('crowded');
+    for (const [id, index] of [['a', 0], ['b', 1], ['c', 2]] as const) {
+      const f = path.join(tmp, `${crowded}-${id}.json`);
+      fs.writeFileSync(f, JSON.stringify(albumEvent({ conversationId: conversation, albumId: crowded, messageId: `${crowded}-${id}`, index, total: 2 })));
+      expect((await albumflow(['send', f, '--workspace', stack.workspace, '--secret', stack.secret])).code).toBe(0);
+    }
+    const status = await eventually(async () => {
+      const result = await albumflow(['status', stack.workspace, 'whatsapp', 'acc_1', conversation, crowded]);
+      expect(result.stdout).toContain('children:       3, more than the 2 expected');
+      return result;
+    });
+    expect(status.stdout).not.toContain('(reached)');
   });
 });

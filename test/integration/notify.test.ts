@@ -162,7 +162,7 @@ describe('the notify activity against a local receiver and the real PostgreSQL',
     expect(request.headers['content-type']).toBe('application/json');
     expect(JSON.parse(request.body.toString())).toEqual(n.payload);
     expect(verifySignature(verdictInput(request))).toEqual({ ok: true });
-    expect(verifySignature({ ...verdictInput(request), secrets: ['another-secret'] })).toEqual({ ok: false, reason: 'no_valid_signature' });
+    expect(verifySignature({ ...verdictInput(request), secrets: ['another-secret'] })).toEqual({ ok: false, reason: 'invalid_signature' });
 
     const row = await storedRow(n.id);
     expect(row).toMatchObject({ status: 'delivered', attempts: 1, last_error: null, payload: n.payload });

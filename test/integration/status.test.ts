@@ -190,6 +190,23 @@ describe('metrics and API docs', () => {
     expect(response.body).toMatch(/albumflow_webhooks_total\{status="202",outcome="accepted"\} [1-9]/);
   });
 
+  it('keeps the standard names of the process metrics, labels signature failures with the API code, and times requests by route', async () => {
+    const unsigned = await stack.app.inject({
+      method: 'POST',
+      url: `/webhooks/unifyport/${encodeURIComponent(stack.workspace)}`,
+      headers: { 'content-type': 'application/json' },
+      payload: '{}',
+    });
+    expect(unsigned.json()).toMatchObject({ error: { code: 'missing_signature' } });
+    const body = (await stack.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(body).toContain('# TYPE process_cpu_user_seconds_total counter');
+    expect(body).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
+    expect(body).not.toMatch(/^albumflow_process_/m);
+    expect(body).toMatch(/albumflow_signature_failures_total\{reason="missing_signature"\} [1-9]/);
+    expect(body).toMatch(/albumflow_http_request_duration_seconds_count\{method="POST",route="\/webhooks\/unifyport\/:workspace",status_code="401"\} [1-9]/);
+    expect(body).not.toContain(`route="/webhooks/unifyport/${stack.workspace}"`);
+  });
+
   it('publishes an OpenAPI document generated from the route schemas', async () => {
     const response = await stack.app.inject({ method: 'GET', url: '/docs/json' });
     expect(response.statusCode).toBe(200);

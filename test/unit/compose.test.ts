@@ -5,7 +5,6 @@ import { parse } from 'yaml';
 import { configEnvNames } from '../../src/config.js';
 import { projectRoot } from '../../src/paths.js';
 import { temporalDynamicConfig } from '../../src/temporal/devserver.js';
-import { workerNodeFlags } from '../../src/temporal/worker-flags.js';
 
 interface Service {
   image?: string;
@@ -86,9 +85,4 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('runs the worker with the Node flags every launcher of it uses (its heap bound)', () => {
-    expect(services.worker?.command).toEqual(['node', ...workerNodeFlags, 'dist/src/worker.js']);
-    const scripts = (JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    expect(scripts['start:worker']).toBe(`exec node ${workerNodeFlags.join(' ')} --import tsx src/worker.ts`);
-  });
 });

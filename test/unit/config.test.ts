@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
 describe('loadConfig', () => {
-  it('applies the defaults of DESIGN.md §5', () => {
+  it('applies the documented defaults', () => {
     const config = loadConfig({});
     expect(config.port).toBe(3000);
     expect(config.host).toBe('127.0.0.1');
@@ -16,6 +16,13 @@ describe('loadConfig', () => {
     expect(config.media.allowPrivateNetworks).toBe(false);
     expect(config.media.dir.endsWith('.data/media')).toBe(true);
     expect(config.notify).toEqual({ url: undefined, secret: undefined });
+    expect(config.logFormat).toBeUndefined();
+  });
+
+  it('takes LOG_FORMAT json or pretty, and nothing else', () => {
+    expect(loadConfig({ LOG_FORMAT: 'json' }).logFormat).toBe('json');
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
+    expect(() => loadConfig({ LOG_FORMAT: 'xml' })).toThrow(ConfigError);
   });
 
   it('reads only the environment it is given', () => {

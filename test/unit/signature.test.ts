@@ -38,12 +38,12 @@ describe('verifySignature', () => {
     const oldSignature = signatureHeader('old-secret', timestamp, body);
     expect(verify({ secrets: ['old-secret', secret], signature: oldSignature })).toEqual({ ok: true });
     expect(verify({ secrets: [secret, 'old-secret'] })).toEqual({ ok: true });
-    expect(verify({ secrets: ['retired-secret'] })).toEqual({ ok: false, reason: 'no_valid_signature' });
+    expect(verify({ secrets: ['retired-secret'] })).toEqual({ ok: false, reason: 'invalid_signature' });
   });
 
   it('refuses a tampered body', () => {
     const tampered = Buffer.from(body.toString().replace('m1', 'm2'));
-    expect(verify({ body: tampered })).toEqual({ ok: false, reason: 'no_valid_signature' });
+    expect(verify({ body: tampered })).toEqual({ ok: false, reason: 'invalid_signature' });
   });
 
   it('refuses a body that was re-serialized after signing', () => {
@@ -52,12 +52,12 @@ describe('verifySignature', () => {
     const signature = signatureHeader(secret, timestamp, original);
     expect(verify({ body: original, signature })).toEqual({ ok: true });
     const reserialized = Buffer.from(JSON.stringify(JSON.parse(original.toString())));
-    expect(verify({ body: reserialized, signature })).toEqual({ ok: false, reason: 'no_valid_signature' });
+    expect(verify({ body: reserialized, signature })).toEqual({ ok: false, reason: 'invalid_signature' });
   });
 
   it('refuses a signature made for another timestamp', () => {
     const signature = signatureHeader(secret, String(nowS - 1), body);
-    expect(verify({ signature })).toEqual({ ok: false, reason: 'no_valid_signature' });
+    expect(verify({ signature })).toEqual({ ok: false, reason: 'invalid_signature' });
   });
 
   it('accepts timestamps up to the tolerance either way and refuses stale and future ones', () => {
@@ -72,11 +72,11 @@ describe('verifySignature', () => {
   });
 
   it('refuses missing headers and malformed timestamps', () => {
-    expect(verify({ timestamp: undefined })).toEqual({ ok: false, reason: 'missing_headers' });
-    expect(verify({ signature: undefined })).toEqual({ ok: false, reason: 'missing_headers' });
-    expect(verify({ timestamp: '', signature: '' })).toEqual({ ok: false, reason: 'missing_headers' });
+    expect(verify({ timestamp: undefined })).toEqual({ ok: false, reason: 'missing_signature' });
+    expect(verify({ signature: undefined })).toEqual({ ok: false, reason: 'missing_signature' });
+    expect(verify({ timestamp: '', signature: '' })).toEqual({ ok: false, reason: 'missing_signature' });
     for (const timestamp of ['1790676000.5', '-1790676000', 'now', '0x6AB3F0E0', '1e9']) {
-      expect(verify({ timestamp, signature: signatureHeader(secret, timestamp, body) })).toEqual({ ok: false, reason: 'malformed_timestamp' });
+      expect(verify({ timestamp, signature: signatureHeader(secret, timestamp, body) })).toEqual({ ok: false, reason: 'invalid_timestamp' });
     }
   });
 
@@ -93,15 +93,15 @@ describe('verifySignature', () => {
     const valid = signatureHeader(secret, String(nowS), body);
     const filler = Array.from({ length: maxSignatureEntries }, (_, i) => `v1=${i.toString(16).padStart(64, '0')}`);
     expect(verify({ signature: [...filler.slice(1), valid].join(',') })).toEqual({ ok: true });
-    expect(verify({ signature: [...filler, valid].join(',') })).toEqual({ ok: false, reason: 'no_valid_signature' });
+    expect(verify({ signature: [...filler, valid].join(',') })).toEqual({ ok: false, reason: 'invalid_signature' });
     expect(parseSignatureHeader(Array(1000).fill(valid).join(','))).toHaveLength(maxSignatureEntries);
   });
 
   it('refuses entries that are not 64 hex digits', () => {
     const valid = signatureHeader(secret, String(nowS), body);
-    expect(verify({ signature: valid.slice(0, -2) })).toEqual({ ok: false, reason: 'no_valid_signature' });
-    expect(verify({ signature: `${valid}00` })).toEqual({ ok: false, reason: 'no_valid_signature' });
-    expect(verify({ signature: valid.slice(3) })).toEqual({ ok: false, reason: 'no_valid_signature' });
+    expect(verify({ signature: valid.slice(0, -2) })).toEqual({ ok: false, reason: 'invalid_signature' });
+    expect(verify({ signature: `${valid}00` })).toEqual({ ok: false, reason: 'invalid_signature' });
+    expect(verify({ signature: valid.slice(3) })).toEqual({ ok: false, reason: 'invalid_signature' });
   });
 
   it('refuses every body but the signed one', () => {

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { workerNodeFlags } from '../../../src/temporal/worker-flags.js';
 
 export type Role = 'ingress' | 'worker';
 
@@ -49,7 +48,7 @@ export function appProcess(options: { name: string; role: Role; env: Record<stri
       if (child) throw new Error(`${name} is already running`);
       const log = fs.openSync(logPath, 'a');
       fs.writeSync(log, `\n=== start ${new Date().toISOString()}\n`);
-      const started = spawn(process.execPath, [...(role === 'worker' ? workerNodeFlags : []), '--import', 'tsx', entryPoints[role]], {
+      const started = spawn(process.execPath, ['--import', 'tsx', entryPoints[role]], {
         cwd: repoRoot,
         env: { ...process.env, ...env },
         stdio: ['ignore', 'pipe', log],
