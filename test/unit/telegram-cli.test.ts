@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
+import { runCli, type CliRun } from '../helpers/cli.js';
 import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
 
 // The Telegram commands of the CLI, run as users run it. `send --telegram` goes to a recording HTTP
@@ -59,15 +59,8 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-function albumflow(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(projectRoot, 'bin/albumflow.js'), ...args],
-      { env: { ...process.env, ALBUMFLOW_URL: albumflowUrl, TELEGRAM_BOTS: telegramBots, TELEGRAM_API_ROOT: botApi.url, ...env }, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
+function albumflow(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return runCli(args, { ALBUMFLOW_URL: albumflowUrl, TELEGRAM_BOTS: telegramBots, TELEGRAM_API_ROOT: botApi.url, ...env });
 }
 
 // Each run starts a Node process that compiles the CLI: seconds, not the unit default of 5 s.
