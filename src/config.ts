@@ -3,6 +3,8 @@ import envSchema from 'env-schema';
 import { Type, type Static } from 'typebox';
 import { lateItemPolicies, type AlbumTimings } from '../workflows/types.js';
 
+/** The cloud Bot API; a local Bot API server (or a fake one in tests) replaces it through TELEGRAM_API_ROOT. */
+export const defaultTelegramApiRoot = 'https://api.telegram.org';
 
 const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
@@ -33,6 +35,8 @@ const Env = Type.Object({
   INGEST_BATCH_MAX_WAIT_MS: Type.Integer({ minimum: 0, default: 2 }),
   INGEST_BATCH_CONCURRENCY: Type.Integer({ minimum: 1, default: 1 }),
   INGEST_MAX_PENDING: Type.Integer({ minimum: 1, default: 1024 }),
+  TELEGRAM_BOTS: Type.String({ default: '{}' }),
+  TELEGRAM_API_ROOT: Type.String({ default: defaultTelegramApiRoot, pattern: '^https?://' }),
 });
 
 /** Every environment variable albumflow itself reads (Temporal's own connection variables aside). */
@@ -48,6 +52,24 @@ export interface IngestLimits {
   concurrentBatches: number;
   /** Deliveries waiting for their commit beyond which new ones are answered 503. */
   maxPending: number;
+}
+
+/** One bot of TELEGRAM_BOTS. */
+export interface TelegramBot {
+  /** Its name under the workspace: the `:bot` of its webhook path. */
+  name: string;
+  /** The number before `:` in the token: the account every child of this bot is stored under. */
+  id: string;
+  token: string;
+  /** What setWebhook's `secret_token` was set to: Telegram sends it in X-Telegram-Bot-Api-Secret-Token. */
+  secretToken: string;
+}
+
+export interface TelegramConfig {
+  /** Without a trailing slash. */
+  apiRoot: string;
+  /** Workspace → bot name → bot. */
+  bots: ReadonlyMap<string, ReadonlyMap<string, TelegramBot>>;
 }
 
 export interface Config {
@@ -76,6 +98,7 @@ export interface Config {
   media: { dir: string; maxBytes: number; allowPrivateNetworks: boolean };
   notify: { url: string | undefined; secret: string | undefined };
   ingest: IngestLimits;
+  telegram: TelegramConfig;
 }
 
 export class ConfigError extends Error {
@@ -128,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrentBatches: raw.INGEST_BATCH_CONCURRENCY,
       maxPending: raw.INGEST_MAX_PENDING,
     },
+    telegram: { apiRoot: parseTelegramApiRoot(raw.TELEGRAM_API_ROOT), bots: parseTelegramBots(raw.TELEGRAM_BOTS) },
   };
 }
 
@@ -149,4 +173,62 @@ function parseWorkspaceSecrets(text: string): Map<string, string[]> {
     secrets.set(workspace, list);
   }
   return secrets;
+}
+
+/** BotFather's form: the bot id, a colon, then the secret part. */
+const botTokenPattern = /^(\d{1,20}):[A-Za-z0-9_-]{1,200}$/;
+/** What setWebhook accepts as secret_token. */
+const secretTokenPattern = /^[A-Za-z0-9_-]{1,256}$/;
+
+/**
+ * TELEGRAM_BOTS: `{ "<workspace>": { "<bot name>": { "token", "secretToken" } } }`. The messages name
+ * the entry and the rule, never a value (they are printed at start).
+ */
+export function parseTelegramBots(text: string): Map<string, Map<string, TelegramBot>> {
+  const shape = 'TELEGRAM_BOTS must be JSON: { "<workspace>": { "<bot name>": { "token": "<bot token>", "secretToken": "<secret token>" } } }';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ConfigError(shape);
+  }
+  if (!isPlainObject(parsed)) throw new ConfigError(shape);
+  const workspaces = new Map<string, Map<string, TelegramBot>>();
+  for (const [workspace, entries] of Object.entries(parsed)) {
+    if (!isPlainObject(entries)) throw new ConfigError(`TELEGRAM_BOTS["${workspace}"] must be an object mapping bot names to { "token", "secretToken" }`);
+    const bots = new Map<string, TelegramBot>();
+    const names = new Map<string, string>();
+    for (const [name, entry] of Object.entries(entries)) {
+      const where = `TELEGRAM_BOTS["${workspace}"]["${name}"]`;
+      if (name === '') throw new ConfigError(`TELEGRAM_BOTS["${workspace}"] has a bot with an empty name`);
+      if (!isPlainObject(entry)) throw new ConfigError(`${where} must be { "token": "<bot token>", "secretToken": "<secret token>" }`);
+      const { token, secretToken } = entry;
+      const id = typeof token === 'string' ? botTokenPattern.exec(token)?.[1] : undefined;
+      if (typeof token !== 'string' || id === undefined) {
+        throw new ConfigError(`${where}.token must be a bot token as BotFather gives it: "<bot id>:<secret>"`);
+      }
+      if (typeof secretToken !== 'string' || !secretTokenPattern.test(secretToken)) {
+        throw new ConfigError(`${where}.secretToken must be 1-256 characters of A-Z, a-z, 0-9, _ and - (what setWebhook accepts)`);
+      }
+      const twin = names.get(id);
+      if (twin !== undefined) throw new ConfigError(`${where} and TELEGRAM_BOTS["${workspace}"]["${twin}"] are the same bot (id ${id})`);
+      names.set(id, name);
+      bots.set(name, { name, id, token, secretToken });
+    }
+    workspaces.set(workspace, bots);
+  }
+  return workspaces;
+}
+
+function parseTelegramApiRoot(text: string): string {
+  try {
+    new URL(text);
+  } catch {
+    throw new ConfigError('TELEGRAM_API_ROOT must be an http(s) URL such as https://api.telegram.org');
+  }
+  return text.replace(/\/+$/, '');
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

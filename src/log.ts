@@ -4,7 +4,7 @@ import pretty from 'pino-pretty';
 export type { Logger };
 
 /** Header names whose values are never written to a log line. */
-export const redactedHeaders = ['x-unifyport-signature', 'x-albumflow-signature', 'authorization', 'cookie'];
+export const redactedHeaders = ['x-unifyport-signature', 'x-albumflow-signature', 'x-telegram-bot-api-secret-token', 'authorization', 'cookie'];
 
 /** `json`: one JSON object a line (for log collectors); `pretty`: readable lines for a person at a terminal. */
 export type LogFormat = 'json' | 'pretty';
@@ -13,6 +13,8 @@ export interface LoggerOptions {
   level: string;
   format: LogFormat;
   name?: string;
+  /** Where JSON lines go instead of standard output (tests read them). */
+  destination?: DestinationStream;
 }
 
 /** What a person at a terminal reads: time, level and message, the fields after them; colours on a TTY. */
@@ -20,7 +22,7 @@ function prettyStream(): DestinationStream {
   return pretty({ colorize: process.stdout.isTTY, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,name,detail', singleLine: true });
 }
 
-export function createLogger({ level, format, name = 'albumflow' }: LoggerOptions): Logger {
+export function createLogger({ level, format, name = 'albumflow', destination }: LoggerOptions): Logger {
   return pino(
     {
       name,
@@ -32,10 +34,15 @@ export function createLogger({ level, format, name = 'albumflow' }: LoggerOption
           '*.secret',
           '*.secrets',
           '*.apiKey',
+          // A TelegramBot of the configuration, logged whole or as `bot`.
+          'token',
+          '*.token',
+          'secretToken',
+          '*.secretToken',
         ],
         censor: '[redacted]',
       },
     },
-    format === 'pretty' ? prettyStream() : undefined,
+    destination ?? (format === 'pretty' ? prettyStream() : undefined),
   );
 }

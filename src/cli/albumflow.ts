@@ -1,9 +1,10 @@
-import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import type { AlbumListBody, AlbumStatus, MessageStatus } from '../http/schemas.js';
 import { signatureHeader } from '../signature.js';
+import { CliError, createApi, misuse } from './api.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
+import { readFile, sendTelegram, setWebhook } from './telegram.js';
 
 const usage = `albumflow — inspect albums, act on them, and send sample webhooks to a running albumflow
 
@@ -15,26 +16,24 @@ Usage:
   albumflow retry-downloads <workspace> <provider> <account> <conversation> <album>
   albumflow resolve-review  <workspace> <provider> <account> <conversation> <album> [--note TEXT]
   albumflow send    <event.json> [--workspace demo] [--secret S]
+  albumflow send    --telegram <update.json> --bot B [--workspace demo] [--secret S]
+  albumflow telegram set-webhook --bot B --public-url URL [--workspace demo] [--print]
   albumflow help
 
 Options:
-  --url URL      albumflow's HTTP address (ALBUMFLOW_URL, default http://127.0.0.1:3000)
-  --secret S     signing secret for send (ALBUMFLOW_SECRET, else the workspace's first secret in WORKSPACE_SECRETS)
-  --json         print the raw JSON body
-  -h, --help     this text
+  --url URL         albumflow's HTTP address (ALBUMFLOW_URL, default http://127.0.0.1:3000)
+  --secret S        for send: the signing secret (ALBUMFLOW_SECRET, else the workspace's first secret in
+                    WORKSPACE_SECRETS); with --telegram, the bot's secret token (else
+                    TELEGRAM_BOTS[workspace][bot].secretToken)
+  --telegram FILE   send a Telegram Update (or a JSON list of Updates, one request each, in order) to
+                    POST /webhooks/telegram/<workspace>/<bot>
+  --bot B           a bot name of TELEGRAM_BOTS[workspace]
+  --public-url URL  the address Telegram reaches albumflow at (HTTPS); the webhook is <URL>/webhooks/telegram/<workspace>/<bot>
+  --print           show the setWebhook call instead of making it (its token and secret token left out)
+  --note TEXT       for resolve-review: why the review is resolved
+  --json            print the raw JSON body
+  -h, --help        this text
 `;
-
-/** Exit codes: 1 when albumflow refused or could not be reached, 2 for a command line it cannot run. */
-class CliError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: 1 | 2 = 1,
-  ) {
-    super(message);
-  }
-}
-
-const misuse = (message: string) => new CliError(`${message}\nRun \`albumflow help\` for usage.`, 2);
 
 const options = {
   url: { type: 'string', default: process.env.ALBUMFLOW_URL ?? 'http://127.0.0.1:3000' },
@@ -46,10 +45,14 @@ const options = {
   note: { type: 'string', default: '' },
   workspace: { type: 'string', default: 'demo' },
   secret: { type: 'string' },
+  telegram: { type: 'string' },
+  bot: { type: 'string' },
+  'public-url': { type: 'string' },
+  print: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } satisfies ParseArgsConfig['options'];
 
-type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+export type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
 
 function parse(argv: string[]): { values: Values; positionals: string[] } {
   try {
@@ -57,40 +60,6 @@ function parse(argv: string[]): { values: Values; positionals: string[] } {
   } catch (err) {
     throw misuse((err as Error).message);
   }
-}
-
-function createApi(baseUrl: string) {
-  async function request(method: 'GET' | 'POST', path: string, init: { body?: Buffer | string; headers?: Record<string, string> } = {}) {
-    let response: Response;
-    try {
-      response = await fetch(`${baseUrl}${path}`, { method, body: init.body, headers: init.headers });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-      throw new CliError(`cannot reach albumflow at ${baseUrl} (${cause}). Is it running? Start it with \`npm start\` or pass --url.`);
-    }
-    const text = await response.text();
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // a non-JSON body is shown as text
-    }
-    return { status: response.status, body };
-  }
-
-  function refusal(status: number, body: unknown): CliError {
-    const error = (body as { error?: { code?: string; message?: string } } | null)?.error;
-    return new CliError(error ? `${status} ${error.code}: ${error.message}` : `${status}: ${typeof body === 'string' ? body : JSON.stringify(body)}`);
-  }
-
-  /** The body of a 2xx answer; anything else is the error albumflow gave. */
-  async function expect<T>(method: 'GET' | 'POST', path: string, init?: Parameters<typeof request>[2]): Promise<T> {
-    const { status, body } = await request(method, path, init);
-    if (status < 200 || status >= 300) throw refusal(status, body);
-    return body as T;
-  }
-
-  return { request, expect, refusal };
 }
 
 function keyPath(parts: string[], what: string): string {
@@ -204,14 +173,13 @@ async function main(argv: string[]): Promise<void> {
       return print(answer, () => `review resolved at ${answer.resolved.at}${answer.resolved.note ? `: ${answer.resolved.note}` : ''}`);
     }
     case 'send': {
+      if (values.telegram !== undefined) {
+        if (rest.length !== 0) throw misuse(`send --telegram takes no other argument, got ${rest.length}`);
+        return sendTelegram(api, values, values.telegram);
+      }
       if (rest.length !== 1) throw misuse(`send takes one argument (<event.json>), got ${rest.length}`);
       const file = rest[0]!;
-      let body: Buffer;
-      try {
-        body = fs.readFileSync(file);
-      } catch (err) {
-        throw new CliError(`cannot read ${file}: ${(err as Error).message}`);
-      }
+      const body = readFile(file);
       const workspace = values.workspace;
       const timestamp = String(Math.floor(Date.now() / 1000));
       const secret = secretFor(workspace, values);
@@ -222,6 +190,9 @@ async function main(argv: string[]): Promise<void> {
       console.log(`${status} ${JSON.stringify(answer)}`);
       return;
     }
+    case 'telegram':
+      if (rest[0] === 'set-webhook' && rest.length === 1) return setWebhook(values);
+      throw misuse(`unknown telegram command "${rest.join(' ')}" (there is: telegram set-webhook)`);
     default:
       throw misuse(`unknown command "${command}"`);
   }

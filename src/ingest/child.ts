@@ -1,8 +1,26 @@
 // The child message every ingress parser produces (UnifyPort's and Telegram's), as src/db/ingest.ts stores it.
 
+import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumKey, JsonValue, MessageKey } from '../../workflows/types.js';
 
 type JsonObject = { [key: string]: JsonValue };
+
+/** Temporal's default limit on workflow id length; it also keeps the unique indexes within PostgreSQL's row limit. */
+export const maxWorkflowIdLength = 1000;
+
+/**
+ * A file of a Telegram message. Telegram sends no URL: the download asks `getFile` for a path with the
+ * bot's token at download time.
+ */
+export interface TelegramFile {
+  /** What `getFile` takes; valid for this bot only. */
+  fileId: string;
+  /** The same for every bot and over time; cannot be used to download. */
+  fileUniqueId: string;
+  /** Pixels; null when the media type has none (documents, audio, voice). */
+  width: number | null;
+  height: number | null;
+}
 
 export interface AttachmentInput {
   position: number;
@@ -11,6 +29,8 @@ export interface AttachmentInput {
   mimeType: string | null;
   declaredSize: number | null;
   fileName: string | null;
+  /** Present for Telegram media only (which never has a URL). */
+  telegramFile?: TelegramFile;
 }
 
 export interface AlbumMetadata {
@@ -25,12 +45,17 @@ export interface AlbumMetadata {
 
 export interface ChildMessage {
   key: MessageKey;
-  /** Null for a standalone message (no `album` or no usable `album.id`). */
+  /** Null for a standalone message (no `album` or no usable `album.id`, no Telegram `media_group_id`). */
   albumKey: AlbumKey | null;
+  /** The album's index and total as the sender gave them; null when it gave none (always for Telegram). */
   album: AlbumMetadata | null;
   caption: string | null;
-  /** ISO 8601, or null when `sent_at` is absent or not a valid ISO 8601 timestamp. */
+  /** ISO 8601, or null when the sender gave no valid time. */
   sentAt: string | null;
   attachments: AttachmentInput[];
 }
 
+/** Either identity is too long for a workflow id once encoded. */
+export function identityTooLong(key: MessageKey, albumKey: AlbumKey | null): boolean {
+  return messageWorkflowId(key).length > maxWorkflowIdLength || (albumKey !== null && albumWorkflowId(albumKey).length > maxWorkflowIdLength);
+}

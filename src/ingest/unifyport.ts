@@ -1,19 +1,13 @@
 import crypto from 'node:crypto';
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, JsonValue, MessageKey } from '../../workflows/types.js';
-import type { AlbumMetadata, AttachmentInput, ChildMessage } from './child.js';
+import type { AlbumKey, MessageKey } from '../../workflows/types.js';
+import { identityTooLong, maxWorkflowIdLength, type AlbumMetadata, type AttachmentInput, type ChildMessage } from './child.js';
+import { firstNonEmptyString, isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject, type JsonObject } from './json-body.js';
 
 /** The UnifyPort event type that carries one child message; every other type is recorded and ignored. */
 export const childEventType = 'message.received';
 
-/** Temporal's default limit on workflow id length; it also keeps the unique indexes within PostgreSQL's row limit. */
-export const maxWorkflowIdLength = 1000;
 export const maxEventIdLength = 512;
-/** Far deeper than any real event, and well within what PostgreSQL's jsonb accepts (deeper raises 54001, not a data error). */
-export const maxNestingDepth = 64;
 const maxInt32 = 2_147_483_647;
-
-type JsonObject = { [key: string]: JsonValue };
 
 export type RejectionCode = 'invalid_json' | 'invalid_event' | 'missing_identity' | 'invalid_identity';
 
@@ -24,14 +18,9 @@ export type ParsedEvent =
 
 /** Parses and validates a verified UnifyPort body, deriving the scoped identities of DESIGN.md §2. */
 export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
-  let event: unknown;
-  try {
-    event = JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    return reject('invalid_json', `body is not valid JSON: ${escapeControlCharacters((err as Error).message)}`);
-  }
-  if (!isObject(event)) return reject('invalid_event', 'the event must be a JSON object');
-  if (nestsDeeperThan(event, maxNestingDepth)) return reject('invalid_event', `the event nests deeper than ${maxNestingDepth} levels`);
+  const parsed = parseJsonObject(body, 'event');
+  if (!parsed.ok) return reject(parsed.problem === 'invalid_json' ? 'invalid_json' : 'invalid_event', parsed.message);
+  const event = parsed.value;
   if (typeof event.type !== 'string' || event.type === '') return reject('invalid_event', 'the event has no "type"');
 
   const eventId = deriveEventId(event.id, body);
@@ -61,7 +50,7 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
   const albumKey: AlbumKey | null =
     albumIdPart && 'value' in albumIdPart ? { workspace, provider, accountId, conversationId, albumId: albumIdPart.value } : null;
 
-  if (messageWorkflowId(key).length > maxWorkflowIdLength || (albumKey && albumWorkflowId(albumKey).length > maxWorkflowIdLength)) {
+  if (identityTooLong(key, albumKey)) {
     return reject('invalid_identity', `the child or album identity is longer than ${maxWorkflowIdLength} characters once encoded`);
   }
 
@@ -73,37 +62,15 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
       key,
       albumKey,
       album: albumObject && albumKey ? albumMetadata(albumObject) : null,
-      caption: caption(message),
+      caption: firstNonEmptyString(message.text, message.caption),
       sentAt: isoTimestamp(message.sent_at),
       attachments: Array.isArray(message.attachments) ? message.attachments.map(attachment) : [],
     },
   };
 }
 
-/** Walks the value without recursion (a 1 MiB body can nest half a million levels). */
-function nestsDeeperThan(value: JsonValue, limit: number): boolean {
-  const pending: Array<[JsonValue, number]> = [[value, 1]];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const [current, depth] = next;
-    if (typeof current !== 'object' || current === null) continue;
-    if (depth > limit) return true;
-    for (const child of Array.isArray(current) ? current : Object.values(current)) pending.push([child, depth + 1]);
-  }
-  return false;
-}
-
-/** JSON.parse quotes the offending bytes in its message; a NUL there could not be stored with the quarantined body. */
-function escapeControlCharacters(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
 function reject(code: RejectionCode, message: string): ParsedEvent {
   return { kind: 'rejected', code, message };
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 type IdentityPart = { value: string } | { problem: 'missing' | 'invalid' };
@@ -146,13 +113,6 @@ function usableInteger(value: unknown, minimum: number): { value: number | null;
   return { value: null, invalid: true };
 }
 
-function caption(message: JsonObject): string | null {
-  for (const candidate of [message.text, message.caption]) {
-    if (typeof candidate === 'string' && candidate !== '') return candidate;
-  }
-  return null;
-}
-
 const isoPattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
 
 /** A valid ISO 8601 date-time with an offset, normalised to UTC; anything else (2026-02-30, 24:00) is null. */
@@ -179,11 +139,7 @@ function attachment(value: unknown, position: number): AttachmentInput {
     kind: nonEmptyString(item.type),
     url: nonEmptyString(item.url),
     mimeType: nonEmptyString(item.mime_type),
-    declaredSize: typeof item.size === 'number' && Number.isSafeInteger(item.size) && item.size >= 0 ? item.size : null,
+    declaredSize: nonNegativeSafeInteger(item.size),
     fileName: nonEmptyString(item.file_name),
   };
-}
-
-function nonEmptyString(value: unknown): string | null {
-  return typeof value === 'string' && value !== '' ? value : null;
 }

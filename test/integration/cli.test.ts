@@ -1,12 +1,11 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/paths.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { eventually } from '../helpers/albums.js';
+import { runCli, type CliRun } from '../helpers/cli.js';
 import { unique } from '../helpers/env.js';
 import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
 
@@ -26,16 +25,9 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-/** Runs the CLI as users do (`npx albumflow …` runs bin/albumflow.js); never blocks this process's worker. */
-function albumflow(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(projectRoot, 'bin/albumflow.js'), ...args],
-      { env: { ...process.env, ALBUMFLOW_URL: url, TEMPORAL_ADDRESS: stack.config.temporal.address, ...env }, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
+/** Never blocks this process's worker: the CLI runs in a process of its own. */
+function albumflow(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return runCli(args, { ALBUMFLOW_URL: url, TEMPORAL_ADDRESS: stack.config.temporal.address, ...env });
 }
 
 function eventFile(messageId: string, index: number): string {

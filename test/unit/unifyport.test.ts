@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ChildMessage } from '../../src/ingest/child.js';
-import { isoTimestamp, maxWorkflowIdLength, parseEvent, type ParsedEvent } from '../../src/ingest/unifyport.js';
+import { maxWorkflowIdLength, type ChildMessage } from '../../src/ingest/child.js';
+import { isoTimestamp, parseEvent, type ParsedEvent } from '../../src/ingest/unifyport.js';
 
 const workspace = 'ws';
 
