@@ -1,8 +1,11 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import type { AlbumKey, AlbumStatus } from '../../workflows/types.js';
+import { adminTokenPath, readAdminToken } from '../http/access/admin-token.js';
+import { defaultDataDir } from '../paths.js';
 import { signatureHeader } from '../signature.js';
 import { formatAlbum, formatAlbumList, formatMessage, type AlbumListBody } from './format.js';
 
@@ -19,6 +22,8 @@ Options:
   --url URL      albumflow's HTTP address (ALBUMFLOW_URL, default http://127.0.0.1:3000)
   --secret S     signing secret for send (ALBUMFLOW_SECRET, else the workspace's first secret in WORKSPACE_SECRETS)
   --json         print the raw JSON body
+
+The API token is ALBUMFLOW_TOKEN, else the admin token in DATA_DIR/admin-token (default .data/admin-token).
 `;
 
 class CliError extends Error {
@@ -75,9 +80,37 @@ function keyPath(parts: string[], count: number, what: string): string {
   return parts.map((part) => encodeURIComponent(part)).join('/');
 }
 
+interface ApiCredential {
+  token: string | undefined;
+  /** Where the token came from, or where it was looked for. */
+  source: string;
+}
+
+/** ALBUMFLOW_TOKEN, else the admin token the instance generated in its data directory. */
+function apiCredential(): ApiCredential {
+  if (process.env.ALBUMFLOW_TOKEN) return { token: process.env.ALBUMFLOW_TOKEN, source: 'ALBUMFLOW_TOKEN' };
+  const file = adminTokenPath(path.resolve(process.env.DATA_DIR || defaultDataDir));
+  try {
+    return { token: readAdminToken(file), source: file };
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}
+
+/** One line saying what to set when the server refused the token; undefined for any other answer. */
+function accessProblem(status: number, body: unknown, { token, source }: ApiCredential): string | undefined {
+  if (status !== 401 && status !== 403) return undefined;
+  const refusal = errorMessage(status, body);
+  if (token === undefined) return `${refusal}. Set ALBUMFLOW_TOKEN to a token of the server's API_TOKENS (there is no ${source}).`;
+  if (status === 401) return `${refusal}. The token from ${source} is not accepted: set ALBUMFLOW_TOKEN to a token of the server's API_TOKENS.`;
+  return `${refusal}. The token from ${source} does not reach this workspace: set ALBUMFLOW_TOKEN to a token that API_TOKENS gives it.`;
+}
+
 async function show(path: string, format: (body: never) => string): Promise<void> {
-  const { status, body } = await request('GET', path);
-  if (status !== 200) throw new CliError(errorMessage(status, body));
+  const credential = apiCredential();
+  const headers: Record<string, string> = credential.token ? { authorization: `Bearer ${credential.token}` } : {};
+  const { status, body } = await request('GET', path, { headers });
+  if (status !== 200) throw new CliError(accessProblem(status, body, credential) ?? errorMessage(status, body));
   console.log(values.json ? JSON.stringify(body, null, 2) : format(body as never));
 }
 

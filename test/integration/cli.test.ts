@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
 import { projectRoot } from '../../src/paths.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { eventually } from '../helpers/albums.js';
@@ -14,9 +15,16 @@ let stack: Stack;
 let url: string;
 const conversation = unique('conv');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-cli-'));
+/** The instance's data directory, holding the admin token as `npm start` generates it. */
+const dataDir = path.join(tmp, 'data');
+const noDataDir = path.join(tmp, 'no-data');
+const adminToken = loadOrCreateAdminToken(dataDir).token;
+const otherToken = unique('cli-every-workspace');
+const elsewhereToken = unique('cli-elsewhere');
 
 beforeAll(async () => {
-  stack = await startStack({ QUIET_PERIOD_MS: '300', LATE_WINDOW_MS: '600000' });
+  const API_TOKENS = JSON.stringify({ [adminToken]: ['*'], [otherToken]: ['*'], [elsewhereToken]: ['elsewhere'] });
+  stack = await startStack({ QUIET_PERIOD_MS: '300', LATE_WINDOW_MS: '600000', API_TOKENS });
   await stack.app.listen({ port: 0, host: '127.0.0.1' });
   url = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
 });
@@ -32,7 +40,10 @@ function albumflow(args: string[], env: Record<string, string> = {}): Promise<{ 
     execFile(
       process.execPath,
       [path.join(projectRoot, 'bin/albumflow.js'), ...args],
-      { env: { ...process.env, ALBUMFLOW_URL: url, TEMPORAL_ADDRESS: stack.config.temporal.address, ...env }, timeout: 60_000 },
+      {
+        env: { ...process.env, ALBUMFLOW_URL: url, TEMPORAL_ADDRESS: stack.config.temporal.address, DATA_DIR: dataDir, ALBUMFLOW_TOKEN: '', ...env },
+        timeout: 60_000,
+      },
       (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
     );
   });
@@ -97,5 +108,29 @@ describe('albumflow CLI against a running server', () => {
     const usage = await albumflow(['status', 'only-one']);
     expect(usage.code).toBe(1);
     expect(usage.stderr).toContain('expected 4 arguments');
+  });
+
+  it('sends ALBUMFLOW_TOKEN, else the admin token file, and says in one line what to set when refused', async () => {
+    const list = ['list', stack.workspace];
+    const fromFile = await albumflow(list);
+    expect(fromFile.stderr).toBe('');
+    expect(fromFile.code).toBe(0);
+    const fromVariable = await albumflow(list, { ALBUMFLOW_TOKEN: otherToken, DATA_DIR: noDataDir });
+    expect(fromVariable.stderr).toBe('');
+    expect(fromVariable.code).toBe(0);
+    expect(fromVariable.stdout).toBe(fromFile.stdout);
+
+    const refusals: Array<[Record<string, string>, RegExp]> = [
+      [{ DATA_DIR: noDataDir }, /^401 missing_token: .*Set ALBUMFLOW_TOKEN .*no-data\/admin-token/],
+      [{ ALBUMFLOW_TOKEN: unique('cli-unknown-token') }, /^401 invalid_token: .*from ALBUMFLOW_TOKEN is not accepted: set ALBUMFLOW_TOKEN/],
+      [{ ALBUMFLOW_TOKEN: elsewhereToken }, /^403 workspace_not_allowed: .*does not reach this workspace: set ALBUMFLOW_TOKEN/],
+    ];
+    for (const [env, message] of refusals) {
+      const refused = await albumflow(list, env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toMatch(message);
+      expect(refused.stderr).not.toContain(env.ALBUMFLOW_TOKEN ?? adminToken);
+    }
   });
 });
