@@ -102,6 +102,8 @@ describe('every route of the app', () => {
         'GET /workspaces/:workspace/albums/:provider/:account/:conversation/:album',
         'GET /workspaces/:workspace/messages/:provider/:account/:conversation/:message',
         'GET /workspaces/:workspace/albums',
+        'POST /workspaces/:workspace/albums/:provider/:account/:conversation/:album/actions/retry-downloads',
+        'POST /workspaces/:workspace/albums/:provider/:account/:conversation/:album/actions/resolve-review',
         'GET /metrics',
       ]),
     );

@@ -2,7 +2,7 @@ import cookie from '@fastify/cookie';
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { HttpError } from '../errors.js';
-import { ErrorBody } from '../schemas.js';
+import { ErrorBodySchema as ErrorBody } from '../schemas.js';
 import { sessionCookie, verifySession } from './session.js';
 import { bearerTokenPattern, reaches, tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
 

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { HttpError } from '../errors.js';
-import { ErrorBody } from '../schemas.js';
+import { ErrorBodySchema as ErrorBody } from '../schemas.js';
 import { consolePath, requestOrigin, signInPath, signOutPath, wantsPage } from './plugin.js';
 import { issueSession, sessionCookie, sessionLifetimeS, type SignInCodes } from './session.js';
 import { signInPage, signInPageHeaders } from './sign-in-page.js';
