@@ -3,7 +3,7 @@ import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyReques
 import fp from 'fastify-plugin';
 import { HttpError } from '../errors.js';
 import { ErrorBodySchema as ErrorBody } from '../schemas.js';
-import { sessionCookie, verifySession } from './session.js';
+import { sessionCookie, sessionCookiePath, verifySession } from './session.js';
 import { bearerTokenPattern, reaches, tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
 
 /**
@@ -157,7 +157,7 @@ export const accessControl = fp<AccessOptions>(
         case 'session':
           entry = verifySession(tokens, credential.value);
           if (!entry) {
-            void reply.clearCookie(sessionCookie, { path: '/' });
+            void reply.clearCookie(sessionCookie, { path: sessionCookiePath });
             return refuse(request, reply, 401, 'invalid_token', 'the session has expired or its token was removed; sign in again');
           }
           if (!safeMethods.has(request.method) && requestOrigin(request) !== 'same') {

@@ -3,6 +3,11 @@ import { sign, unsign } from '@fastify/cookie';
 import { tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
 
 export const sessionCookie = 'albumflow_session';
+/**
+ * The console's pages (/ui) show media and call actions under /workspaces/…, so the cookie must be sent
+ * to both: `/` is the narrowest path that covers them.
+ */
+export const sessionCookiePath = '/';
 export const sessionLifetimeS = 12 * 60 * 60;
 const maxCookieLength = 256;
 

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { HttpError } from '../errors.js';
 import { ErrorBodySchema as ErrorBody } from '../schemas.js';
 import { consolePath, requestOrigin, signInPath, signOutPath, wantsPage } from './plugin.js';
-import { issueSession, sessionCookie, sessionLifetimeS, type SignInCodes } from './session.js';
+import { issueSession, sessionCookie, sessionCookiePath, sessionLifetimeS, type SignInCodes } from './session.js';
 import { signInPage, signInPageHeaders } from './sign-in-page.js';
 import { tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
 
@@ -50,7 +50,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<SignInOptions> = async (app
   function startSession(request: FastifyRequest, reply: FastifyReply, entry: TokenEntry) {
     const session = issueSession(entry);
     void reply.setCookie(sessionCookie, session.cookie, {
-      path: '/',
+      path: sessionCookiePath,
       httpOnly: true,
       sameSite: 'strict',
       secure: request.protocol === 'https',
@@ -131,7 +131,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<SignInOptions> = async (app
     { schema: { summary: 'Sign out of the console: removes the session cookie', tags: ['console'], response: { 204: Type.Null(), 403: ErrorBody } } },
     async (request, reply) => {
       refuseCrossOrigin(request);
-      void reply.clearCookie(sessionCookie, { path: '/' });
+      void reply.clearCookie(sessionCookie, { path: sessionCookiePath });
       if (isFormPost(request)) return reply.redirect(signInPath, 303);
       return reply.code(204).send(null);
     },
