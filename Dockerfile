@@ -16,7 +16,7 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
 COPY migrations migrations
-RUN mkdir -p /data/media && chown node:node /data/media
+RUN mkdir -p /data/media && chown node:node /data /data/media
 USER node
 EXPOSE 3000
 # The worker service overrides this with: node dist/src/worker.js

@@ -165,8 +165,9 @@ function parsePrometheus(text: string): Metrics {
   return metrics;
 }
 
-async function scrape(url: string): Promise<Metrics> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+async function scrape(url: string, token?: string): Promise<Metrics> {
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+  const response = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) });
   if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
   return parsePrometheus(await response.text());
 }
@@ -395,8 +396,10 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const inherited = Object.fromEntries(
       Object.entries(process.env).filter(([name]) => !name.startsWith('TEMPORAL_') && name !== 'DATABASE_URL' && !name.startsWith('PG')),
     );
+    const metricsToken = crypto.randomBytes(32).toString('base64url');
     const albumEnv = {
       ...inherited,
+      API_TOKENS: JSON.stringify({ [metricsToken]: ['*'] }),
       HOST: '127.0.0.1',
       PORT: '0',
       TEMPORAL_ADDRESS: temporalAddress,
@@ -544,14 +547,14 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const runAppPhase = async (name: string, phase: LoadPhase): Promise<{ records: RequestRecord[]; truncated: boolean }> => {
       signal?.throwIfAborted();
       log(`bench: ${name} (app)`);
-      const before = await scrape(ingressMetricsUrl);
+      const before = await scrape(ingressMetricsUrl, metricsToken);
       const result = await measureCpu(`${name}, app`, async () => {
         const loaded = await runLoad(phase);
         const missing = await settle(loaded.records);
         if (missing.length > 0) log(`bench: ${missing.length} accepted children of ${name} still undecided after ${options.settleTimeoutMs} ms`);
         return loaded;
       });
-      const after = await scrape(ingressMetricsUrl);
+      const after = await scrape(ingressMetricsUrl, metricsToken);
       const children = result.records.filter((r) => r.status === 202 && r.duplicate === false).length;
       const signals = delta(after, before, 'albumflow_signals_sent_total');
       appPhases.push({

@@ -2,6 +2,8 @@ import path from 'node:path';
 import envSchema from 'env-schema';
 import { Type, type Static } from 'typebox';
 import { lateItemPolicies, type AlbumTimings } from '../workflows/types.js';
+import { bearerTokenPattern } from './http/access/tokens.js';
+import { defaultDataDir } from './paths.js';
 
 /** The cloud Bot API; a local Bot API server (or a fake one in tests) replaces it through TELEGRAM_API_ROOT. */
 export const defaultTelegramApiRoot = 'https://api.telegram.org';
@@ -10,7 +12,7 @@ const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   HOST: Type.String({ default: '127.0.0.1' }),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
-  DATA_DIR: Type.String({ default: '.data' }),
+  DATA_DIR: Type.String({ default: defaultDataDir }),
   TEMPORAL_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
   TEMPORAL_NAMESPACE: Type.String({ default: 'default' }),
   TEMPORAL_TASK_QUEUE: Type.String({ default: 'albums' }),
@@ -18,6 +20,7 @@ const Env = Type.Object({
   WORKER_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   WORKER_MAX_CACHED_WORKFLOWS: Type.Integer({ minimum: 0, default: 150 }),
   WORKSPACE_SECRETS: Type.String({ default: '{}' }),
+  API_TOKENS: Type.Optional(Type.String({ minLength: 1 })),
   SIGNATURE_TOLERANCE_S: Type.Integer({ minimum: 1, default: 300 }),
   MAX_BODY_BYTES: Type.Integer({ minimum: 1, default: 1048576 }),
   QUIET_PERIOD_MS: Type.Integer({ minimum: 1, default: 2000 }),
@@ -92,6 +95,11 @@ export interface Config {
     maxCachedWorkflows: number;
   };
   workspaceSecrets: ReadonlyMap<string, readonly string[]>;
+  /**
+   * API_TOKENS: each bearer token and the workspaces it reaches (`["*"]`: all). Unset: the HTTP server
+   * uses the admin token it generates in DATA_DIR.
+   */
+  apiTokens: ReadonlyMap<string, readonly string[]> | undefined;
   signatureToleranceS: number;
   maxBodyBytes: number;
   album: AlbumTimings;
@@ -131,6 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxCachedWorkflows: raw.WORKER_MAX_CACHED_WORKFLOWS,
     },
     workspaceSecrets: parseWorkspaceSecrets(raw.WORKSPACE_SECRETS),
+    apiTokens: raw.API_TOKENS === undefined ? undefined : parseApiTokens(raw.API_TOKENS),
     signatureToleranceS: raw.SIGNATURE_TOLERANCE_S,
     maxBodyBytes: raw.MAX_BODY_BYTES,
     album: {
@@ -231,4 +240,37 @@ function parseTelegramApiRoot(text: string): string {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const minTokenLength = 16;
+const maxTokenLength = 1024;
+
+/** The tokens are never quoted in an error: they are named by their place in the object. */
+function parseApiTokens(text: string): Map<string, string[]> {
+  const shape = 'API_TOKENS must be a JSON object mapping each token to the workspaces it reaches: { "<token>": ["<workspace>", …] }, ["*"] for all';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ConfigError(`${shape}; it is not JSON`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(shape);
+  const tokens = new Map<string, string[]>();
+  for (const [position, [token, workspaces]] of Object.entries(parsed).entries()) {
+    const which = `API_TOKENS: token #${position + 1}`;
+    if (token.length < minTokenLength || token.length > maxTokenLength || !bearerTokenPattern.test(token)) {
+      throw new ConfigError(
+        `${which} must be ${minTokenLength} to ${maxTokenLength} characters of A-Z a-z 0-9 - . _ ~ + / (then = padding), ` +
+          'such as the output of `openssl rand -hex 32`',
+      );
+    }
+    if (!Array.isArray(workspaces) || workspaces.length === 0 || !workspaces.every((w): w is string => typeof w === 'string' && w.length > 0)) {
+      throw new ConfigError(`${which} must map to a non-empty list of workspace names, or ["*"] for all`);
+    }
+    if (workspaces.includes('*') && workspaces.length > 1) {
+      throw new ConfigError(`${which} lists "*" beside other workspaces; "*" alone reaches every workspace`);
+    }
+    tokens.set(token, workspaces);
+  }
+  return tokens;
 }

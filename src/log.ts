@@ -3,8 +3,43 @@ import pretty from 'pino-pretty';
 
 export type { Logger };
 
-/** Header names whose values are never written to a log line. */
-export const redactedHeaders = ['x-unifyport-signature', 'x-albumflow-signature', 'x-telegram-bot-api-secret-token', 'authorization', 'cookie'];
+/** Header names whose values are never written to a log line (requests log no headers at all). */
+const redactedHeaders = ['x-unifyport-signature', 'x-albumflow-signature', 'x-telegram-bot-api-secret-token', 'authorization', 'cookie', 'set-cookie'];
+
+/** Query parameters whose values are never written to a log line (the sign-in link's code). */
+const redactedQueryParameters = new Set(['code', 'token', 'access_token']);
+
+function redactUrl(url: string): string {
+  const query = url.indexOf('?');
+  if (query === -1) return url;
+  const parameters = new URLSearchParams(url.slice(query + 1));
+  let redacted = false;
+  for (const name of new Set(parameters.keys())) {
+    if (!redactedQueryParameters.has(name.toLowerCase())) continue;
+    parameters.set(name, '[redacted]');
+    redacted = true;
+  }
+  return redacted ? `${url.slice(0, query)}?${parameters.toString().replaceAll('%5Bredacted%5D', '[redacted]')}` : url;
+}
+
+interface LoggedRequest {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}
+
+/** Fastify's request fields, with the URL's secret query values replaced. */
+function serializeRequest(request: LoggedRequest) {
+  return {
+    method: request.method,
+    url: request.url === undefined ? undefined : redactUrl(request.url),
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
 
 /** `json`: one JSON object a line (for log collectors); `pretty`: readable lines for a person at a terminal. */
 export type LogFormat = 'json' | 'pretty';
@@ -22,23 +57,24 @@ function prettyStream(): DestinationStream {
   return pretty({ colorize: process.stdout.isTTY, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,name,detail', singleLine: true });
 }
 
+/** The logger of every albumflow process. */
 export function createLogger({ level, format, name = 'albumflow', destination }: LoggerOptions): Logger {
   return pino(
     {
       name,
       level,
+      serializers: { req: serializeRequest },
       redact: {
         paths: [
-          ...redactedHeaders.map((h) => `req.headers["${h}"]`),
           ...redactedHeaders.map((h) => `headers["${h}"]`),
-          '*.secret',
-          '*.secrets',
-          '*.apiKey',
-          // A TelegramBot of the configuration, logged whole or as `bot`.
+          // Tokens of API_TOKENS and TELEGRAM_BOTS, logged whole or as part of an object.
           'token',
           '*.token',
           'secretToken',
           '*.secretToken',
+          '*.secret',
+          '*.secrets',
+          '*.apiKey',
         ],
         censor: '[redacted]',
       },

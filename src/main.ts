@@ -1,5 +1,7 @@
 // `npm start`: migrations, then ingress + dispatcher + worker in one process, with an embedded
 // Temporal dev server when TEMPORAL_ADDRESS is unset.
+import { adminTokenPath } from './http/access/admin-token.js';
+import { signInCodeLifetimeMs } from './http/access/session.js';
 import { run } from './serve.js';
 
 await run({ http: true, dispatcher: true, worker: true }, ({ urls }, config) => {
@@ -7,11 +9,14 @@ await run({ http: true, dispatcher: true, worker: true }, ({ urls }, config) => 
   const namespace = encodeURIComponent(config.temporal.namespace);
   const workspaces = [...config.workspaceSecrets.keys()];
   const workspace = workspaces[0] ?? '<workspace>';
+  const generated = config.apiTokens === undefined;
   return [
     '',
     'albumflow is running',
+    `  console           ${urls.console ?? ''}   ${generated ? `(a single-use sign-in link, valid for ${signInCodeLifetimeMs / 60_000} minutes)` : '(sign in with a token of API_TOKENS)'}`,
     `  webhook      POST ${http}/webhooks/unifyport/${workspace}`,
     `  status       GET  ${http}/workspaces/${workspace}/albums   (one album: …/albums/<provider>/<account>/<conversation>/<album>)`,
+    `  API token         ${generated ? `${adminTokenPath(config.dataDir)} (npx albumflow reads it)` : 'a token of API_TOKENS'}, sent as Authorization: Bearer <token>`,
     `  API docs          ${http}/docs`,
     `  readiness         ${http}/readyz`,
     `  Temporal UI       ${urls.temporalUi ? `${urls.temporalUi}/namespaces/${namespace}/workflows` : '(see your Temporal server)'}`,

@@ -12,3 +12,6 @@ function findProjectRoot(start: string): string {
 /** The project root, whether running from sources (tsx) or from the compiled `dist/` tree. */
 export const projectRoot = findProjectRoot(path.dirname(fileURLToPath(import.meta.url)));
 export const migrationsDir = path.join(projectRoot, 'migrations');
+
+/** Where albumflow keeps its state when DATA_DIR is unset (relative to the working directory). */
+export const defaultDataDir = '.data';

@@ -6,6 +6,9 @@ import type { Config } from './config.js';
 import { connectionConfig, createPool, ensureDatabase, type Pool } from './db/pool.js';
 import { migrate } from './db/migrate.js';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.js';
+import { resolveApiTokens } from './http/access/admin-token.js';
+import { consolePath, signInPath } from './http/access/plugin.js';
+import { SignInCodes } from './http/access/session.js';
 import { buildApp, type App } from './http/app.js';
 import type { Logger } from './log.js';
 import { connectClient, connectWorker, ensureSearchAttributes, temporalConnectOptions } from './temporal/connection.js';
@@ -23,7 +26,14 @@ export interface Roles {
 }
 
 export interface Service {
-  urls: { http?: string; temporal: string; temporalUi?: string; workerMetrics?: string };
+  urls: {
+    http?: string;
+    /** The console; with a single-use sign-in code when the admin token was generated (no API_TOKENS). */
+    console?: string;
+    temporal: string;
+    temporalUi?: string;
+    workerMetrics?: string;
+  };
   /** Stops accepting, drains, and closes everything in reverse order of start. */
   close(): Promise<void>;
 }
@@ -105,7 +115,11 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
     }
 
     let app: App | undefined;
+    let consoleLink = consolePath;
     if (roles.http) {
+      const { tokens, adminToken } = resolveApiTokens(config, logger);
+      const signInCodes = new SignInCodes();
+      if (adminToken) consoleLink = `${signInPath}?code=${signInCodes.issue(adminToken)}`;
       app = await buildApp({
         config,
         pool,
@@ -113,15 +127,18 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
         wakeDispatcher: () => dispatcher?.wake(),
         logger,
         ...(workerMetrics ? { workerMetricsUrl: workerMetrics } : {}),
+        tokens,
+        signInCodes,
       });
       closers.push(() => app!.close());
       await app.listen({ port: config.port, host: config.host });
     }
 
     const address = app?.server.address();
+    const http = address && typeof address === 'object' ? `http://${displayHost(config.host)}:${address.port}` : undefined;
     return {
       urls: {
-        ...(address && typeof address === 'object' ? { http: `http://${displayHost(config.host)}:${address.port}` } : {}),
+        ...(http ? { http, console: `${http}${consoleLink}` } : {}),
         temporal: devServer?.address ?? connectionOptions.address ?? '',
         ...(devServer?.uiUrl ? { temporalUi: devServer.uiUrl } : {}),
         ...(workerMetrics ? { workerMetrics } : {}),

@@ -33,6 +33,8 @@ Options:
   --note TEXT       for resolve-review: why the review is resolved
   --json            print the raw JSON body
   -h, --help        this text
+
+The API token is ALBUMFLOW_TOKEN, else the admin token in DATA_DIR/admin-token (default .data/admin-token).
 `;
 
 const options = {
@@ -152,9 +154,9 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'history': {
       const base = keyPath(rest, `${albumKeyWords.slice(0, -'<album>'.length)}<album-or-message>`);
-      const album = await api.request('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
+      const album = await api.authorized('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
       if (album.status === 200) return printRuns((album.body as AlbumStatus).workflowId);
-      const message = await api.request('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/messages/'));
+      const message = await api.authorized('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/messages/'));
       if (message.status === 200) return printRuns((message.body as MessageStatus).workflowId);
       if (album.status === 404 && message.status === 404) throw new CliError('404: no album and no message with this id was ever stored');
       throw api.refusal(album.status === 404 ? message.status : album.status, album.status === 404 ? message.body : album.body);

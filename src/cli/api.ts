@@ -1,5 +1,9 @@
 // What every albumflow command shares: its errors and the HTTP client of a running albumflow.
 
+import path from 'node:path';
+import { adminTokenPath, readAdminToken } from '../http/access/admin-token.js';
+import { defaultDataDir } from '../paths.js';
+
 /** Exit codes: 1 when albumflow refused or could not be reached, 2 for a command line it cannot run. */
 export class CliError extends Error {
   constructor(
@@ -13,6 +17,30 @@ export class CliError extends Error {
 export const misuse = (message: string) => new CliError(`${message}\nRun \`albumflow help\` for usage.`, 2);
 
 export type Api = ReturnType<typeof createApi>;
+
+interface ApiCredential {
+  token: string | undefined;
+  /** Where the token came from, or where it was looked for. */
+  source: string;
+}
+
+/** ALBUMFLOW_TOKEN, else the admin token the instance generated in its data directory. */
+function apiCredential(): ApiCredential {
+  if (process.env.ALBUMFLOW_TOKEN) return { token: process.env.ALBUMFLOW_TOKEN, source: 'ALBUMFLOW_TOKEN' };
+  const file = adminTokenPath(path.resolve(process.env.DATA_DIR || defaultDataDir));
+  try {
+    return { token: readAdminToken(file), source: file };
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}
+
+/** What to set when the server refused the token. */
+function accessHint(status: number, { token, source }: ApiCredential): string {
+  if (token === undefined) return `Set ALBUMFLOW_TOKEN to a token of the server's API_TOKENS (there is no ${source}).`;
+  if (status === 401) return `The token from ${source} is not accepted: set ALBUMFLOW_TOKEN to a token of the server's API_TOKENS.`;
+  return `The token from ${source} does not reach this workspace: set ALBUMFLOW_TOKEN to a token that API_TOKENS gives it.`;
+}
 
 /** Requests to albumflow's HTTP API at `baseUrl`; a refusal or an unreachable server becomes a CliError. */
 export function createApi(baseUrl: string) {
@@ -39,13 +67,25 @@ export function createApi(baseUrl: string) {
     return new CliError(error ? `${status} ${error.code}: ${error.message}` : `${status}: ${typeof body === 'string' ? body : JSON.stringify(body)}`);
   }
 
-  /** The body of a 2xx answer; anything else is the error albumflow gave. */
+  let credential: ApiCredential | undefined;
+  /** A request to the API (everything but the webhooks), with the caller's token; a refused token says what to set. */
+  async function authorized(method: 'GET' | 'POST', path: string, init: Parameters<typeof request>[2] = {}) {
+    credential ??= apiCredential();
+    const headers = { ...init.headers, ...(credential.token ? { authorization: `Bearer ${credential.token}` } : {}) };
+    const answer = await request(method, path, { ...init, headers });
+    if (answer.status === 401 || answer.status === 403) {
+      throw new CliError(`${refusal(answer.status, answer.body).message}. ${accessHint(answer.status, credential)}`);
+    }
+    return answer;
+  }
+
+  /** The body of a 2xx answer of the API; anything else is the error albumflow gave. */
   async function expect<T>(method: 'GET' | 'POST', path: string, init?: Parameters<typeof request>[2]): Promise<T> {
-    const { status, body } = await request(method, path, init);
+    const { status, body } = await authorized(method, path, init);
     if (status < 200 || status >= 300) throw refusal(status, body);
     return body as T;
   }
 
-  return { request, expect, refusal };
+  return { request, authorized, expect, refusal };
 }
 

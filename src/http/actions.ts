@@ -73,7 +73,7 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
         throw err;
       }
       await markRetried(pool, album.id, retried.attachments);
-      await recordOperatorAction(pool, { workflowId: album.workflowId, action: 'retry-downloads', detail: retried, requestedBy: null });
+      await recordOperatorAction(pool, { workflowId: album.workflowId, action: 'retry-downloads', detail: retried, requestedBy: request.access?.tokenHash ?? null });
       return reply.code(202).send({ status: 'accepted' as const, retried: retried.attachments.length });
     },
   );
@@ -110,7 +110,7 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
         throw err;
       }
       await recordReviewResolution(pool, album.workflowId, resolved);
-      await recordOperatorAction(pool, { workflowId: album.workflowId, action: 'resolve-review', detail: resolved, requestedBy: null });
+      await recordOperatorAction(pool, { workflowId: album.workflowId, action: 'resolve-review', detail: resolved, requestedBy: request.access?.tokenHash ?? null });
       return { status: 'resolved' as const, resolved };
     },
   );

@@ -8,6 +8,10 @@ import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { httpRequestDuration, registry } from '../metrics.js';
+import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from './access/plugin.js';
+import { SignInCodes } from './access/session.js';
+import { signInRoutes } from './access/sign-in.js';
+import { TokenTable } from './access/tokens.js';
 import { actionRoutes } from './actions.js';
 import { handleError } from './errors.js';
 import { healthRoutes } from './health.js';
@@ -23,6 +27,13 @@ export interface AppDeps {
   logger: Logger;
   /** The in-process worker's Temporal metrics, appended to `/metrics`. */
   workerMetricsUrl?: string;
+  /**
+   * The bearer tokens and the workspaces each reaches. Default: API_TOKENS, and no token at all when
+   * it is unset (startService passes the admin token it generated).
+   */
+  tokens?: ReadonlyMap<string, readonly string[]>;
+  /** Where the single-use codes of sign-in links are issued and redeemed. */
+  signInCodes?: SignInCodes;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -51,15 +62,25 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(swagger, {
     openapi: {
       info: { title: 'albumflow', version: '0.1.0', description: 'Durable media-album aggregation for chat webhooks' },
+      components: { securitySchemes },
     },
+    transform: documentAccess,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  await app.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal });
-  await app.register(webhookRoutes, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
+  // Every route needs a token unless it is registered in the open block below.
+  const tokens = new TokenTable(deps.tokens ?? deps.config.apiTokens ?? new Map());
+  await app.register(accessControl, { tokens });
+  await app.register(async (open) => {
+    markRoutesOpen(open);
+    await open.register(swaggerUi, { routePrefix: '/docs' });
+    await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal });
+    await open.register(webhookRoutes, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
+    await open.register(signInRoutes, { tokens, codes: deps.signInCodes ?? new SignInCodes() });
+  });
+
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
-  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+  app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
     let text = await registry.metrics();
     if (deps.workerMetricsUrl) {
       try {

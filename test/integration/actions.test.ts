@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tokenHash } from '../../src/http/access/tokens.js';
 import type { AlbumListBody } from '../../src/http/schemas.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { eventually, storedNotifications } from '../helpers/albums.js';
@@ -30,9 +31,11 @@ async function startFlakyMedia() {
 
 let stack: Stack;
 let media: Awaited<ReturnType<typeof startFlakyMedia>>;
+const token = unique('operator-token');
+const headers = { authorization: `Bearer ${token}` };
 
 beforeAll(async () => {
-  stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '3000', LATE_WINDOW_MS: '6000' });
+  stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '3000', LATE_WINDOW_MS: '6000', API_TOKENS: JSON.stringify({ [token]: ['*'] }) });
   media = await startFlakyMedia();
 });
 
@@ -45,13 +48,13 @@ const albumPath = (conversation: string, album = 'alb') =>
   `/workspaces/${encodeURIComponent(stack.workspace)}/albums/whatsapp/acc_1/${encodeURIComponent(conversation)}/${album}`;
 
 async function status(conversation: string, source: 'auto' | 'database' = 'auto'): Promise<AlbumStatus> {
-  const response = await stack.app.inject({ method: 'GET', url: `${albumPath(conversation)}?source=${source}` });
+  const response = await stack.app.inject({ method: 'GET', url: `${albumPath(conversation)}?source=${source}`, headers });
   expect(response.statusCode).toBe(200);
   return response.json<AlbumStatus>();
 }
 
 function post(url: string, body?: object) {
-  return stack.app.inject({ method: 'POST', url, ...(body ? { payload: body } : {}) });
+  return stack.app.inject({ method: 'POST', url, headers, ...(body ? { payload: body } : {}) });
 }
 
 async function historyEventTypes(workflowId: string): Promise<string[]> {
@@ -106,7 +109,7 @@ describe('the PostgreSQL view before the workflow has seen a child', () => {
     const early = await status(conversation, 'database');
     expect(early.review).toEqual({ required: true, reasons: ['invalid_metadata'] });
     const live = await eventually(async () => {
-      const response = await stack.app.inject({ method: 'GET', url: albumPath(conversation) });
+      const response = await stack.app.inject({ method: 'GET', url: albumPath(conversation), headers });
       expect(response.headers['x-albumflow-source']).toBe('workflow');
       return response.json<AlbumStatus>();
     });
@@ -139,8 +142,11 @@ describe('retry-downloads', () => {
     expect(media.fetches.filter((p) => p === path)).toHaveLength(2);
     const types = await historyEventTypes(expired.workflowId);
     expect(types).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED');
-    const { rows } = await stack.pool.query<{ action: string }>(`SELECT action FROM operator_actions WHERE workflow_id = $1`, [expired.workflowId]);
-    expect(rows).toEqual([{ action: 'retry-downloads' }]);
+    const { rows } = await stack.pool.query<{ action: string; requested_by: string }>(
+      `SELECT action, requested_by FROM operator_actions WHERE workflow_id = $1`,
+      [expired.workflowId],
+    );
+    expect(rows).toEqual([{ action: 'retry-downloads', requested_by: tokenHash(token) }]);
   });
 
   it('answers 404 for an album never stored', async () => {
@@ -151,7 +157,7 @@ describe('retry-downloads', () => {
 
 describe('resolve-review', () => {
   const queue = async () => {
-    const response = await stack.app.inject({ method: 'GET', url: `/workspaces/${encodeURIComponent(stack.workspace)}/albums?review=true&limit=200` });
+    const response = await stack.app.inject({ method: 'GET', url: `/workspaces/${encodeURIComponent(stack.workspace)}/albums?review=true&limit=200`, headers });
     return response.json<AlbumListBody>().items.map((item) => item.key.conversationId);
   };
 

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { eventually } from '../helpers/albums.js';
 import { runCli, type CliRun } from '../helpers/cli.js';
@@ -13,9 +14,16 @@ let stack: Stack;
 let url: string;
 const conversation = unique('conv');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-cli-'));
+/** The instance's data directory, holding the admin token as `npm start` generates it. */
+const dataDir = path.join(tmp, 'data');
+const noDataDir = path.join(tmp, 'no-data');
+const adminToken = loadOrCreateAdminToken(dataDir).token;
+const otherToken = unique('cli-every-workspace');
+const elsewhereToken = unique('cli-elsewhere');
 
 beforeAll(async () => {
-  stack = await startStack({ QUIET_PERIOD_MS: '300', LATE_WINDOW_MS: '600000' });
+  const API_TOKENS = JSON.stringify({ [adminToken]: ['*'], [otherToken]: ['*'], [elsewhereToken]: ['elsewhere'] });
+  stack = await startStack({ QUIET_PERIOD_MS: '300', LATE_WINDOW_MS: '600000', API_TOKENS });
   await stack.app.listen({ port: 0, host: '127.0.0.1' });
   url = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
 });
@@ -25,9 +33,9 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-/** Never blocks this process's worker: the CLI runs in a process of its own. */
+/** Never blocks this process's worker: the CLI runs in a process of its own, with the instance's data directory. */
 function albumflow(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
-  return runCli(args, { ALBUMFLOW_URL: url, TEMPORAL_ADDRESS: stack.config.temporal.address, ...env });
+  return runCli(args, { ALBUMFLOW_URL: url, TEMPORAL_ADDRESS: stack.config.temporal.address, DATA_DIR: dataDir, ALBUMFLOW_TOKEN: '', ...env });
 }
 
 function eventFile(messageId: string, index: number): string {
@@ -137,5 +145,29 @@ describe('albumflow CLI against a running server', () => {
       return result;
     });
     expect(status.stdout).not.toContain('(reached)');
+  });
+
+  it('sends ALBUMFLOW_TOKEN, else the admin token file, and says in one line what to set when refused', async () => {
+    const list = ['list', stack.workspace];
+    const fromFile = await albumflow(list);
+    expect(fromFile.stderr).toBe('');
+    expect(fromFile.code).toBe(0);
+    const fromVariable = await albumflow(list, { ALBUMFLOW_TOKEN: otherToken, DATA_DIR: noDataDir });
+    expect(fromVariable.stderr).toBe('');
+    expect(fromVariable.code).toBe(0);
+    expect(fromVariable.stdout).toBe(fromFile.stdout);
+
+    const refusals: Array<[Record<string, string>, RegExp]> = [
+      [{ DATA_DIR: noDataDir }, /^albumflow: 401 missing_token: .*Set ALBUMFLOW_TOKEN .*no-data\/admin-token/],
+      [{ ALBUMFLOW_TOKEN: unique('cli-unknown-token') }, /^albumflow: 401 invalid_token: .*from ALBUMFLOW_TOKEN is not accepted: set ALBUMFLOW_TOKEN/],
+      [{ ALBUMFLOW_TOKEN: elsewhereToken }, /^albumflow: 403 workspace_not_allowed: .*does not reach this workspace: set ALBUMFLOW_TOKEN/],
+    ];
+    for (const [env, message] of refusals) {
+      const refused = await albumflow(list, env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toMatch(message);
+      expect(refused.stderr).not.toContain(env.ALBUMFLOW_TOKEN ?? adminToken);
+    }
   });
 });

@@ -7,9 +7,11 @@ import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
 let media: MediaServer;
+const token = unique('status-token');
+const authorization = `Bearer ${token}`;
 
 beforeAll(async () => {
-  stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '3000', LATE_WINDOW_MS: '2500' });
+  stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '3000', LATE_WINDOW_MS: '2500', API_TOKENS: JSON.stringify({ [token]: ['*'] }) });
   media = await startMediaServer();
 });
 
@@ -19,7 +21,7 @@ afterAll(async () => {
 });
 
 async function get<T>(url: string) {
-  const response = await stack.app.inject({ method: 'GET', url });
+  const response = await stack.app.inject({ method: 'GET', url, headers: { authorization } });
   return { statusCode: response.statusCode, source: response.headers['x-albumflow-source'], body: response.json<T>() };
 }
 
@@ -170,7 +172,7 @@ describe('album list', () => {
 
 describe('metrics and API docs', () => {
   it('serves Prometheus metrics with the ingress, dispatcher and workflow counters', async () => {
-    const response = await stack.app.inject({ method: 'GET', url: '/metrics' });
+    const response = await stack.app.inject({ method: 'GET', url: '/metrics', headers: { authorization } });
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toContain('text/plain');
     for (const name of [
@@ -198,7 +200,7 @@ describe('metrics and API docs', () => {
       payload: '{}',
     });
     expect(unsigned.json()).toMatchObject({ error: { code: 'missing_signature' } });
-    const body = (await stack.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const body = (await stack.app.inject({ method: 'GET', url: '/metrics', headers: { authorization } })).body;
     expect(body).toContain('# TYPE process_cpu_user_seconds_total counter');
     expect(body).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
     expect(body).not.toMatch(/^albumflow_process_/m);

@@ -14,6 +14,7 @@ interface Service {
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
   volumes?: string[];
+  ports?: string[];
 }
 
 const compose = parse(fs.readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
@@ -83,6 +84,20 @@ describe('docker-compose.yml', () => {
       expect(variables.length).toBeGreaterThan(5);
       expect(variables.filter((variable) => !known.has(variable))).toEqual([]);
     }
+  });
+
+  it('publishes only the ingress beyond this host, and holds no API token of its own', () => {
+    for (const [name, service] of Object.entries(services)) {
+      for (const port of service.ports ?? []) {
+        if (name === 'ingress') expect(port).toBe('3000:3000');
+        else expect(port, `${name} publishes ${port}`).toMatch(/^127\.0\.0\.1:/);
+      }
+    }
+    expect(services.ingress?.environment?.API_TOKENS).toBe('${API_TOKENS:-}');
+    expect(services.worker?.environment?.API_TOKENS).toBeUndefined();
+    // Without API_TOKENS the ingress generates its admin token in DATA_DIR: a volume, so it survives a new container.
+    const dataDir = services.ingress?.environment?.DATA_DIR;
+    expect(services.ingress?.volumes?.some((volume) => volume.endsWith(`:${dataDir}`))).toBe(true);
   });
 
 });

@@ -1,0 +1,36 @@
+import { signInPath } from './plugin.js';
+
+const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => escapes[char] ?? char);
+}
+
+/** Headers of the sign-in page: no script, no framing, never cached, no referrer that could carry a code. */
+export const signInPageHeaders = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+};
+
+/** The console's sign-in page: one form that posts a token to `POST /ui/sign-in`. */
+export function signInPage({ next, message }: { next: string; message?: string }): string {
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Sign in · albumflow</title></head>
+<body>
+<main>
+<h1>Sign in to albumflow</h1>
+${message ? `<p role="alert">${escapeHtml(message)}</p>\n` : ''}<form method="post" action="${signInPath}">
+<input type="hidden" name="next" value="${escapeHtml(next)}">
+<label>Token <input type="password" name="token" autocomplete="current-password" required></label>
+<button type="submit">Sign in</button>
+</form>
+<p>Use a token of API_TOKENS. Without API_TOKENS, albumflow prints a sign-in link when it starts, and keeps its admin token in the file admin-token of its data directory.</p>
+</main>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,64 @@
+import crypto from 'node:crypto';
+
+/** RFC 6750's b64token: what may follow `Bearer ` in an Authorization header. */
+export const bearerTokenPattern = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+/** A token's short hash: how logs, session cookies and errors refer to a token without holding it. */
+export function tokenHash(token: string): string {
+  return crypto.createHash('sha256').update(token).digest('hex').slice(0, 12);
+}
+
+export interface TokenEntry {
+  token: string;
+  hash: string;
+  /** `*` reaches every workspace. */
+  workspaces: '*' | ReadonlySet<string>;
+}
+
+export function reaches(entry: Pick<TokenEntry, 'workspaces'>, workspace: string): boolean {
+  return entry.workspaces === '*' || entry.workspaces.has(workspace);
+}
+
+/** The tokens the API accepts (API_TOKENS, or the generated admin token). */
+export class TokenTable {
+  readonly #entries: Array<TokenEntry & { digest: Buffer }> = [];
+  readonly #byHash = new Map<string, TokenEntry>();
+
+  constructor(tokens: ReadonlyMap<string, readonly string[]>) {
+    for (const [token, workspaces] of tokens) {
+      const entry = {
+        token,
+        hash: tokenHash(token),
+        workspaces: workspaces.includes('*') ? ('*' as const) : new Set(workspaces),
+        digest: crypto.createHash('sha256').update(token).digest(),
+      };
+      if (this.#byHash.has(entry.hash)) {
+        throw new Error(`two API tokens share the short hash ${entry.hash}; replace one of them`);
+      }
+      this.#entries.push(entry);
+      this.#byHash.set(entry.hash, entry);
+    }
+  }
+
+  get size(): number {
+    return this.#entries.length;
+  }
+
+  /**
+   * The entry of a presented token. Compares SHA-256 digests, which all have the same length, with
+   * every configured token and never stops early, so the time taken tells nothing about the tokens.
+   */
+  find(presented: string): TokenEntry | undefined {
+    const digest = crypto.createHash('sha256').update(presented).digest();
+    let found: TokenEntry | undefined;
+    for (const entry of this.#entries) {
+      if (crypto.timingSafeEqual(entry.digest, digest)) found = entry;
+    }
+    return found;
+  }
+
+  /** The entry whose short hash this is (session cookies name their token by it). */
+  byHash(hash: string): TokenEntry | undefined {
+    return this.#byHash.get(hash);
+  }
+}

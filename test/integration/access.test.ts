@@ -1,0 +1,386 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import type { Client } from '@temporalio/client';
+import fc from 'fast-check';
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { Config } from '../../src/config.js';
+import type { Pool } from '../../src/db/pool.js';
+import { adminTokenPath } from '../../src/http/access/admin-token.js';
+import type { RouteAccessEntry } from '../../src/http/access/plugin.js';
+import { sessionCookie, SignInCodes } from '../../src/http/access/session.js';
+import { tokenHash } from '../../src/http/access/tokens.js';
+import { buildApp, type App } from '../../src/http/app.js';
+import { createLogger } from '../../src/log.js';
+import { startService } from '../../src/service.js';
+import { testClient, testConfig, testPool, unique } from '../helpers/env.js';
+
+const workspaceA = unique('ws-a');
+const workspaceB = unique('ws-b');
+const tokenA = unique('token-for-workspace-a');
+const tokenB = unique('token-for-workspace-b');
+const adminToken = unique('token-for-every-workspace');
+const allTokens = { [tokenA]: [workspaceA], [tokenB]: [workspaceB], [adminToken]: ['*'] };
+
+/** Every log line the apps of this file write; searched for secrets at the end. */
+const logLines: string[] = [];
+const logStream = new Writable({
+  write(chunk: Buffer, _encoding, done) {
+    logLines.push(chunk.toString('utf8'));
+    done();
+  },
+});
+const logger = createLogger({ level: 'trace', format: 'json', name: 'access-test', destination: logStream });
+/** Every secret value a request of this file carried: none may reach the log. */
+const secrets = new Set<string>(Object.keys(allTokens));
+
+let config: Config;
+let pool: Pool;
+let temporal: Client;
+let app: App;
+const codes = new SignInCodes();
+
+function appWith(tokens: Record<string, string[]>, signInCodes = codes): Promise<App> {
+  return buildApp({ config, pool, temporal, wakeDispatcher: () => undefined, logger, tokens: new Map(Object.entries(tokens)), signInCodes });
+}
+
+beforeAll(async () => {
+  config = testConfig({ WORKSPACE_SECRETS: JSON.stringify({ [workspaceA]: ['secret-a'], [workspaceB]: ['secret-b'] }) });
+  pool = testPool(config);
+  temporal = await testClient(config);
+  app = await appWith(allTokens);
+});
+
+afterAll(async () => {
+  await app.close();
+  await temporal.connection.close();
+  await pool.end();
+});
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+function errorCode(response: LightMyRequestResponse): string | undefined {
+  try {
+    return response.json<{ error?: { code?: string } }>().error?.code;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The session cookie a response set, as a browser would send it back. */
+function sessionOf(response: LightMyRequestResponse): string {
+  const cookie = response.cookies.find((c) => c.name === sessionCookie);
+  expect(cookie, 'a session cookie').toBeDefined();
+  secrets.add(cookie!.value);
+  return `${sessionCookie}=${cookie!.value}`;
+}
+
+/** Where every route that needs no token may live; anything else opened by mistake fails here. */
+const openPrefixes = ['/docs', '/healthz', '/readyz', '/webhooks/', '/ui/sign-in', '/ui/sign-out'];
+
+describe('every route of the app', () => {
+  let routes: RouteAccessEntry[];
+  beforeAll(() => {
+    routes = app.routeAccess();
+  });
+
+  it('is open only where it must be', () => {
+    const open = routes.filter((route) => route.access === 'open');
+    expect(open.map((route) => `${route.method} ${route.url}`)).toEqual(
+      expect.arrayContaining(['POST /webhooks/unifyport/:workspace', 'GET /healthz', 'GET /readyz', 'GET /docs', 'GET /docs/json', 'GET /docs/static/*', 'GET /ui/sign-in', 'POST /ui/sign-in', 'POST /ui/sign-out']),
+    );
+    for (const route of open) expect(openPrefixes.some((prefix) => route.url.startsWith(prefix)), route.url).toBe(true);
+  });
+
+  it('needs a token that reaches its workspace, refuses without one and with another workspace’s', async () => {
+    const guarded = routes.filter((route) => route.access !== 'open');
+    expect(guarded.map((route) => `${route.method} ${route.url}`)).toEqual(
+      expect.arrayContaining([
+        'GET /workspaces/:workspace/albums/:provider/:account/:conversation/:album',
+        'GET /workspaces/:workspace/messages/:provider/:account/:conversation/:message',
+        'GET /workspaces/:workspace/albums',
+        'POST /workspaces/:workspace/albums/:provider/:account/:conversation/:album/actions/retry-downloads',
+        'POST /workspaces/:workspace/albums/:provider/:account/:conversation/:album/actions/resolve-review',
+        'GET /metrics',
+      ]),
+    );
+    for (const route of guarded) {
+      const url = route.url.replace(/:(\w+)/g, (_, name: string) => (name === 'workspace' ? workspaceA : `probe-${name}`)).replace(/\*$/, 'probe');
+      const label = `${route.method} ${route.url} (${route.access})`;
+      const send = (headers: Record<string, string> = {}) =>
+        app.inject({ method: route.method, url, headers, ...(route.method === 'POST' ? { payload: {} } : {}) });
+
+      const anonymous = await send();
+      expect(anonymous.statusCode, label).toBe(401);
+      expect(anonymous.headers['www-authenticate'], label).toBe('Bearer realm="albumflow"');
+      if (route.method !== 'HEAD') expect(errorCode(anonymous), label).toBe('missing_token');
+
+      const wrong = await send(bearer(unique('token-nobody-has')));
+      expect(wrong.statusCode, label).toBe(401);
+      if (route.method !== 'HEAD') expect(errorCode(wrong), label).toBe('invalid_token');
+
+      const otherWorkspace = await send(bearer(tokenB));
+      if (route.access === 'signed-in') {
+        expect([401, 403], label).not.toContain(otherWorkspace.statusCode);
+      } else {
+        expect(otherWorkspace.statusCode, label).toBe(403);
+        if (route.method !== 'HEAD') {
+          expect(errorCode(otherWorkspace), label).toBe('workspace_not_allowed');
+          expect(otherWorkspace.body, label).not.toMatch(new RegExp(`probe|${workspaceA}`));
+        }
+      }
+
+      const right = await send(bearer(route.access === 'all-workspaces' ? adminToken : tokenA));
+      expect([401, 403], label).not.toContain(right.statusCode);
+      expect(right.statusCode, label).toBeLessThan(500);
+      const admin = await send(bearer(adminToken));
+      expect([401, 403], label).not.toContain(admin.statusCode);
+    }
+  });
+
+  it('describes the bearer scheme on every protected operation of the OpenAPI document, and on no open one', async () => {
+    const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json<{
+      components: { securitySchemes: Record<string, { type: string; scheme?: string }> };
+      paths: Record<string, Record<string, { security?: unknown; responses: Record<string, unknown> }>>;
+    }>();
+    expect(document.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    let described = 0;
+    for (const [openApiPath, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const url = openApiPath.replace(/\{(\w+)\}/g, ':$1');
+        const route = routes.find((r) => r.url === url && r.method === method.toUpperCase());
+        expect(route, `${method} ${openApiPath}`).toBeDefined();
+        if (route!.access === 'open') {
+          expect(operation.security, openApiPath).toBeUndefined();
+        } else {
+          expect(operation.security, openApiPath).toEqual([{ bearer: [] }, { session: [] }]);
+          expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['401', '403']));
+          described++;
+        }
+      }
+    }
+    expect(described).toBeGreaterThanOrEqual(3);
+    const ui = await app.inject({ method: 'GET', url: '/docs' });
+    expect(ui.statusCode).toBe(200);
+  });
+});
+
+describe('Authorization headers', () => {
+  const url = () => `/workspaces/${workspaceA}/albums`;
+
+  it('takes the scheme in any case, and refuses a browser without a token by sending it to sign in', async () => {
+    expect((await app.inject({ method: 'GET', url: url(), headers: { authorization: `bEaReR ${tokenA}` } })).statusCode).toBe(200);
+    const browser = await app.inject({ method: 'GET', url: url(), headers: { accept: 'text/html,application/xhtml+xml' } });
+    expect(browser.statusCode).toBe(303);
+    expect(browser.headers.location).toBe(`/ui/sign-in?next=${encodeURIComponent(url())}`);
+  });
+
+  it('never lets a malformed or foreign header through, and never answers 5xx (fast-check)', async () => {
+    const notTheToken = (s: string) => s !== tokenA && s !== adminToken;
+    const token = fc.constantFrom(tokenA, adminToken);
+    const anyHeader = fc.oneof(
+      fc.constantFrom('Bearer', 'Bearer ', 'Bearer  ', 'bearer', 'Bearer\t', 'Basic', '', ' '),
+      fc.string().filter(notTheToken).map((s) => `Bearer ${s}`),
+      fc.string({ unit: 'binary', maxLength: 64 }).filter(notTheToken).map((s) => `Bearer ${s}`),
+      fc.constantFrom('Basic', 'Token', 'Digest', 'Bearer:', 'Bearer=', 'Bearertoken').chain((scheme) => token.map((t) => `${scheme} ${t}`)),
+      token.map((t) => `${t}`),
+      token.map((t) => `Bearer ${t} ${t}`),
+      fc.tuple(token, fc.constantFrom('\u0000', '\u0007', '\u001b', '\u007f', '\r', '\n', '\t', '\u00a0', '\u2028', ',', ';', '"')).map(([t, c]) => `Bearer ${t.slice(0, 8)}${c}${t.slice(8)}`),
+      token.map((t) => `Bearer ${t.toUpperCase()}`),
+      token.map((t) => `Bearer ${t.slice(0, -1)}`),
+      token.map((t) => `Bearer ${t}${'x'.repeat(10_000)}`),
+      fc.constant(`Bearer ${'A'.repeat(10 * 1024)}`),
+    );
+    const headerSets: fc.Arbitrary<Record<string, string | string[]>> = fc.oneof(
+      anyHeader.map((value) => ({ authorization: value })),
+      fc.tuple(anyHeader, anyHeader).map(([first, second]) => ({ authorization: [first, second] })),
+      fc.tuple(token, anyHeader).map(([valid, other]) => ({ authorization: [`Bearer ${valid}`, other] })),
+      fc.tuple(anyHeader, token).map(([other, valid]) => ({ authorization: [other, `Bearer ${valid}`] })),
+    );
+    await fc.assert(
+      fc.asyncProperty(headerSets, async (headers) => {
+        const response = await app.inject({ method: 'GET', url: url(), headers });
+        expect(response.statusCode).toBe(401);
+        expect(['missing_token', 'invalid_token']).toContain(errorCode(response));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('refuses the same over a real socket, where Node itself keeps only the first of two headers', async () => {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as net.AddressInfo).port;
+    const raw = (headerLines: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1', () => socket.write(`GET ${url()} HTTP/1.1\r\nHost: localhost\r\n${headerLines}Connection: close\r\n\r\n`));
+        let answer = '';
+        socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+        socket.on('end', () => resolve(answer.split('\r\n')[0] ?? ''));
+        socket.on('error', reject);
+      });
+    expect(await raw(`Authorization: Bearer ${tokenA}\r\n`)).toBe('HTTP/1.1 200 OK');
+    expect(await raw(`Authorization: Bearer ${tokenA}\r\nAuthorization: Bearer nope-nope-nope-nope\r\n`)).toBe('HTTP/1.1 401 Unauthorized');
+    expect(await raw(`Authorization: Bearer nope-nope-nope-nope\r\nAuthorization: Bearer ${tokenA}\r\n`)).toBe('HTTP/1.1 401 Unauthorized');
+    expect(await raw(`Authorization: Bearer ${'A'.repeat(10 * 1024)}\r\n`)).toBe('HTTP/1.1 401 Unauthorized');
+    expect(await raw(`Authorization: Bearer ${tokenA.slice(0, 5)}\u0001${tokenA.slice(5)}\r\n`)).toMatch(/^HTTP\/1\.1 4\d\d /);
+    expect(await raw(`Authorization: Bearer ${'A'.repeat(20 * 1024)}\r\n`)).toMatch(/^HTTP\/1\.1 431 /);
+  });
+});
+
+describe('console sessions', () => {
+  it('exchange a single-use code once for a session cookie', async () => {
+    const code = codes.issue(adminToken);
+    secrets.add(code);
+    const first = await app.inject({ method: 'GET', url: `/ui/sign-in?code=${code}&next=/metrics`, headers: { accept: 'text/html' } });
+    expect(first.statusCode).toBe(303);
+    expect(first.headers.location).toBe('/metrics');
+    const cookie = first.cookies.find((c) => c.name === sessionCookie);
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/', maxAge: 43_200 });
+    expect(cookie?.secure).toBeUndefined();
+    const session = sessionOf(first);
+    expect((await app.inject({ method: 'GET', url: '/metrics', headers: { cookie: session } })).statusCode).toBe(200);
+
+    const again = await app.inject({ method: 'GET', url: `/ui/sign-in?code=${code}`, headers: { accept: 'text/html' } });
+    expect(again.statusCode).toBe(401);
+    expect(again.body).toContain('already used or has expired');
+    expect(again.cookies).toEqual([]);
+    const json = await app.inject({ method: 'GET', url: `/ui/sign-in?code=${code}` });
+    expect(errorCode(json)).toBe('invalid_sign_in_code');
+  });
+
+  it('start from the sign-in form or JSON, keep the token’s scope, and go only to local paths', async () => {
+    const form = await app.inject({
+      method: 'POST',
+      url: '/ui/sign-in',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://localhost:80' },
+      payload: new URLSearchParams({ token: tokenA, next: '//evil.example/x' }).toString(),
+    });
+    expect(form.statusCode).toBe(303);
+    expect(form.headers.location).toBe('/ui');
+    const session = sessionOf(form);
+    expect((await app.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } })).statusCode).toBe(200);
+    const elsewhere = await app.inject({ method: 'GET', url: `/workspaces/${workspaceB}/albums`, headers: { cookie: session } });
+    expect(elsewhere.statusCode).toBe(403);
+    expect((await app.inject({ method: 'GET', url: '/metrics', headers: { cookie: session } })).statusCode).toBe(403);
+
+    const json = await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenB } });
+    expect(json.statusCode).toBe(200);
+    expect(json.json()).toMatchObject({ status: 'signed_in', tokenHash: tokenHash(tokenB), workspaces: [workspaceB] });
+    sessionOf(json);
+
+    const refused = await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: unique('token-nobody-has') } });
+    expect(refused.statusCode).toBe(401);
+    expect(refused.cookies).toEqual([]);
+    const crossSite = await app.inject({ method: 'POST', url: '/ui/sign-in', headers: { 'sec-fetch-site': 'cross-site' }, payload: { token: tokenA } });
+    expect(crossSite.statusCode).toBe(403);
+    expect(crossSite.cookies).toEqual([]);
+  });
+
+  it('verify on every replica that has the token, and stop when the token is removed', async () => {
+    const session = sessionOf(await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenA } }));
+    const replica = await appWith(allTokens);
+    const withoutA = await appWith({ [tokenB]: [workspaceB], [adminToken]: ['*'] });
+    try {
+      expect((await replica.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } })).statusCode).toBe(200);
+      const revoked = await withoutA.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } });
+      expect(revoked.statusCode).toBe(401);
+      expect(errorCode(revoked)).toBe('invalid_token');
+      expect(revoked.cookies.find((c) => c.name === sessionCookie)?.maxAge).toBe(0);
+      const browser = await withoutA.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session, accept: 'text/html' } });
+      expect(browser.statusCode).toBe(303);
+    } finally {
+      await replica.close();
+      await withoutA.close();
+    }
+  });
+
+  it('take state-changing requests only from the same origin; bearer tokens need no such proof', async () => {
+    const withAction = await appWith(allTokens);
+    withAction.post('/workspaces/:workspace/test-action', async () => ({ done: true }));
+    try {
+      const session = sessionOf(await withAction.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenA } }));
+      const post = (headers: Record<string, string>) =>
+        withAction.inject({ method: 'POST', url: `/workspaces/${workspaceA}/test-action`, headers: { cookie: session, ...headers }, payload: {} });
+      expect((await post({ 'sec-fetch-site': 'same-origin' })).statusCode).toBe(200);
+      expect((await post({ origin: 'http://localhost:80' })).statusCode).toBe(200);
+      const crossOrigin: Array<Record<string, string>> = [{}, { 'sec-fetch-site': 'same-site' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'none' }, { origin: 'http://evil.example' }, { origin: 'null' }];
+      for (const headers of crossOrigin) {
+        const refused = await post(headers);
+        expect(refused.statusCode, JSON.stringify(headers)).toBe(403);
+        expect(errorCode(refused)).toBe('cross_origin_request');
+      }
+      const scripted = await withAction.inject({ method: 'POST', url: `/workspaces/${workspaceA}/test-action`, headers: bearer(tokenA), payload: {} });
+      expect(scripted.statusCode).toBe(200);
+    } finally {
+      await withAction.close();
+    }
+  });
+
+  it('end with sign-out, which removes the cookie', async () => {
+    const signOut = await app.inject({ method: 'POST', url: '/ui/sign-out', headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' }, payload: '' });
+    expect(signOut.statusCode).toBe(303);
+    expect(signOut.headers.location).toBe('/ui/sign-in');
+    expect(signOut.cookies.find((c) => c.name === sessionCookie)?.maxAge).toBe(0);
+    expect((await app.inject({ method: 'POST', url: '/ui/sign-out', headers: { 'sec-fetch-site': 'cross-site' } })).statusCode).toBe(403);
+  });
+});
+
+describe('npm start without API_TOKENS', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-access-'));
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('generates an admin token once, keeps it across restarts, and prints a sign-in link that works once', async () => {
+    const serviceConfig = { ...config, port: 0, dataDir, apiTokens: undefined };
+    const start = () => startService(serviceConfig, { http: true, dispatcher: false, worker: false }, logger);
+    const statusUrl = (http: string) => `${http}/workspaces/${workspaceA}/albums`;
+    const tokens: string[] = [];
+    // startService reads the Temporal connection the way the Temporal tools do: from the environment.
+    const temporalAddress = process.env.TEMPORAL_ADDRESS;
+    process.env.TEMPORAL_ADDRESS = config.temporal.address;
+    onTestFinished(() => {
+      if (temporalAddress === undefined) delete process.env.TEMPORAL_ADDRESS;
+      else process.env.TEMPORAL_ADDRESS = temporalAddress;
+    });
+    for (const run of [1, 2]) {
+      const service = await start();
+      try {
+        const file = adminTokenPath(dataDir);
+        expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+        const token = fs.readFileSync(file, 'utf8').trim();
+        tokens.push(token);
+        secrets.add(token);
+        const http = service.urls.http!;
+        expect((await fetch(statusUrl(http))).status).toBe(401);
+        expect((await fetch(statusUrl(http), { headers: bearer(token) })).status).toBe(200);
+
+        const link = service.urls.console!;
+        expect(link).toMatch(new RegExp(`^${http}/ui/sign-in\\?code=[\\w-]{24}$`));
+        expect(link).not.toContain(token);
+        const signIn = await fetch(link, { redirect: 'manual', headers: { accept: 'text/html' } });
+        expect(signIn.status, `start ${run}`).toBe(303);
+        secrets.add(new URL(link).searchParams.get('code')!);
+        const session = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
+        secrets.add(session.slice(`${sessionCookie}=`.length));
+        expect((await fetch(statusUrl(http), { headers: { cookie: session } })).status).toBe(200);
+        expect((await fetch(link, { redirect: 'manual' })).status).toBe(401);
+      } finally {
+        await service.close();
+      }
+    }
+    expect(tokens[1]).toBe(tokens[0]);
+  });
+});
+
+describe('the logs', () => {
+  it('hold short hashes of tokens, never a token, a session cookie or a sign-in code', () => {
+    const text = logLines.join('');
+    expect(text).toContain('"msg":"incoming request"');
+    expect(text).toContain(`"tokenHash":"${tokenHash(tokenA)}"`);
+    expect(text).toContain('/ui/sign-in?code=[redacted]');
+    expect(secrets.size).toBeGreaterThanOrEqual(10);
+    for (const secret of secrets) expect(text, 'a secret was logged').not.toContain(secret);
+  });
+});

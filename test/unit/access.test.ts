@@ -1,0 +1,159 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { adminTokenPath, AdminTokenError, loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
+import { issueSession, sessionLifetimeS, SignInCodes, verifySession } from '../../src/http/access/session.js';
+import { tokenHash, TokenTable } from '../../src/http/access/tokens.js';
+import { projectRoot } from '../../src/paths.js';
+
+const alpha = 'alpha-token-0123456789';
+const beta = 'beta-token-0123456789';
+
+describe('API_TOKENS', () => {
+  it('maps each token to its workspaces; unset means the admin token is generated', () => {
+    expect(loadConfig({}).apiTokens).toBeUndefined();
+    const config = loadConfig({ API_TOKENS: JSON.stringify({ [alpha]: ['demo', 'acme'], [beta]: ['*'] }) });
+    expect(config.apiTokens).toEqual(new Map([[alpha, ['demo', 'acme']], [beta, ['*']]]));
+  });
+
+  it.each([
+    ['not json', /not JSON/],
+    ['["a"]', /JSON object mapping each token/],
+    [JSON.stringify({ short: ['demo'] }), /token #1 must be 16 to 1024 characters/],
+    [JSON.stringify({ [alpha]: ['demo'], 'has a space in it, so no': ['demo'] }), /token #2 must be/],
+    [JSON.stringify({ [`${alpha}\u0007`]: ['demo'] }), /token #1 must be/],
+    [JSON.stringify({ [alpha]: [] }), /token #1 must map to a non-empty list/],
+    [JSON.stringify({ [alpha]: 'demo' }), /token #1 must map to a non-empty list/],
+    [JSON.stringify({ [alpha]: [''] }), /token #1 must map to a non-empty list/],
+    [JSON.stringify({ [alpha]: ['*', 'demo'] }), /token #1 lists "\*" beside other workspaces/],
+  ])('refuses %s with a message that names the token by its place only', (value, message) => {
+    expect(() => loadConfig({ API_TOKENS: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ API_TOKENS: value })).toThrow(message);
+    try {
+      loadConfig({ API_TOKENS: value });
+    } catch (err) {
+      expect((err as Error).message).not.toContain(alpha);
+    }
+  });
+});
+
+describe('TokenTable', () => {
+  const table = new TokenTable(new Map([[alpha, ['demo']], [beta, ['*']]]));
+
+  it('finds a presented token and nothing else, whatever its length', () => {
+    expect(table.find(alpha)).toMatchObject({ hash: tokenHash(alpha), workspaces: new Set(['demo']) });
+    expect(table.find(beta)?.workspaces).toBe('*');
+    for (const presented of ['', alpha.slice(0, -1), `${alpha}x`, alpha.toUpperCase(), 'x'.repeat(10_000)]) {
+      expect(table.find(presented)).toBeUndefined();
+    }
+  });
+
+  it('names a token by a short hash that does not contain it', () => {
+    expect(tokenHash(alpha)).toMatch(/^[0-9a-f]{12}$/);
+    expect(table.byHash(tokenHash(alpha))?.token).toBe(alpha);
+  });
+});
+
+describe('session cookies', () => {
+  const table = new TokenTable(new Map([[alpha, ['demo']]]));
+  const entry = table.find(alpha)!;
+
+  it('verify on any table that holds their token, until they expire', () => {
+    const now = Date.now();
+    const { cookie, expiresAt } = issueSession(entry, now);
+    expect(cookie).not.toContain(alpha);
+    expect(expiresAt.getTime()).toBe((Math.floor(now / 1000) + sessionLifetimeS) * 1000);
+    const replica = new TokenTable(new Map([[alpha, ['demo']]]));
+    expect(verifySession(replica, cookie, now)?.hash).toBe(entry.hash);
+    expect(verifySession(replica, cookie, expiresAt.getTime())).toBeUndefined();
+  });
+
+  it('are refused once their token is removed or replaced, or when altered', () => {
+    const { cookie } = issueSession(entry);
+    expect(verifySession(new TokenTable(new Map([[beta, ['demo']]])), cookie)).toBeUndefined();
+    const [hash, expiry, signature] = cookie.split('.') as [string, string, string];
+    const later = String(Number(expiry) + 3600);
+    for (const altered of [`${hash}.${later}.${signature}`, `${hash}.${expiry}.${signature.slice(1)}`, `${hash}.${expiry}`, `${hash}.${expiry}.${signature}.x`, '', 'x'.repeat(5000)]) {
+      expect(verifySession(table, altered)).toBeUndefined();
+    }
+  });
+});
+
+describe('sign-in codes', () => {
+  const table = new TokenTable(new Map([[alpha, ['*']]]));
+
+  it('are exchanged once', () => {
+    const codes = new SignInCodes();
+    const code = codes.issue(alpha);
+    expect(code).not.toContain(alpha);
+    expect(codes.redeem(table, code)?.token).toBe(alpha);
+    expect(codes.redeem(table, code)).toBeUndefined();
+    expect(codes.redeem(table, 'never-issued')).toBeUndefined();
+  });
+
+  it('expire, and die with their token', () => {
+    let now = 1_000_000;
+    const codes = new SignInCodes({ ttlMs: 60_000, now: () => now });
+    expect(codes.redeem(table, codes.issue(beta))).toBeUndefined();
+    const onTime = codes.issue(alpha);
+    const late = codes.issue(alpha);
+    now += 59_999;
+    expect(codes.redeem(table, onTime)?.token).toBe(alpha);
+    now += 1;
+    expect(codes.redeem(table, late)).toBeUndefined();
+  });
+});
+
+describe('the admin token file', () => {
+  const dirs: string[] = [];
+  const scratch = () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-admin-'));
+    dirs.push(dir);
+    return path.join(dir, 'data');
+  };
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is generated once with mode 0600 and read back at every later start', () => {
+    const dataDir = scratch();
+    const first = loadOrCreateAdminToken(dataDir);
+    expect(first).toMatchObject({ created: true, file: adminTokenPath(dataDir) });
+    expect(first.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(fs.statSync(first.file).mode & 0o777).toBe(0o600);
+    expect(fs.readdirSync(dataDir)).toEqual(['admin-token']);
+    const second = loadOrCreateAdminToken(dataDir);
+    expect(second).toEqual({ token: first.token, file: first.file, created: false });
+    // A valid API_TOKENS entry, so the admin token is usable in one.
+    expect(loadConfig({ API_TOKENS: JSON.stringify({ [first.token]: ['*'] }) }).apiTokens?.size).toBe(1);
+  });
+
+  it('is the same token for processes that start at once', { timeout: 60_000 }, async () => {
+    const dataDir = scratch();
+    const script = `import { loadOrCreateAdminToken } from './src/http/access/admin-token.ts';
+      process.stdout.write(JSON.stringify(loadOrCreateAdminToken(process.argv[1])));`;
+    const run = () => promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, dataDir], { cwd: projectRoot });
+    const results = (await Promise.all([run(), run(), run()])).map(({ stdout }) => JSON.parse(stdout) as { token: string; created: boolean });
+    expect(new Set(results.map((r) => r.token)).size).toBe(1);
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+  });
+
+  it('is never overwritten: a damaged file stops the start, a readable one is warned about', () => {
+    const dataDir = scratch();
+    fs.mkdirSync(dataDir);
+    fs.writeFileSync(adminTokenPath(dataDir), 'not a token\n', { mode: 0o600 });
+    expect(() => loadOrCreateAdminToken(dataDir)).toThrow(AdminTokenError);
+    expect(() => loadOrCreateAdminToken(dataDir)).toThrow(/holds no valid token; delete it/);
+    expect(fs.readFileSync(adminTokenPath(dataDir), 'utf8')).toBe('not a token\n');
+
+    fs.writeFileSync(adminTokenPath(dataDir), `${alpha}\n`);
+    fs.chmodSync(adminTokenPath(dataDir), 0o644);
+    const loose = loadOrCreateAdminToken(dataDir);
+    expect(loose).toMatchObject({ token: alpha, created: false });
+    expect(loose.warning).toMatch(/mode 644.*chmod 600/);
+  });
+});
