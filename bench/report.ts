@@ -1,5 +1,6 @@
 // What a bench run reports: the figures of each section, the targets they are held to, and the
 // markdown section appended to BENCHMARKS.md. Pure (no I/O).
+import type { PhaseCounts } from './histories.js';
 import type { RequestRecord } from './load.js';
 
 export interface Percentiles {
@@ -79,13 +80,19 @@ export interface EndToEnd {
     decidedOtherwise: number;
     /** Last child's 202 → recorded `expected_count_reached` decision, ms. */
     ms: Percentiles;
+    /** Last child's 202 → the `album.media_settled` of that decision stored, ms; null when the phase had no media. */
+    mediaSettledMs: Percentiles | null;
   };
   withoutTotal: {
     albums: number;
     decidedOtherwise: number;
     /** Last child's 202 → recorded `quiet_period` decision, minus QUIET_PERIOD_MS, ms. */
     ms: Percentiles;
+    /** As for albums with a total, minus QUIET_PERIOD_MS; null when the phase had no media. */
+    mediaSettledMs: Percentiles | null;
   };
+  /** The phase's attachments with a URL, how many were downloaded and their MB (10^6 bytes); null without media. */
+  media: { attachments: number; downloaded: number; megabytes: number } | null;
 }
 
 export interface TemporalCost {
@@ -129,6 +136,8 @@ export interface Correctness {
   decisionsByTrigger: Record<string, number>;
   /** The ingress alone, over every ingest step: children it acknowledged, and how many of them its database lacks. */
   ingressAlone: { acceptedChildren: number; notStored: number } | null;
+  /** The attachments with a URL of the phases with media, and those not downloaded by status; null without media. */
+  media: { attachments: number; notDownloaded: Record<string, number> } | null;
   ok: boolean;
 }
 
@@ -161,6 +170,8 @@ export interface BenchReport {
   /** The phase held to the end-to-end target. */
   sustainedPhase: string;
   temporalCost: TemporalCost[];
+  /** Per album and per photo, from the histories of the end-to-end phases' workflows. */
+  temporalCounts: PhaseCounts[];
   /** The phase held to the signals-per-child target. */
   burstPhase: string;
   scale: Scale;
@@ -176,7 +187,7 @@ export function round(value: number, digits = 1): number {
   return Math.round(value * factor) / factor;
 }
 
-function roundPercentiles(p: Percentiles): Percentiles {
+export function roundPercentiles(p: Percentiles): Percentiles {
   const r = (v: number | null) => (v === null ? null : round(v, 1));
   return { count: p.count, p50: r(p.p50), p90: r(p.p90), p99: r(p.p99), max: r(p.max) };
 }
@@ -198,6 +209,7 @@ const targetLimits = {
   endToEndP99Ms: 250,
   sustainedChildrenPerS: 200,
   signalsPerChild: 0.2,
+  billableActionsPerPhoto: 1.5,
   rssMB: 400,
 };
 
@@ -208,6 +220,8 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
   const worstP99 = openLoop.reduce<IngestStep | null>((worst, step) => (worst && worst.p99Ratio! >= step.p99Ratio! ? worst : step), null);
   const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
   const burst = report.temporalCost.find((c) => c.phase === report.burstPhase);
+  const sustainedCounts = report.temporalCounts.find((c) => c.phase === report.sustainedPhase);
+  const sustainedMedia = sustained?.media != null;
   const memory = Object.entries(report.scale.processes).filter(([name]) => name === 'ingress' || name === 'worker');
   const targets: Target[] = [
     {
@@ -255,6 +269,15 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
       measured: burst ? `${burst.signalsPerChild} (${burst.signalWithStarts} signals / ${burst.children} children)` : 'not measured',
       met: burst?.signalsPerChild == null ? null : burst.signalsPerChild <= targetLimits.signalsPerChild,
     },
+    {
+      name: 'Billable Temporal actions per photo (sustained, with downloads)',
+      target: `≤ ${targetLimits.billableActionsPerPhoto}`,
+      measured: sustainedCounts
+        ? `${sustainedCounts.perPhoto.billableActions} (${sustainedCounts.total.billableActions} actions / ${sustainedCounts.photos} photos` +
+          `${sustainedMedia ? '' : ', no downloads: --no-media'})`
+        : 'not measured',
+      met: sustainedCounts && sustainedMedia ? sustainedCounts.perPhoto.billableActions <= targetLimits.billableActionsPerPhoto : null,
+    },
     ...memory.map(([name, m]): Target => {
       const worst = Math.max(m.peakRssMB ?? 0, m.hwmMB ?? 0);
       return {
@@ -266,8 +289,12 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
     }),
     {
       name: 'Correctness',
-      target: 'every accepted child in a decision; no duplicate album.ready',
-      measured: `${report.correctness.missingFromDecisions} missing of ${report.correctness.acceptedChildren}; ${report.correctness.duplicateAlbumReady} duplicate album.ready`,
+      target: 'every accepted child in a decision; no duplicate album.ready; every attachment with a URL downloaded',
+      measured:
+        `${report.correctness.missingFromDecisions} missing of ${report.correctness.acceptedChildren}; ${report.correctness.duplicateAlbumReady} duplicate album.ready` +
+        (report.correctness.media
+          ? `; ${Object.values(report.correctness.media.notDownloaded).reduce((sum, n) => sum + n, 0)} of ${report.correctness.media.attachments} attachments not downloaded`
+          : ''),
       met: report.correctness.ok,
     },
   ];
@@ -338,19 +365,34 @@ export function renderMarkdown(report: BenchReport): string {
     ),
   );
   lines.push('');
-  lines.push('### 3. End to end: last child\'s 202 → recorded decision');
+  lines.push('### 3. End to end: last child\'s 202 → recorded decision, and → its media settled');
   lines.push('');
+  const spread = (p: Percentiles | null) => (p === null ? '–' : `${cell(p.p50)} / ${cell(p.p99)} / ${cell(p.max)}`);
   lines.push(
     table(
-      ['phase', 'children/s', 'total known: albums', 'p50 / p99 / max ms', 'no total: albums', 'p50 / p99 / max ms (minus quiet period)', 'decided otherwise'],
+      [
+        'phase',
+        'children/s',
+        'total known: albums',
+        'decided p50 / p99 / max ms',
+        'media settled p50 / p99 / max ms',
+        'no total: albums',
+        'decided p50 / p99 / max ms (minus quiet period)',
+        'media settled p50 / p99 / max ms (minus quiet period)',
+        'decided otherwise',
+        'downloaded / attachments (MB)',
+      ],
       report.endToEnd.map((e) => [
         e.phase === report.sustainedPhase ? `**${e.phase}**` : e.phase,
         e.childrenPerS,
         e.withTotal.albums,
-        `${cell(e.withTotal.ms.p50)} / ${cell(e.withTotal.ms.p99)} / ${cell(e.withTotal.ms.max)}`,
+        spread(e.withTotal.ms),
+        spread(e.withTotal.mediaSettledMs),
         e.withoutTotal.albums,
-        `${cell(e.withoutTotal.ms.p50)} / ${cell(e.withoutTotal.ms.p99)} / ${cell(e.withoutTotal.ms.max)}`,
+        spread(e.withoutTotal.ms),
+        spread(e.withoutTotal.mediaSettledMs),
         e.withTotal.decidedOtherwise + e.withoutTotal.decidedOtherwise,
+        e.media ? `${e.media.downloaded} / ${e.media.attachments} (${e.media.megabytes})` : 'no URLs',
       ]),
     ),
   );
@@ -392,7 +434,39 @@ export function renderMarkdown(report: BenchReport): string {
     `${c.acceptedChildren} accepted children, ${c.missingFromDecisions} missing from every decision; ${c.albums} albums, ` +
       `${c.duplicateAlbumReady} with a duplicate album.ready, ${c.albumsWithoutReady} without one. Decisions: ` +
       `${Object.entries(c.decisionsByTrigger).map(([trigger, n]) => `${trigger} ${n}`).join(', ')}.` +
-      (c.ingressAlone ? ` The ingress alone acknowledged ${c.ingressAlone.acceptedChildren} children; ${c.ingressAlone.notStored} of them are not in its database.` : ''),
+      (c.ingressAlone ? ` The ingress alone acknowledged ${c.ingressAlone.acceptedChildren} children; ${c.ingressAlone.notStored} of them are not in its database.` : '') +
+      (c.media
+        ? ` ${c.media.attachments} attachments with a URL, not downloaded: ${
+            Object.entries(c.media.notDownloaded).map(([status, n]) => `${n} ${status}`).join(', ') || 'none'
+          }.`
+        : ''),
+  );
+  lines.push('');
+  lines.push('### 7. Temporal counts per album and per photo, from the workflows\' histories');
+  lines.push('');
+  lines.push(
+    'Billable actions as Temporal Cloud counts them (docs.temporal.io/cloud/actions, the April 2026 version): heartbeats ' +
+      'and queries are not in a history and not counted. A photo is a new child (one attachment each).',
+  );
+  lines.push('');
+  const countColumns = [
+    ['workflowTasks', 'workflow tasks'],
+    ['historyEvents', 'history events'],
+    ['signals', 'signals'],
+    ['timersStarted', 'timers started'],
+    ['activities', 'activities'],
+    ['localActivities', 'local activities'],
+    ['searchAttributeUpserts', 'search-attribute upserts'],
+    ['billableActions', 'billable actions'],
+  ] as const;
+  lines.push(
+    table(
+      ['phase', 'albums / photos', 'per', ...countColumns.map(([, label]) => label)],
+      report.temporalCounts.flatMap((c) => [
+        [c.phase, `${c.albums} / ${c.photos}`, 'album', ...countColumns.map(([key]) => c.perAlbum[key])],
+        ['', '', 'photo', ...countColumns.map(([key]) => c.perPhoto[key])],
+      ]),
+    ),
   );
   lines.push('');
   lines.push('### CPU seconds per phase (postgres: every PostgreSQL process of the machine)');
@@ -428,17 +502,17 @@ export const benchmarksHeader = `# Benchmarks
 
 \`npm run bench\` (bench/run.ts) measures albumflow on the machine it runs on, with everything
 co-located: a fresh PostgreSQL database, an embedded Temporal dev server, the ingress and the worker as
-separate processes (\`src/ingress.ts\`, \`src/worker.ts\`), the ceiling server (bench/ceiling.ts) and
-the load generator (bench/load.ts), each its own process. Every run appends a section below; the
-JSON of each run is kept under bench/results/ (not committed).
+separate processes (\`src/ingress.ts\`, \`src/worker.ts\`), the ceiling server (bench/ceiling.ts), the
+media server (bench/media/server.ts) and the load generator (bench/load.ts), each its own process.
+Every run appends a section below; the JSON of each run is kept under bench/results/ (not committed).
 
 Method:
 - **Ceiling.** A bare Fastify endpoint verifies the same HMAC and commits the same rows (event, album,
-  child, attachments, outbox row) in one transaction with the project's own SQL, and does nothing
-  else (no NOTIFY either: it has no dispatcher to wake), one transaction per request; its connections
-  stay open between steps. It is measured in the same run, under the same load (the same seeded
-  request sequence, in its own database), just before the ingress alone and the app, while the worker
-  and the Temporal server are idle.
+  child, attachments, outbox row) in one transaction with the app's own ingest statement, and does
+  nothing else (no NOTIFY either: it has no dispatcher to wake, and its database has no outbox trigger),
+  one transaction per request; its connections stay open between steps. It is measured in the same
+  run, under the same load (the same seeded request sequence, in its own database), just before the
+  ingress alone and the app, while the worker and the Temporal server are idle.
 - **The ingress alone.** Every ingest step runs a third time, right after the ceiling's, against the
   app's ingress without its dispatcher (bench/ingress-alone.ts, in a database of its own): the same HTTP
   server, schemas and batched commits as the app, doing the ceiling's work (verify, parse, commit) with
@@ -453,15 +527,31 @@ Method:
   as fast as the server answers. The load generator shares the two cores with everything else.
 - **Ack latency** is the load generator's send → 202 answer. **Req/s** counts 202 answers over the
   step's wall time.
+- **Media.** Every child of the sustained and burst phases has one attachment with a URL on the bench's
+  media server (bench/media/server.ts, its own process): real JPEG, PNG and WebP images and MP4-like
+  files of 120 KB–3 MB, about 0.5 MB on average, made with sharp from seeded pixels when it starts (none
+  committed), each response after a time to first byte of 30–90 ms and at 25 MB/s by default
+  (\`--media-first-byte-ms\`, \`--media-mb-per-s\`). The worker downloads
+  each one (MEDIA_ALLOW_PRIVATE_NETWORKS=true, as the server is on the loopback). \`--no-media\` sends the
+  attachments without URLs, as before. The ingest steps and the scale top-up carry no URLs.
 - **End to end** is, per complete album, the last new child's 202 (at the load generator) → the
   \`recorded_at\` of its first decision in PostgreSQL; for albums without a total the quiet period
-  is subtracted. Attachments carry no URL, so no download runs.
+  is subtracted. **Media settled** is the same album's last 202 → the \`created_at\` of the
+  \`album.media_settled\` notification of that decision (stored once every attachment of its children
+  is downloaded or given up). A phase with media ends when every album announced its media settled.
 - **Temporal cost** is \`albumflow_signals_sent_total\` (each is one signalWithStart) over the new
   children of the phase, from the ingress's /metrics.
+- **Temporal counts** come from the histories of every run of each album workflow of the sustained and
+  burst phases, fetched with the Temporal client once the phase settled (the albums are still open in
+  their late window): workflow tasks, history events, signals, timers started, activities, local
+  activities (their marker events), search-attribute upserts, and billable actions as Temporal Cloud
+  counts them (docs.temporal.io/cloud/actions, April 2026: a signal-with-start that starts the workflow
+  is one action, the markers of one workflow task one, TemporalChangeVersion upserts none; heartbeats
+  and queries are not in a history and not counted), divided by the phase's albums and photos.
 - **Scale** is VmRSS sampled every 250 ms and VmHWM (peak since start, start-up included) from
   /proc, with every album of the run open in its late window (LATE_WINDOW_MS is long).
-- **Correctness** is checked on every run: each accepted child appears in a recorded decision, and
-  no album has two \`album.ready\` notifications.
+- **Correctness** is checked on every run: each accepted child appears in a recorded decision, no
+  album has two \`album.ready\` notifications, and every attachment with a URL was downloaded.
 - **CPU seconds per phase** come from /proc for each process the bench started, PostgreSQL (all of
   the machine's) and the whole machine; "others" is what processes the bench did not start took. On a
   shared machine that column says how far a run's figures can be trusted.
