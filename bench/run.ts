@@ -18,7 +18,8 @@ import { runSustained } from './phases/sustained.js';
 import { countLogProblems } from './processes.js';
 import { attachmentOutcomes, mediaSettledOf } from './queries.js';
 import { acceptedChildren } from './records.js';
-import { benchmarksHeader, evaluateTargets, renderMarkdown, round, type BenchReport } from './report.js';
+import { benchmarksHeader, renderMarkdown } from './markdown.js';
+import { evaluateTargets, round, type BenchReport } from './report.js';
 import { Closers, startStack } from './stack.js';
 import { sourceVersion, stackVersions } from './versions.js';
 

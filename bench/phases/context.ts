@@ -9,7 +9,7 @@ import { delta, scrape } from '../metrics.js';
 import { countPhase, type PhaseCounts } from '../histories.js';
 import type { BenchOptions, PhaseName } from '../options.js';
 import { cpuSeconds, machineCpu, postgresCpuSeconds } from '../processes.js';
-import { attachmentOutcomes, decisionsOf, mediaSettledOf, outboxDepth } from '../queries.js';
+import { attachmentOutcomes, decisionsOf, mediaSettledOf, outboxDepth, type DecisionRow } from '../queries.js';
 import { acceptedChildren, newChildren, undecided } from '../records.js';
 import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
 import type { Stack } from '../stack.js';
@@ -145,7 +145,7 @@ export class PhaseContext {
     }
   }
 
-  private async unsettledMedia(workflowIds: string[], decisions: Awaited<ReturnType<typeof decisionsOf>>): Promise<string[]> {
+  private async unsettledMedia(workflowIds: string[], decisions: Map<string, DecisionRow[]>): Promise<string[]> {
     const { pool } = this.stack;
     const pending = (await attachmentOutcomes(pool, workflowIds)).byStatus.pending ?? 0;
     if (pending > 0) return [`${pending} attachments pending`];
@@ -164,7 +164,7 @@ export class PhaseContext {
     const result = await this.measureCpu(`${name}, app`, async () => {
       const loaded = await this.runLoad(phase);
       const missing = await this.settle(loaded.records, media);
-      if (missing.length > 0) this.options.log(`bench: ${missing.length} of ${name} still unsettled after ${this.options.settleTimeoutMs} ms, e.g. ${missing[0]}`);
+      if (missing.length > 0) this.options.log(`bench: ${name} not settled after ${this.options.settleTimeoutMs} ms (${missing.length} left, e.g. ${missing[0]})`);
       return loaded;
     });
     const after = await scrape(this.stack.ingressMetricsUrl);
