@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool, withDatabase } from '../src/db/pool.js';
 import type { AppPhase } from './phases/context.js';
 import type { RequestRecord } from './load.js';
-import { albumReadyCounts, attachmentOutcomes, decisionsOf, storedChildren, type DecisionRow } from './queries.js';
+import { albumReadyCounts, attachmentOutcomes, recordedDecisions, storedChildren, type DecisionRow } from './queries.js';
 import { acceptedChildren, childCount, notStored, undecided } from './records.js';
 import type { Correctness } from './report.js';
 import type { Stack } from './stack.js';
@@ -38,7 +38,7 @@ export async function checkCorrectness(
     if (readyCounts.size >= workflowIds.length || Date.now() > readyDeadline) break;
     await sleep(250, undefined, { signal: options.signal });
   }
-  const decisions = await decisionsOf(pool, workflowIds);
+  const decisions = await recordedDecisions(pool, workflowIds);
   const missing = undecided(expected, decisions);
   const decisionsByTrigger: Record<string, number> = {};
   for (const rows of decisions.values()) for (const row of rows) decisionsByTrigger[row.trigger] = (decisionsByTrigger[row.trigger] ?? 0) + 1;

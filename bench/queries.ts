@@ -1,5 +1,5 @@
-// Every statement the bench runs against PostgreSQL: its databases' life, and what it reads of the
-// app's tables to check and time a run. The app's own statements stay in src/db/.
+// Every statement of the bench's own against PostgreSQL: its databases' life, and what it reads of the
+// app's tables to check and time a run (the app's statements, src/db/, where one serves).
 import pg from 'pg';
 import { migrate } from '../src/db/migrate.js';
 import { withDatabase, type Pool } from '../src/db/pool.js';
@@ -26,20 +26,6 @@ export async function connectAdmin(base: pg.ClientConfig): Promise<Admin> {
   };
 }
 
-/**
- * Drops the trigger that NOTIFYs the outbox channel when rows are queued (no such trigger yet on a schema
- * where the ingest statement notifies itself). The ceiling's database has no dispatcher to wake.
- */
-export async function dropOutboxNotify(config: pg.ClientConfig): Promise<void> {
-  const client = new pg.Client(config);
-  await client.connect();
-  try {
-    await client.query('DROP TRIGGER IF EXISTS outbox_notify ON outbox');
-  } finally {
-    await client.end();
-  }
-}
-
 export interface DecisionRow {
   workflow_id: string;
   seq: number;
@@ -48,8 +34,8 @@ export interface DecisionRow {
   recorded_ms: number;
 }
 
-/** Each workflow's recorded decisions, in order. */
-export async function decisionsOf(pool: Pool, workflowIds: string[]): Promise<Map<string, DecisionRow[]>> {
+/** Each workflow's recorded decisions, in order, with when they were recorded. */
+export async function recordedDecisions(pool: Pool, workflowIds: string[]): Promise<Map<string, DecisionRow[]>> {
   const { rows } = await pool.query<DecisionRow>(
     `SELECT workflow_id, seq, trigger, child_message_ids, extract(epoch FROM recorded_at)::float8 * 1000 AS recorded_ms
        FROM decisions WHERE workflow_id = ANY($1::text[]) ORDER BY workflow_id, seq`,
@@ -64,11 +50,15 @@ export async function decisionsOf(pool: Pool, workflowIds: string[]): Promise<Ma
   return byWorkflow;
 }
 
-/** When each workflow's `album.media_settled` notifications were stored, epoch ms, by the seq of the decision they follow. */
+/**
+ * When each workflow's first `album.media_settled` notice of a decision was stored, epoch ms, by the seq of
+ * that decision (a decision whose media were reopened by a redelivered URL has later notices too).
+ */
 export async function mediaSettledOf(pool: Pool, workflowIds: string[]): Promise<Map<string, Map<number, number>>> {
   const { rows } = await pool.query<{ workflow_id: string; seq: number; created_ms: number }>(
-    `SELECT workflow_id, (payload->'decision'->>'seq')::int AS seq, extract(epoch FROM created_at)::float8 * 1000 AS created_ms
-       FROM notifications WHERE type = 'album.media_settled' AND workflow_id = ANY($1::text[])`,
+    `SELECT workflow_id, (payload->'decision'->>'seq')::int AS seq, extract(epoch FROM min(created_at))::float8 * 1000 AS created_ms
+       FROM notifications WHERE type = 'album.media_settled' AND workflow_id = ANY($1::text[])
+      GROUP BY 1, 2`,
     [workflowIds],
   );
   const byWorkflow = new Map<string, Map<number, number>>();
@@ -87,11 +77,6 @@ export async function storedChildren(pool: Pool, workflowIds: string[]): Promise
     [workflowIds],
   );
   return new Set(rows.map((row) => `${row.workflow_id} ${row.message_id}`));
-}
-
-export async function outboxDepth(pool: Pool): Promise<number> {
-  const { rows } = await pool.query<{ depth: number }>('SELECT count(*)::int AS depth FROM outbox');
-  return rows[0]!.depth;
 }
 
 export async function openAlbums(pool: Pool): Promise<number> {

@@ -13,7 +13,7 @@ import { workerNodeFlags } from '../src/temporal/worker-flags.js';
 import type { MediaFile } from './media/catalogue.js';
 import { repoRoot, type BenchOptions, type PhaseName } from './options.js';
 import { childPids, MemorySampler, spawnNode, type ManagedProcess } from './processes.js';
-import { connectAdmin, dropOutboxNotify } from './queries.js';
+import { connectAdmin } from './queries.js';
 import type { ServedMedia } from './workload.js';
 
 /** What was started, stopped in reverse order. */
@@ -76,8 +76,6 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     await admin.createDatabase(database);
     closers.push(`database ${database}`, () => admin.dropDatabase(database));
   }
-  // The ceiling commits with the app's own statement; what it must not do is wake a dispatcher it lacks.
-  await dropOutboxNotify(withDatabase(base, ceilingDatabase));
   const appDb = withDatabase(base, appDatabase);
   const pool = createPool(appDb, { max: 3, applicationName: 'albumflow-bench' });
   closers.push('the bench pool', () => pool.end());

@@ -4,12 +4,13 @@
 // (ingest, sustained, burst, scale) is written with these.
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { outboxStats } from '../../src/db/outbox.js';
 import type { LoadMessage, LoadPhase, LoadReply, PhaseResult, RequestRecord } from '../load.js';
 import { delta, scrape } from '../metrics.js';
 import { countPhase, type PhaseCounts } from '../histories.js';
 import type { BenchOptions, PhaseName } from '../options.js';
 import { cpuSeconds, machineCpu, postgresCpuSeconds } from '../processes.js';
-import { attachmentOutcomes, decisionsOf, mediaSettledOf, outboxDepth, type DecisionRow } from '../queries.js';
+import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type DecisionRow } from '../queries.js';
 import { acceptedChildren, newChildren, undecided } from '../records.js';
 import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
 import type { Stack } from '../stack.js';
@@ -136,8 +137,8 @@ export class PhaseContext {
     const workflowIds = [...expected.keys()];
     const deadline = Date.now() + this.options.settleTimeoutMs;
     for (;;) {
-      const depth = await outboxDepth(pool);
-      const decisions = await decisionsOf(pool, workflowIds);
+      const { depth } = await outboxStats(pool);
+      const decisions = await recordedDecisions(pool, workflowIds);
       const missing = undecided(expected, decisions);
       if (depth === 0 && missing.length === 0 && media) missing.push(...(await this.unsettledMedia(workflowIds, decisions)));
       if ((depth === 0 && missing.length === 0) || Date.now() > deadline) return missing;
