@@ -1,5 +1,5 @@
-// The bench's child processes (app, ceiling, load generator) and what Linux tells about them:
-// resident memory (/proc/<pid>/status) and CPU time (/proc/<pid>/stat).
+// The bench's child processes (app, ceiling, media server, load generator), what Linux tells about them
+// (resident memory from /proc/<pid>/status, CPU time from /proc/<pid>/stat), and the problems they logged.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -237,6 +237,20 @@ export class MemorySampler {
         peaks.set(name, Math.max(peaks.get(name) ?? 0, memory.rss));
         this.peaks.set(window, peaks);
       }
+    }
+  }
+}
+
+/** Counts warnings and errors (pino level ≥ 40) by message in a process log. */
+export function countLogProblems(file: string, into: Record<string, number>): void {
+  if (!fs.existsSync(file)) return;
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const entry = JSON.parse(line) as { level?: number; msg?: string };
+      if ((entry.level ?? 0) >= 40) into[entry.msg ?? '?'] = (into[entry.msg ?? '?'] ?? 0) + 1;
+    } catch {
+      // not a log line
     }
   }
 }

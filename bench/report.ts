@@ -1,5 +1,6 @@
-// What a bench run reports: the figures of each section, the targets they are held to, and the
-// markdown section appended to BENCHMARKS.md. Pure (no I/O).
+// What a bench run reports: the figures of each section and the targets they are held to
+// (bench/markdown.ts writes them for BENCHMARKS.md). Pure (no I/O).
+import type { PhaseCounts } from './histories.js';
 import type { RequestRecord } from './load.js';
 
 export interface Percentiles {
@@ -79,13 +80,19 @@ export interface EndToEnd {
     decidedOtherwise: number;
     /** Last child's 202 → recorded `expected_count_reached` decision, ms. */
     ms: Percentiles;
+    /** Last child's 202 → the `album.media_settled` of that decision stored, ms; null when the phase had no media. */
+    mediaSettledMs: Percentiles | null;
   };
   withoutTotal: {
     albums: number;
     decidedOtherwise: number;
     /** Last child's 202 → recorded `quiet_period` decision, minus QUIET_PERIOD_MS, ms. */
     ms: Percentiles;
+    /** As for albums with a total, minus QUIET_PERIOD_MS; null when the phase had no media. */
+    mediaSettledMs: Percentiles | null;
   };
+  /** The phase's attachments with a URL, how many were downloaded and their MB (10^6 bytes); null without media. */
+  media: { attachments: number; downloaded: number; megabytes: number } | null;
 }
 
 export interface TemporalCost {
@@ -129,6 +136,8 @@ export interface Correctness {
   decisionsByTrigger: Record<string, number>;
   /** The ingress alone, over every ingest step: children it acknowledged, and how many of them its database lacks. */
   ingressAlone: { acceptedChildren: number; notStored: number } | null;
+  /** The attachments with a URL of the phases with media, and those not downloaded by status; null without media. */
+  media: { attachments: number; notDownloaded: Record<string, number> } | null;
   ok: boolean;
 }
 
@@ -161,6 +170,8 @@ export interface BenchReport {
   /** The phase held to the end-to-end target. */
   sustainedPhase: string;
   temporalCost: TemporalCost[];
+  /** Per album and per photo, from the histories of the end-to-end phases' workflows. */
+  temporalCounts: PhaseCounts[];
   /** The phase held to the signals-per-child target. */
   burstPhase: string;
   scale: Scale;
@@ -176,7 +187,7 @@ export function round(value: number, digits = 1): number {
   return Math.round(value * factor) / factor;
 }
 
-function roundPercentiles(p: Percentiles): Percentiles {
+export function roundPercentiles(p: Percentiles): Percentiles {
   const r = (v: number | null) => (v === null ? null : round(v, 1));
   return { count: p.count, p50: r(p.p50), p90: r(p.p90), p99: r(p.p99), max: r(p.max) };
 }
@@ -198,6 +209,7 @@ const targetLimits = {
   endToEndP99Ms: 250,
   sustainedChildrenPerS: 200,
   signalsPerChild: 0.2,
+  billableActionsPerPhoto: 1.5,
   rssMB: 400,
 };
 
@@ -208,6 +220,8 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
   const worstP99 = openLoop.reduce<IngestStep | null>((worst, step) => (worst && worst.p99Ratio! >= step.p99Ratio! ? worst : step), null);
   const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
   const burst = report.temporalCost.find((c) => c.phase === report.burstPhase);
+  const sustainedCounts = report.temporalCounts.find((c) => c.phase === report.sustainedPhase);
+  const sustainedMedia = sustained?.media != null;
   const memory = Object.entries(report.scale.processes).filter(([name]) => name === 'ingress' || name === 'worker');
   const targets: Target[] = [
     {
@@ -255,6 +269,15 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
       measured: burst ? `${burst.signalsPerChild} (${burst.signalWithStarts} signals / ${burst.children} children)` : 'not measured',
       met: burst?.signalsPerChild == null ? null : burst.signalsPerChild <= targetLimits.signalsPerChild,
     },
+    {
+      name: 'Billable Temporal actions per photo (sustained, with downloads)',
+      target: `≤ ${targetLimits.billableActionsPerPhoto}`,
+      measured: sustainedCounts
+        ? `${sustainedCounts.perPhoto.billableActions} (${sustainedCounts.total.billableActions} actions / ${sustainedCounts.photos} photos` +
+          `${sustainedMedia ? '' : ', no downloads: --no-media'})`
+        : 'not measured',
+      met: sustainedCounts && sustainedMedia ? sustainedCounts.perPhoto.billableActions <= targetLimits.billableActionsPerPhoto : null,
+    },
     ...memory.map(([name, m]): Target => {
       const worst = Math.max(m.peakRssMB ?? 0, m.hwmMB ?? 0);
       return {
@@ -266,203 +289,19 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
     }),
     {
       name: 'Correctness',
-      target: 'every accepted child in a decision; no duplicate album.ready',
-      measured: `${report.correctness.missingFromDecisions} missing of ${report.correctness.acceptedChildren}; ${report.correctness.duplicateAlbumReady} duplicate album.ready`,
+      target: 'every accepted child in a decision; no duplicate album.ready; every attachment with a URL downloaded',
+      measured:
+        `${report.correctness.missingFromDecisions} missing of ${report.correctness.acceptedChildren}; ${report.correctness.duplicateAlbumReady} duplicate album.ready` +
+        (report.correctness.media
+          ? `; ${Object.values(report.correctness.media.notDownloaded).reduce((sum, n) => sum + n, 0)} of ${report.correctness.media.attachments} attachments not downloaded`
+          : ''),
       met: report.correctness.ok,
     },
   ];
   return targets;
 }
 
-function pct(value: number | null): string {
+/** A ratio as a whole percentage. */
+export function pct(value: number | null): string {
   return value === null ? 'n/a' : `${Math.round(value * 100)}%`;
 }
-
-type Cell = string | number | boolean | null | undefined;
-
-function cell(value: Cell): string {
-  if (value === null || value === undefined) return '–';
-  return String(value);
-}
-
-function table(header: string[], rows: Cell[][]): string {
-  return [
-    `| ${header.join(' | ')} |`,
-    `|${header.map(() => '---').join('|')}|`,
-    ...rows.map((row) => `| ${row.map(cell).join(' | ')} |`),
-  ].join('\n');
-}
-
-function failures(stats: StepStats): string {
-  const entries = Object.entries(stats.failures);
-  return entries.length === 0 ? '0' : entries.map(([status, n]) => `${n}×${status === '0' ? 'no answer' : status}`).join(', ');
-}
-
-/** The section appended to BENCHMARKS.md for one run. */
-export function renderMarkdown(report: BenchReport): string {
-  const { machine, versions, configuration } = report;
-  const lines: string[] = [];
-  lines.push(`## Run of ${report.startedAt}`);
-  lines.push('');
-  lines.push(`- Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB RAM, ${machine.os}`);
-  lines.push(`- Versions: ${Object.entries(versions).map(([name, version]) => `${name} ${version}`).join(', ')}`);
-  lines.push(`- Configuration: ${Object.entries(configuration).map(([name, value]) => `${name}=${JSON.stringify(value)}`).join(', ')}`);
-  lines.push('');
-  lines.push('### Targets');
-  lines.push('');
-  lines.push(table(['figure', 'target', 'measured', 'met'], report.targets.map((t) => [t.name, t.target, t.measured, t.met === null ? 'n/a' : t.met ? 'yes' : '**no**'])));
-  lines.push('');
-  lines.push('### 1–2. Ingest against the ceiling (same load, same run)');
-  lines.push('');
-  lines.push(
-    table(
-      ['offered', 'ceiling req/s', 'ceiling p50 / p99 ms', 'app req/s', 'app p50 / p99 ms', 'req/s ratio', 'p99 ratio', 'failures (app)'],
-      report.ingest.flatMap((step) => {
-        const offered = step.rate === null ? `closed loop, ${step.concurrency} in flight` : `${step.rate} req/s`;
-        const row = (label: string, app: StepStats, throughputRatio: number | null, p99Ratio: number | null): Cell[] => [
-          label,
-          step.ceiling.acceptedPerS,
-          `${cell(step.ceiling.ackMs.p50)} / ${cell(step.ceiling.ackMs.p99)}`,
-          app.acceptedPerS,
-          `${cell(app.ackMs.p50)} / ${cell(app.ackMs.p99)}`,
-          pct(throughputRatio),
-          p99Ratio === null ? '–' : `${p99Ratio}×`,
-          failures(app),
-        ];
-        const alone = step.ingressAlone;
-        return [
-          row(offered, step.app, step.throughputRatio, step.p99Ratio),
-          ...(alone ? [row(`${offered}, the ingress alone`, alone.stats, alone.throughputRatio, alone.p99Ratio)] : []),
-        ];
-      }),
-    ),
-  );
-  lines.push('');
-  lines.push('### 3. End to end: last child\'s 202 → recorded decision');
-  lines.push('');
-  lines.push(
-    table(
-      ['phase', 'children/s', 'total known: albums', 'p50 / p99 / max ms', 'no total: albums', 'p50 / p99 / max ms (minus quiet period)', 'decided otherwise'],
-      report.endToEnd.map((e) => [
-        e.phase === report.sustainedPhase ? `**${e.phase}**` : e.phase,
-        e.childrenPerS,
-        e.withTotal.albums,
-        `${cell(e.withTotal.ms.p50)} / ${cell(e.withTotal.ms.p99)} / ${cell(e.withTotal.ms.max)}`,
-        e.withoutTotal.albums,
-        `${cell(e.withoutTotal.ms.p50)} / ${cell(e.withoutTotal.ms.p99)} / ${cell(e.withoutTotal.ms.max)}`,
-        e.withTotal.decidedOtherwise + e.withoutTotal.decidedOtherwise,
-      ]),
-    ),
-  );
-  lines.push('');
-  lines.push('### 4. Temporal cost (dispatcher counters)');
-  lines.push('');
-  lines.push(
-    table(
-      ['phase', 'new children', 'signalWithStart', 'per child', 'children per signal', 'failed signals'],
-      report.temporalCost.map((c) => [
-        c.phase === report.burstPhase ? `**${c.phase}**` : c.phase,
-        c.children,
-        c.signalWithStarts,
-        c.signalsPerChild,
-        c.childrenPerSignal,
-        c.signalFailures,
-      ]),
-    ),
-  );
-  lines.push('');
-  lines.push('### 5. Scale: resident memory with the albums open in their late window');
-  lines.push('');
-  lines.push(
-    `${report.scale.openAlbums} albums open in PostgreSQL; ${cell(report.scale.runningWorkflows)} running workflows in Temporal; ` +
-      `${cell(report.scale.workerCachedWorkflows)} in the worker's sticky cache.`,
-  );
-  lines.push('');
-  lines.push(
-    table(
-      ['process', 'peak sampled RSS MB', 'VmHWM MB (start-up included)', 'RSS MB at the end'],
-      Object.entries(report.scale.processes).map(([name, m]) => [name, m.peakRssMB, m.hwmMB, m.rssAtTargetMB]),
-    ),
-  );
-  lines.push('');
-  lines.push('### 6. Correctness');
-  lines.push('');
-  const c = report.correctness;
-  lines.push(
-    `${c.acceptedChildren} accepted children, ${c.missingFromDecisions} missing from every decision; ${c.albums} albums, ` +
-      `${c.duplicateAlbumReady} with a duplicate album.ready, ${c.albumsWithoutReady} without one. Decisions: ` +
-      `${Object.entries(c.decisionsByTrigger).map(([trigger, n]) => `${trigger} ${n}`).join(', ')}.` +
-      (c.ingressAlone ? ` The ingress alone acknowledged ${c.ingressAlone.acceptedChildren} children; ${c.ingressAlone.notStored} of them are not in its database.` : ''),
-  );
-  lines.push('');
-  lines.push('### CPU seconds per phase (postgres: every PostgreSQL process of the machine)');
-  lines.push('');
-  const names = [...new Set(report.cpu.flatMap((p) => Object.keys(p.cpuS)))];
-  lines.push(
-    table(
-      ['phase', 'wall s', ...names, 'machine busy (cores)', 'of which others (cores)', 'app CPU ms per new child'],
-      report.cpu.map((p) => {
-        const cost = report.temporalCost.find((c) => `${c.phase}, app` === p.phase);
-        const appCpu = ['ingress', 'worker', 'temporal', 'postgres'].reduce((sum, n) => sum + (p.cpuS[n] ?? 0), 0);
-        return [
-          p.phase,
-          p.wallS,
-          ...names.map((n) => p.cpuS[n]),
-          p.machineBusyCores,
-          p.otherCores,
-          cost && cost.children > 0 ? round((appCpu * 1000) / cost.children, 1) : null,
-        ];
-      }),
-    ),
-  );
-  const logs = Object.entries(report.appLogs);
-  if (logs.length > 0) {
-    lines.push('');
-    lines.push(`App warnings/errors logged: ${logs.map(([message, n]) => `${n}× "${message}"`).join('; ')}.`);
-  }
-  lines.push('');
-  return lines.join('\n');
-}
-
-export const benchmarksHeader = `# Benchmarks
-
-\`npm run bench\` (bench/run.ts) measures albumflow on the machine it runs on, with everything
-co-located: a fresh PostgreSQL database, an embedded Temporal dev server, the ingress and the worker as
-separate processes (\`src/ingress.ts\`, \`src/worker.ts\`), the ceiling server (bench/ceiling.ts) and
-the load generator (bench/load.ts), each its own process. Every run appends a section below; the
-JSON of each run is kept under bench/results/ (not committed).
-
-Method:
-- **Ceiling.** A bare Fastify endpoint verifies the same HMAC and commits the same rows (event, album,
-  child, attachments, outbox row) in one transaction with the project's own SQL, and does nothing
-  else (no NOTIFY either: it has no dispatcher to wake), one transaction per request; its connections
-  stay open between steps. It is measured in the same run, under the same load (the same seeded
-  request sequence, in its own database), just before the ingress alone and the app, while the worker
-  and the Temporal server are idle.
-- **The ingress alone.** Every ingest step runs a third time, right after the ceiling's, against the
-  app's ingress without its dispatcher (bench/ingress-alone.ts, in a database of its own): the same HTTP
-  server, schemas and batched commits as the app, doing the ceiling's work (verify, parse, commit) with
-  the pipeline idle as it is for the ceiling. Group commit is held to the ceiling with it; every child it
-  acknowledged is checked to be in its database. The whole app's steps, with the worker and the Temporal
-  server working through the children on the same cores, are reported beside it and held to the other
-  ingest targets.
-- **Load.** Signed \`message.received\` webhooks for albums of 1–10 children (about half carry
-  \`album.total\`), the children of a few albums interleaved in shuffled order, 5% redelivered. Open
-  loop at each offered rate (bounded concurrency; latency counts from the intended send time, so a
-  server that falls behind is not flattered by coordinated omission), then a closed loop that sends
-  as fast as the server answers. The load generator shares the two cores with everything else.
-- **Ack latency** is the load generator's send → 202 answer. **Req/s** counts 202 answers over the
-  step's wall time.
-- **End to end** is, per complete album, the last new child's 202 (at the load generator) → the
-  \`recorded_at\` of its first decision in PostgreSQL; for albums without a total the quiet period
-  is subtracted. Attachments carry no URL, so no download runs.
-- **Temporal cost** is \`albumflow_signals_sent_total\` (each is one signalWithStart) over the new
-  children of the phase, from the ingress's /metrics.
-- **Scale** is VmRSS sampled every 250 ms and VmHWM (peak since start, start-up included) from
-  /proc, with every album of the run open in its late window (LATE_WINDOW_MS is long).
-- **Correctness** is checked on every run: each accepted child appears in a recorded decision, and
-  no album has two \`album.ready\` notifications.
-- **CPU seconds per phase** come from /proc for each process the bench started, PostgreSQL (all of
-  the machine's) and the whole machine; "others" is what processes the bench did not start took. On a
-  shared machine that column says how far a run's figures can be trusted.
-`;

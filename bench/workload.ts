@@ -1,5 +1,7 @@
 // The bench's traffic: UnifyPort `message.received` events for albums of several children, in
-// shuffled order, some redelivered. Deterministic for a seed; pure (no I/O, no clock).
+// shuffled order, some redelivered, each child's attachment on the bench's media server or without a
+// URL. Deterministic for a seed; pure (no I/O, no clock).
+import type { MediaFile } from './media/catalogue.js';
 
 export interface AlbumShape {
   minChildren: number;
@@ -24,6 +26,14 @@ export interface WorkloadOptions {
   interleavedAlbums?: number;
   /** Stop creating albums after this many. */
   maxAlbums?: number;
+  /** Each child's attachment is one of these files (drawn by weight) at a URL of its own; unset: no URL. */
+  media?: ServedMedia;
+}
+
+/** The media server as the workload uses it: where it is and what it serves. */
+export interface ServedMedia {
+  baseUrl: string;
+  files: MediaFile[];
 }
 
 export interface ChildRequest {
@@ -65,9 +75,16 @@ function shuffle<T>(items: T[], random: () => number): T[] {
 
 const sentAtBase = Date.UTC(2026, 8, 29, 10, 0, 0);
 
+/** Where a child's attachment is served: a file of the media server's catalogue at a URL of its own. */
+export interface ChildMedia {
+  url: string;
+  file: MediaFile;
+}
+
 /**
- * The event of one album child. Attachments carry no URL (the platform's "too large" case), so no
- * download runs: the bench measures ingest, dispatch and decisions, not media transfer.
+ * The event of one album child, with one attachment. Without media it carries no URL (the platform's
+ * "too large" case), so no download runs; with media it names the file's type, size and URL, as a
+ * platform's event does.
  */
 export function childEvent(input: {
   eventId: string;
@@ -77,9 +94,14 @@ export function childEvent(input: {
   messageId: string;
   index: number;
   total: number | null;
+  media: ChildMedia | null;
 }): string {
   const album: Record<string, unknown> = { id: input.albumId, index: input.index };
   if (input.total !== null) album.total = input.total;
+  const { media } = input;
+  const attachment = media
+    ? { type: media.file.kind, mime_type: media.file.mimeType, size: media.file.bytes, file_name: media.file.name, url: media.url }
+    : { type: 'image', mime_type: 'image/jpeg', size: 180_000 + input.index, file_name: `photo-${input.index}.jpg` };
   return JSON.stringify({
     id: input.eventId,
     type: 'message.received',
@@ -91,7 +113,7 @@ export function childEvent(input: {
         id: input.messageId,
         ...(input.index === 0 ? { text: `album ${input.albumId}` } : {}),
         sent_at: new Date(sentAtBase + input.index * 1000).toISOString(),
-        attachments: [{ type: 'image', mime_type: 'image/jpeg', size: 180_000 + input.index, file_name: `photo-${input.index}.jpg` }],
+        attachments: [attachment],
         album,
       },
     },
@@ -162,6 +184,16 @@ export class Workload {
     return unit;
   }
 
+  /** A file drawn by weight, at a URL naming the child (so no two children share one). */
+  private mediaFor(messageId: string): ChildMedia | null {
+    const { media } = this.options;
+    if (!media) return null;
+    const totalWeight = media.files.reduce((sum, file) => sum + file.weight, 0);
+    let draw = this.random() * totalWeight;
+    const file = media.files.find((candidate) => (draw -= candidate.weight) < 0) ?? media.files[media.files.length - 1]!;
+    return { file, url: `${media.baseUrl}/media/${encodeURIComponent(file.name)}?child=${encodeURIComponent(messageId)}` };
+  }
+
   private createAlbum(): OpenAlbum {
     const { idPrefix, albums } = this.options;
     const number = this.albumsCreated++;
@@ -182,6 +214,7 @@ export class Workload {
           messageId,
           index,
           total: hasTotal ? size : null,
+          media: this.mediaFor(messageId),
         }),
         albumId,
         messageId,

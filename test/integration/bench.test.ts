@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { runBench, tinyOptions, type BenchOutcome } from '../../bench/run.js';
+import { tinyOptions } from '../../bench/options.js';
+import { runBench, type BenchOutcome } from '../../bench/run.js';
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-bench-'));
 const benchmarksPath = path.join(scratch, 'BENCHMARKS.md');
@@ -36,6 +37,8 @@ describe('npm run bench, tiny', () => {
     expect(correctness.albumsWithoutReady).toBe(0);
     expect(correctness.ingressAlone?.acceptedChildren).toBeGreaterThan(0);
     expect(correctness.ingressAlone?.notStored).toBe(0);
+    expect(correctness.media?.attachments).toBeGreaterThan(0);
+    expect(correctness.media?.notDownloaded).toEqual({});
     expect(correctness.ok).toBe(true);
   });
 
@@ -62,6 +65,26 @@ describe('npm run bench, tiny', () => {
     const decidedAlbums = report.endToEnd.flatMap((e) => [e.withTotal, e.withoutTotal]).filter((side) => side.albums > 0);
     expect(decidedAlbums.length).toBeGreaterThan(0);
     for (const side of decidedAlbums) expect(isNumber(side.ms.p50) && isNumber(side.ms.p99)).toBe(true);
+    for (const phase of [report.sustainedPhase, report.burstPhase]) {
+      const figures = report.endToEnd.find((e) => e.phase === phase);
+      expect(figures?.media?.attachments).toBeGreaterThan(0);
+      expect(figures?.media?.downloaded).toBe(figures?.media?.attachments);
+      const settled = [figures!.withTotal, figures!.withoutTotal].filter((side) => side.albums > 0);
+      for (const side of settled) expect(side.mediaSettledMs?.count).toBe(side.albums);
+    }
+    const ingestFigures = report.endToEnd.find((e) => e.phase.startsWith('ingest'));
+    expect(ingestFigures?.media).toBeNull();
+
+    expect(report.temporalCounts.map((counts) => counts.phase)).toEqual([report.sustainedPhase, report.burstPhase]);
+    for (const counts of report.temporalCounts) {
+      expect(counts.albums).toBeGreaterThan(0);
+      expect(counts.runs).toBeGreaterThanOrEqual(counts.albums);
+      // Every photo's attachment is downloaded by an activity; every album is started once and signalled.
+      expect(counts.total.activities).toBeGreaterThanOrEqual(counts.photos);
+      expect(counts.total.signals).toBeGreaterThanOrEqual(counts.albums);
+      expect(counts.total.billableActions).toBeGreaterThan(counts.total.activities);
+      expect(isNumber(counts.perPhoto.billableActions) && counts.perPhoto.billableActions > 0).toBe(true);
+    }
 
     const burst = report.temporalCost.find((cost) => cost.phase === report.burstPhase);
     expect(burst?.children).toBeGreaterThan(0);
@@ -69,14 +92,20 @@ describe('npm run bench, tiny', () => {
     expect(burst!.signalWithStarts).toBeGreaterThan(0);
 
     expect(report.scale.openAlbums).toBeGreaterThanOrEqual(tinyOptions.openAlbums!);
-    for (const name of ['ingress', 'worker', 'ceiling', 'load', 'ingress alone']) {
+    for (const name of ['ingress', 'worker', 'ceiling', 'load', 'ingress alone', 'media']) {
       const memory = report.scale.processes[name];
       expect(isNumber(memory?.hwmMB) && memory.hwmMB > 0).toBe(true);
       expect(isNumber(memory?.peakRssMB) && memory.peakRssMB > 0).toBe(true);
     }
 
     expect(report.targets.map((target) => target.name)).toEqual(
-      expect.arrayContaining(['Ingest throughput (closed loop)', 'Group commit (closed loop, ingress alone)', 'Signals per child (10-photo bursts)', 'Correctness']),
+      expect.arrayContaining([
+        'Ingest throughput (closed loop)',
+        'Group commit (closed loop, ingress alone)',
+        'Signals per child (10-photo bursts)',
+        'Billable Temporal actions per photo (sustained, with downloads)',
+        'Correctness',
+      ]),
     );
     expect(report.versions.PostgreSQL).toMatch(/^\d+/);
     expect(report.machine.cores).toBeGreaterThan(0);
@@ -90,7 +119,7 @@ describe('npm run bench, tiny', () => {
     const markdown = fs.readFileSync(benchmarksPath, 'utf8');
     expect(markdown).toMatch(/^# Benchmarks/);
     expect(markdown).toContain(outcome.markdown);
-    for (const heading of ['### Targets', '### 1–2. Ingest', '### 3. End to end', '### 4. Temporal cost', '### 5. Scale', '### 6. Correctness']) {
+    for (const heading of ['### Targets', '### 1–2. Ingest', '### 3. End to end', '### 4. Temporal cost', '### 5. Scale', '### 6. Correctness', '### 7. Temporal counts']) {
       expect(markdown).toContain(heading);
     }
   });

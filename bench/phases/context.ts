@@ -1,0 +1,211 @@
+// What every phase runs with: the load generator driven over IPC, the CPU each process took over a phase,
+// the workloads and load specs of the run, and the three servers a load is sent to (the app, with its
+// wait for every accepted child to be decided; the ceiling; the ingress alone). Each phase module
+// (ingest, sustained, burst, scale) is written with these.
+import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { outboxStats } from '../../src/db/outbox.js';
+import type { LoadMessage, LoadPhase, LoadReply, PhaseResult, RequestRecord } from '../load.js';
+import { delta, scrape } from '../metrics.js';
+import { countPhase, type PhaseCounts } from '../histories.js';
+import type { BenchOptions, PhaseName } from '../options.js';
+import { cpuSeconds, machineCpu, postgresCpuSeconds } from '../processes.js';
+import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type DecisionRow } from '../queries.js';
+import { acceptedChildren, newChildren, undecided } from '../records.js';
+import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
+import type { Stack } from '../stack.js';
+import type { ServedMedia, WorkloadOptions } from '../workload.js';
+
+export interface AppPhase {
+  name: string;
+  records: RequestRecord[];
+  cost: TemporalCost;
+  /** Its children's attachments had URLs on the media server. */
+  media: boolean;
+}
+
+export interface AppPhaseOptions {
+  /** Attachments with URLs: the phase also waits for every album's media to settle. */
+  media: boolean;
+  /** Count the Temporal histories of its workflows once it settled. */
+  countHistories: boolean;
+}
+
+export class PhaseContext {
+  readonly cpu: PhaseCpu[] = [];
+  readonly appPhases: AppPhase[] = [];
+  readonly counts: PhaseCounts[] = [];
+  /** Every request the ingress alone answered, for the correctness check of its database. */
+  readonly ingressAloneChildren: RequestRecord[] = [];
+
+  constructor(
+    readonly options: BenchOptions,
+    readonly stack: Stack,
+  ) {}
+
+  runs(phase: PhaseName): boolean {
+    return this.options.phases.includes(phase);
+  }
+
+  /** The run's workload options for one phase. */
+  workload(idPrefix: string, seed: number, extra: Partial<WorkloadOptions> = {}): WorkloadOptions {
+    const { options } = this;
+    return { idPrefix, seed, albums: options.albums, redeliveryShare: options.redeliveryShare, pattern: 'stream', ...extra };
+  }
+
+  /** The media server's files, for the workload of a phase that downloads; undefined with --no-media. */
+  get media(): ServedMedia | undefined {
+    return this.stack.media;
+  }
+
+  loadPhase(url: string, spec: Omit<LoadPhase, 'url' | 'workspace' | 'secret' | 'hardStopMs'>): LoadPhase {
+    return { ...spec, url, workspace: this.stack.workspace, secret: this.stack.secret, hardStopMs: spec.durationMs * 3 + 30_000 };
+  }
+
+  /** Sends one phase to the load generator and waits for its records. */
+  runLoad(phase: LoadPhase): Promise<PhaseResult> {
+    const { signal } = this.options;
+    const generator = this.stack.load;
+    return new Promise((resolve, reject) => {
+      const child = generator.child;
+      const onMessage = (reply: LoadReply) => {
+        finish();
+        if (reply.type === 'result') resolve(reply.result);
+        else reject(new Error(`load generator: ${reply.message}`));
+      };
+      const onExit = () => {
+        finish();
+        reject(new Error(`the load generator exited:\n${generator.tail()}`));
+      };
+      const onAbort = () => {
+        finish();
+        reject(signal!.reason as Error);
+      };
+      const finish = () => {
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      child.send({ type: 'run', phase } satisfies LoadMessage);
+    });
+  }
+
+  private cpuSnapshot() {
+    const { watched } = this.stack;
+    return {
+      at: Date.now(),
+      processes: Object.fromEntries(Object.entries(watched).map(([name, pid]) => [name, cpuSeconds(pid) ?? 0])),
+      postgres: postgresCpuSeconds(),
+      machine: machineCpu(),
+    };
+  }
+
+  /** Runs `work` and records the CPU seconds every watched process, PostgreSQL and the machine took meanwhile. */
+  async measureCpu<T>(phase: string, work: () => Promise<T>): Promise<T> {
+    const before = this.cpuSnapshot();
+    const result = await work();
+    const after = this.cpuSnapshot();
+    const wallS = (after.at - before.at) / 1000;
+    const cpuS: Record<string, number> = {};
+    for (const name of Object.keys(this.stack.watched)) cpuS[name] = round((after.processes[name] ?? 0) - (before.processes[name] ?? 0), 1);
+    cpuS.postgres = round(after.postgres - before.postgres, 1);
+    const busy = after.machine.busy - before.machine.busy;
+    const total = after.machine.total - before.machine.total;
+    const ours = Object.values(cpuS).reduce((sum, seconds) => sum + seconds, 0);
+    const machineBusyS = total > 0 ? (busy / total) * os.cpus().length * wallS : 0;
+    this.cpu.push({
+      phase,
+      wallS: round(wallS, 1),
+      cpuS,
+      machineBusyCores: round(wallS > 0 ? machineBusyS / wallS : 0, 2),
+      otherCores: round(wallS > 0 ? Math.max(0, machineBusyS - ours) / wallS : 0, 2),
+    });
+    return result;
+  }
+
+  /**
+   * Waits until the outbox is empty and every accepted child of the records is in a recorded decision,
+   * and with media until no attachment of theirs is pending and each album announced its latest
+   * decision's media settled. Answers what is still missing at the deadline.
+   */
+  private async settle(records: readonly RequestRecord[], media: boolean): Promise<string[]> {
+    const { pool } = this.stack;
+    const expected = acceptedChildren(records);
+    const workflowIds = [...expected.keys()];
+    const deadline = Date.now() + this.options.settleTimeoutMs;
+    for (;;) {
+      const { depth } = await outboxStats(pool);
+      const decisions = await recordedDecisions(pool, workflowIds);
+      const missing = undecided(expected, decisions);
+      if (depth === 0 && missing.length === 0 && media) missing.push(...(await this.unsettledMedia(workflowIds, decisions)));
+      if ((depth === 0 && missing.length === 0) || Date.now() > deadline) return missing;
+      await sleep(200, undefined, { signal: this.options.signal });
+    }
+  }
+
+  private async unsettledMedia(workflowIds: string[], decisions: Map<string, DecisionRow[]>): Promise<string[]> {
+    const { pool } = this.stack;
+    const pending = (await attachmentOutcomes(pool, workflowIds)).byStatus.pending ?? 0;
+    if (pending > 0) return [`${pending} attachments pending`];
+    const settled = await mediaSettledOf(pool, workflowIds);
+    return workflowIds.filter((workflowId) => {
+      const latest = decisions.get(workflowId)?.at(-1);
+      return latest === undefined || !settled.get(workflowId)?.has(latest.seq);
+    }).map((workflowId) => `${workflowId}: no album.media_settled`);
+  }
+
+  /** One phase against the whole app: the load, then the wait until it is decided; its CPU and dispatcher counters. */
+  async runAppPhase(name: string, phase: LoadPhase, { media, countHistories }: AppPhaseOptions = { media: false, countHistories: false }): Promise<PhaseResult> {
+    this.options.signal?.throwIfAborted();
+    this.options.log(`bench: ${name} (app)`);
+    const before = await scrape(this.stack.ingressMetricsUrl, this.stack.metricsToken);
+    const result = await this.measureCpu(`${name}, app`, async () => {
+      const loaded = await this.runLoad(phase);
+      const missing = await this.settle(loaded.records, media);
+      if (missing.length > 0) this.options.log(`bench: ${name} not settled after ${this.options.settleTimeoutMs} ms (${missing.length} left, e.g. ${missing[0]})`);
+      return loaded;
+    });
+    const after = await scrape(this.stack.ingressMetricsUrl, this.stack.metricsToken);
+    const children = newChildren(result.records);
+    const signals = delta(after, before, 'albumflow_signals_sent_total');
+    this.appPhases.push({
+      name,
+      records: result.records,
+      media,
+      cost: {
+        phase: name,
+        children,
+        signalWithStarts: signals,
+        signalsPerChild: children > 0 ? round(signals / children, 3) : null,
+        childrenPerSignal: ratio(delta(after, before, 'albumflow_children_signalled_total'), signals),
+        signalFailures: delta(after, before, 'albumflow_signal_failures_total'),
+      },
+    });
+    if (countHistories) {
+      this.options.log(`bench: ${name} (counting its workflows' histories)`);
+      this.counts.push(await countPhase(this.stack.temporal, name, [...acceptedChildren(result.records).keys()], children));
+    }
+    return result;
+  }
+
+  async runCeilingPhase(name: string, phase: LoadPhase): Promise<PhaseResult> {
+    this.options.signal?.throwIfAborted();
+    this.options.log(`bench: ${name} (ceiling)`);
+    return this.measureCpu(`${name}, ceiling`, () => this.runLoad(phase));
+  }
+
+  /**
+   * The ingress alone runs the same load right after the ceiling, under the same conditions (no
+   * pipeline at work); every child it acknowledged must be in its database.
+   */
+  async runIngressAlonePhase(name: string, phase: LoadPhase): Promise<PhaseResult> {
+    this.options.signal?.throwIfAborted();
+    this.options.log(`bench: ${name} (ingress alone)`);
+    const result = await this.measureCpu(`${name}, ingress alone`, () => this.runLoad(phase));
+    this.ingressAloneChildren.push(...result.records);
+    return result;
+  }
+}

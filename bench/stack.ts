@@ -1,0 +1,209 @@
+// Everything a run measures, started on this machine: the run's databases, a Temporal dev server (or the
+// given frontend), the worker, the ingress, the ceiling, the ingress alone, the media server and the load
+// generator, each its own process. Each piece is pushed on the closers as it starts, so a failure or a
+// Ctrl-C stops what was started, in reverse order.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type pg from 'pg';
+import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } from '../src/db/pool.js';
+import { freePort, startDevServer } from '../src/temporal/devserver.js';
+import type { MediaFile } from './media/catalogue.js';
+import { repoRoot, type BenchOptions, type PhaseName } from './options.js';
+import { childPids, MemorySampler, spawnNode, type ManagedProcess } from './processes.js';
+import { connectAdmin } from './queries.js';
+import type { ServedMedia } from './workload.js';
+
+/** What was started, stopped in reverse order. */
+export class Closers {
+  private readonly stack: Array<{ name: string; close: () => Promise<unknown> }> = [];
+
+  constructor(private readonly log: (line: string) => void) {}
+
+  push(name: string, close: () => Promise<unknown>): void {
+    this.stack.push({ name, close });
+  }
+
+  async closeAll(): Promise<void> {
+    for (const { name, close } of this.stack.reverse()) {
+      await close().catch((err: unknown) => this.log(`bench: could not stop ${name}: ${(err as Error).message}`));
+    }
+    this.stack.length = 0;
+  }
+}
+
+export interface Stack {
+  base: pg.ClientConfig;
+  /** The app's database (the ingress and the worker). */
+  pool: Pool;
+  ingressAloneDatabase: string | null;
+  temporal: Client;
+  connection: Connection;
+  taskQueue: string;
+  workspace: string;
+  secret: string;
+  worker: ManagedProcess;
+  ingress: ManagedProcess;
+  ceiling: ManagedProcess;
+  load: ManagedProcess;
+  ingressAlone: ManagedProcess | undefined;
+  media: ServedMedia | undefined;
+  /** Pids whose CPU and memory the run reads, by process name. */
+  watched: Record<string, number>;
+  sampler: MemorySampler;
+  ingressMetricsUrl: string;
+  /** An `["*"]` token of the app's API_TOKENS: the ingress's /metrics answers only such tokens. */
+  metricsToken: string;
+  workerMetricsUrl: string;
+}
+
+async function getJson<T>(url: string): Promise<T> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
+  return (await response.json()) as T;
+}
+
+export async function startStack(options: BenchOptions, runTag: string, runDir: string, closers: Closers): Promise<Stack> {
+  const { log } = options;
+  const runs = (phase: PhaseName) => options.phases.includes(phase);
+  const base = connectionConfig(options.databaseUrl);
+  const appDatabase = `albumflow_bench_${process.pid}_${Date.now()}`;
+  const ceilingDatabase = `${appDatabase}_ceiling`;
+  const ingressAloneDatabase = runs('ingest') ? `${appDatabase}_ingress_alone` : null;
+  const admin = await connectAdmin(base);
+  closers.push('the admin connection', () => admin.end());
+  for (const database of [appDatabase, ceilingDatabase, ...(ingressAloneDatabase ? [ingressAloneDatabase] : [])]) {
+    await admin.createDatabase(database);
+    closers.push(`database ${database}`, () => admin.dropDatabase(database));
+  }
+  const appDb = withDatabase(base, appDatabase);
+  const pool = createPool(appDb, { max: 3, applicationName: 'albumflow-bench' });
+  closers.push('the bench pool', () => pool.end());
+
+  let temporalAddress = options.temporalAddress;
+  let startedDevServer = false;
+  if (!temporalAddress) {
+    log('bench: starting the Temporal dev server');
+    const devServer = await startDevServer({ port: 0, uiPort: false });
+    closers.push('the Temporal dev server', () => devServer.stop());
+    temporalAddress = devServer.address;
+    startedDevServer = true;
+  }
+  const connection = await Connection.connect({ address: temporalAddress });
+  closers.push('the Temporal connection', () => connection.close());
+  const temporal = new Client({ connection, namespace: 'default' });
+
+  const workspace = `bench-${crypto.randomBytes(4).toString('hex')}`;
+  const secret = crypto.randomBytes(24).toString('hex');
+  const taskQueue = `bench-${runTag}`;
+  const workerMetricsPort = await freePort();
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('TEMPORAL_') && name !== 'DATABASE_URL' && !name.startsWith('PG')),
+  );
+  const mediaDir = path.join(runDir, 'media');
+  closers.push('the downloaded media', () => fs.promises.rm(mediaDir, { recursive: true, force: true }));
+  const metricsToken = crypto.randomBytes(32).toString('base64url');
+  const albumEnv = {
+    ...inherited,
+    API_TOKENS: JSON.stringify({ [metricsToken]: ['*'] }),
+    HOST: '127.0.0.1',
+    PORT: '0',
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }),
+    QUIET_PERIOD_MS: String(options.quietPeriodMs),
+    MAX_WAIT_MS: String(options.maxWaitMs),
+    LATE_WINDOW_MS: String(options.lateWindowMs),
+    LOG_LEVEL: 'warn',
+    DATA_DIR: path.join(runDir, 'data'),
+    MEDIA_DIR: mediaDir,
+    // The media server listens on the loopback address, which the download guard refuses unless told.
+    MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
+  };
+  const profileArgs = (name: string) => (options.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles', name)}`] : []);
+  const start = async (name: string, script: string, env: NodeJS.ProcessEnv, ready: RegExp, extraArgs: string[] = [], ipc = false) => {
+    const started = await spawnNode({
+      name,
+      args: [...extraArgs, '--import', 'tsx', script],
+      cwd: repoRoot,
+      env,
+      ready,
+      readyTimeoutMs: 180_000,
+      logFile: path.join(runDir, `${name}.log`),
+      ipc,
+    });
+    closers.push(name, () => started.stop());
+    return started;
+  };
+
+  const withMedia = options.media && (runs('sustained') || runs('burst'));
+  log(`bench: starting the worker, the ingress, the ceiling${withMedia ? ', the media server' : ''} and the load generator`);
+  const startups = await Promise.allSettled([
+    start('worker', 'src/worker.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, /albumflow worker polling/, profileArgs('worker')),
+    start('ingress', 'src/ingress.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb) }, /listening on (http:\/\/\S+?),/, profileArgs('ingress')),
+    start('ceiling', 'bench/ceiling.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) }, /ceiling listening on (\S+)/),
+    start('load', 'bench/load.ts', { ...inherited }, /load generator ready/, [], true),
+    ingressAloneDatabase
+      ? start('ingress alone', 'bench/ingress-alone.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ingressAloneDatabase)) }, /listening on (http:\/\/\S+)/)
+      : Promise.resolve(undefined),
+    withMedia
+      ? start(
+          'media',
+          'bench/media/server.ts',
+          {
+            ...inherited,
+            HOST: '127.0.0.1',
+            PORT: '0',
+            MEDIA_SEED: String(options.seed),
+            MEDIA_FIRST_BYTE_MS: String(options.mediaFirstByteMs),
+            MEDIA_MB_PER_S: String(options.mediaMegabytesPerSecond),
+          },
+          /media server listening on (\S+)/,
+        )
+      : Promise.resolve(undefined),
+  ]);
+  const failed = startups.find((startup) => startup.status === 'rejected');
+  if (failed) throw failed.reason;
+  const [worker, ingress, ceiling, load, ingressAlone, mediaProcess] = startups.map(
+    (startup) => (startup as PromiseFulfilledResult<ManagedProcess | undefined>).value,
+  ) as [ManagedProcess, ManagedProcess, ManagedProcess, ManagedProcess, ManagedProcess | undefined, ManagedProcess | undefined];
+
+  let media: ServedMedia | undefined;
+  if (mediaProcess) {
+    const baseUrl = mediaProcess.readyMatch;
+    media = { baseUrl, files: await getJson<MediaFile[]>(`${baseUrl}/catalogue`) };
+  }
+
+  const watched: Record<string, number> = { ingress: ingress.pid, worker: worker.pid, ceiling: ceiling.pid, load: load.pid };
+  if (ingressAlone) watched['ingress alone'] = ingressAlone.pid;
+  if (mediaProcess) watched.media = mediaProcess.pid;
+  const temporalPid = startedDevServer ? childPids(process.pid, 'temporal')[0] : undefined;
+  if (temporalPid !== undefined) watched.temporal = temporalPid;
+  const sampler = new MemorySampler();
+  for (const [name, pid] of Object.entries(watched)) sampler.watch(name, pid);
+  sampler.start();
+  closers.push('the memory sampler', async () => sampler.stop());
+
+  return {
+    base,
+    pool,
+    ingressAloneDatabase,
+    temporal,
+    connection,
+    taskQueue,
+    workspace,
+    secret,
+    worker,
+    ingress,
+    ceiling,
+    load,
+    ingressAlone,
+    media,
+    watched,
+    sampler,
+    ingressMetricsUrl: `${ingress.readyMatch}/metrics`,
+    metricsToken,
+    workerMetricsUrl: `http://127.0.0.1:${workerMetricsPort}/metrics`,
+  };
+}

@@ -1,0 +1,101 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { describe, expect, it } from 'vitest';
+import { addCounts, countHistory, noCounts } from '../../bench/temporal-counts.js';
+
+const historiesDir = path.resolve(import.meta.dirname, '../fixtures/histories');
+
+function saved(name: string) {
+  const { history } = JSON.parse(fs.readFileSync(path.join(historiesDir, `${name}.json`), 'utf8')) as { history: unknown };
+  return historyFromJSON(history);
+}
+
+// Expected figures counted by hand from the event lists of the saved histories (event ids in brackets).
+describe('counting a workflow history', () => {
+  it('counts an album with three children in three signals, downloads, a decision and its close', () => {
+    expect(countHistory(saved('album-duplicates-out-of-order'))).toEqual({
+      historyEvents: 51,
+      workflowTasks: 8, // started [4, 14, 19, 23, 30, 34, 41, 47]
+      signals: 3, // [2, 21, 32]
+      timersStarted: 2, // [10, 43]
+      activities: 4, // three downloads [7, 8, 25], one record-and-notify [37]
+      localActivities: 2, // loadPrior [6], the closing mark [50]
+      searchAttributeUpserts: 4, // [9, 26, 36, 49]
+      // The start and its signal-with-start's signal [1, 2]: 1; the signals [21, 32]: 2; activities: 4, each
+      // on its first attempt; timers: 2; upserts: 4; the workflow tasks that recorded markers (completed [5]
+      // and [48]): 2.
+      billableActions: 15,
+    });
+  });
+
+  it('counts a run that continued as new up to its end, the next run not included', () => {
+    expect(countHistory(saved('album-continue-as-new'))).toEqual({
+      historyEvents: 19,
+      workflowTasks: 3, // [4, 12, 17]
+      signals: 2, // [2, 10]
+      timersStarted: 1, // [9]
+      activities: 1, // [7]
+      localActivities: 1, // [6]
+      searchAttributeUpserts: 1, // [8]
+      // Start and signal-with-start's signal [1, 2]: 1; signal [10]: 1; activity: 1; upsert: 1; timer: 1; the
+      // marker of task [5]: 1. Continuing as new [19] is billed as the next run's start.
+      billableActions: 6,
+    });
+  });
+
+  it('bills the markers of one workflow task once, retries of activities and local activities, and no TemporalChangeVersion upsert', () => {
+    // In the JSON form of saved histories; every event carries its attributes, empty where none matter.
+    const history = historyFromJSON({
+      events: [
+        { eventId: '1', eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED', workflowExecutionStartedEventAttributes: {} },
+        { eventId: '2', eventType: 'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED', workflowTaskScheduledEventAttributes: {} },
+        { eventId: '3', eventType: 'EVENT_TYPE_WORKFLOW_TASK_STARTED', workflowTaskStartedEventAttributes: {} },
+        {
+          eventId: '4',
+          eventType: 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+          workflowTaskCompletedEventAttributes: { meteringMetadata: { nonfirstLocalActivityExecutionAttempts: 2 } },
+        },
+        { eventId: '5', eventType: 'EVENT_TYPE_MARKER_RECORDED', markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: '4' } },
+        { eventId: '6', eventType: 'EVENT_TYPE_MARKER_RECORDED', markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: '4' } },
+        {
+          eventId: '7',
+          eventType: 'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+          upsertWorkflowSearchAttributesEventAttributes: { searchAttributes: { indexedFields: { TemporalChangeVersion: {} } } },
+        },
+        { eventId: '8', eventType: 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED', activityTaskScheduledEventAttributes: {} },
+        { eventId: '9', eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED', workflowExecutionSignaledEventAttributes: {} },
+        { eventId: '10', eventType: 'EVENT_TYPE_ACTIVITY_TASK_STARTED', activityTaskStartedEventAttributes: { attempt: 3 } },
+        { eventId: '11', eventType: 'EVENT_TYPE_ACTIVITY_TASK_COMPLETED', activityTaskCompletedEventAttributes: {} },
+      ],
+    });
+    expect(countHistory(history)).toEqual({
+      historyEvents: 11,
+      workflowTasks: 1,
+      signals: 1,
+      timersStarted: 0,
+      activities: 1,
+      localActivities: 2,
+      searchAttributeUpserts: 0,
+      // Start [1]: 1 (a plain start, its task scheduled right after); two local-activity attempts after the
+      // first [4]: 2; the markers of task [4]: 1; the activity [8]: 1 and its two retries [10]: 2; the
+      // signal [9]: 1.
+      billableActions: 8,
+    });
+  });
+
+  it('sums the counts of several runs field by field', () => {
+    const one = countHistory(saved('album-continue-as-new'));
+    const two = countHistory(saved('album-duplicates-out-of-order'));
+    expect(addCounts(addCounts(noCounts, one), two)).toEqual({
+      historyEvents: 70,
+      workflowTasks: 11,
+      signals: 5,
+      timersStarted: 3,
+      activities: 5,
+      localActivities: 3,
+      searchAttributeUpserts: 5,
+      billableActions: 21,
+    });
+  });
+});
