@@ -1,4 +1,4 @@
-// The album decision rules of DESIGN.md §4 as a pure, deterministic state machine:
+// The album decision rules (docs/design.md, "When an album is decided") as a pure, deterministic state machine:
 // step(state, event, timings) → { state, commands }. The album workflow drives it; it never reads
 // the clock, never mutates its input, and everything it keeps is plain JSON (carried across
 // continue-as-new).

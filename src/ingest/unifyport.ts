@@ -16,7 +16,7 @@ export type ParsedEvent =
   | { kind: 'ignored'; eventId: string; type: string }
   | { kind: 'rejected'; code: RejectionCode; message: string };
 
-/** Parses and validates a verified UnifyPort body, deriving the scoped identities of DESIGN.md §2. */
+/** Parses and validates a verified UnifyPort body, deriving the scoped identities (docs/design.md, "Identities"). */
 export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
   const parsed = parseJsonObject(body, 'event');
   if (!parsed.ok) return reject(parsed.problem === 'invalid_json' ? 'invalid_json' : 'invalid_event', parsed.message);

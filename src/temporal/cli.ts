@@ -48,7 +48,7 @@ function findGo(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /**
- * Finds the Temporal CLI in the order of DESIGN.md §6: TEMPORAL_CLI_PATH, `temporal` on PATH, the
+ * Finds the Temporal CLI in the order docs/operations.md gives: TEMPORAL_CLI_PATH, `temporal` on PATH, the
  * tool cache, a `go install` into the tool cache, and last the SDK's own download.
  */
 export async function locateTemporalCli(options: LocateOptions = {}): Promise<TemporalCli> {

@@ -46,7 +46,7 @@ export async function freshDatabase(): Promise<string> {
 
 /**
  * Configuration pointing at the run's database and Temporal server, with short album timers and a
- * task queue of its own. Keys are the environment variables of DESIGN.md §5.
+ * task queue of its own. Keys are the environment variables of the README's configuration table.
  */
 export function testConfig(env: Record<string, string> = {}): Config {
   return loadConfig({

@@ -82,6 +82,11 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
     expect(decisions).toEqual([{ seq: 1, trigger: 'expected_count_reached', child_message_ids: ['m0', 'm1', 'm2'] }]);
 
     const running = await handle.query(statusQuery);
+    // The query's payload itself, as every client (the Temporal CLI and UI included) receives it: empty lists are [].
+    const raw = await client.workflowService.queryWorkflow({ namespace: config.temporal.namespace, execution: { workflowId }, query: { queryType: 'status' } });
+    const payload = JSON.parse(Buffer.from(raw.queryResult!.payloads![0]!.data!).toString()) as AlbumStatus;
+    expect(payload.review.reasons).toEqual([]);
+    expect(payload.children.find((c) => c.messageId === 'm1')?.attachments).toHaveLength(1);
     expect(running.distinctChildren).toBe(3);
     expect(running.expectedTotal).toBe(3);
     expect(running.expectedCountReached).toBe(true);
