@@ -23,7 +23,8 @@ const elsewhereToken = unique('cli-elsewhere');
 
 beforeAll(async () => {
   const API_TOKENS = JSON.stringify({ [adminToken]: ['*'], [otherToken]: ['*'], [elsewhereToken]: ['elsewhere'] });
-  stack = await startStack({ QUIET_PERIOD_MS: '300', LATE_WINDOW_MS: '600000', API_TOKENS });
+  // Each CLI run is a process of its own, seconds apart on a busy machine: the albums with a total wait for it.
+  stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '600000', LATE_WINDOW_MS: '600000', API_TOKENS });
   await stack.app.listen({ port: 0, host: '127.0.0.1' });
   url = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
 });
