@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -50,16 +51,34 @@ export function defaultClusterPorts(split: boolean): ClusterPorts {
 /** Free ports for every listener, for clusters that must not collide with anything (tests). */
 export async function freeClusterPorts(split: boolean, host = '127.0.0.1'): Promise<ClusterPorts> {
   const take = () => freePort(host);
+  const membership = () => freeMembershipPort(host);
   return {
     frontend: await take(),
     frontendHttp: await take(),
     history: await take(),
     matching: await take(),
     worker: await take(),
-    membership: { frontend: await take(), history: await take(), matching: await take(), worker: await take() },
+    membership: { frontend: await membership(), history: await membership(), matching: await membership(), worker: await membership() },
     metrics: await Promise.all((split ? temporalServices : [undefined]).map(take)),
     ui: await take(),
   };
+}
+
+/**
+ * A free port below 32768. The server records each host's membership port in a PostgreSQL smallint column
+ * and exits when it does not fit, so these cannot come from the kernel's ephemeral range, where port 0 picks.
+ */
+async function freeMembershipPort(host: string): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port = 20_000 + crypto.randomInt(12_768);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, host, () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error(`no free port between 20000 and 32767 on ${host}`);
 }
 
 export interface ClusterOptions {
