@@ -9,6 +9,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { freeClusterPorts, startTemporalCluster, type TemporalCluster } from '../../src/temporal/cluster/cluster.js';
 import { setUpSchemas, temporalDatabase } from '../../src/temporal/cluster/database.js';
 import { locateClusterTools } from '../../src/temporal/cluster/tools.js';
+import { temporalServerVersion } from '../../src/temporal/cluster/versions.js';
 import { prepareNamespace } from '../../src/temporal/connection.js';
 import { searchAttributes, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
@@ -31,6 +32,16 @@ async function connect(address: string, namespace: string): Promise<Client> {
 
 describe('albumflow on the real Temporal server (PostgreSQL persistence and SQL visibility)', () => {
   const address = process.env.TEMPORAL_ADDRESS!;
+
+  it('is the server every test of this run talks to, the version the tool cache built', async () => {
+    expect(inject('temporalAddress')).toBe(address);
+    const connection = await Connection.connect({ address });
+    try {
+      expect((await connection.workflowService.getSystemInfo({})).serverVersion).toBe(temporalServerVersion);
+    } finally {
+      await connection.close();
+    }
+  });
 
   it('creates a missing namespace and its search attributes, and a workflow started with them at once is accepted', async () => {
     const namespace = unique('fresh');
