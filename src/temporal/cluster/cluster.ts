@@ -16,8 +16,10 @@ export const serverConfigTemplate = path.join(projectRoot, 'deploy', 'temporal-s
 /** The UI server reads `<root>/<config>/<env>.yaml`: here deploy/temporal-ui.yaml. */
 const uiConfig = { root: projectRoot, dir: 'deploy', env: 'temporal-ui' };
 
-export const temporalServices = ['frontend', 'history', 'matching', 'worker'] as const;
-export type TemporalService = (typeof temporalServices)[number];
+const temporalServices = ['frontend', 'history', 'matching', 'worker'] as const;
+type TemporalService = (typeof temporalServices)[number];
+/** Every service and the UI listen on loopback: the cluster serves the albumflow processes of this machine. */
+const host = '127.0.0.1';
 
 export interface ClusterPorts {
   /** The gRPC frontend albumflow, the CLI and the UI connect to. */
@@ -49,9 +51,9 @@ export function defaultClusterPorts(split: boolean): ClusterPorts {
 }
 
 /** Free ports for every listener, for clusters that must not collide with anything (tests). */
-export async function freeClusterPorts(split: boolean, host = '127.0.0.1'): Promise<ClusterPorts> {
+export async function freeClusterPorts(split: boolean): Promise<ClusterPorts> {
   const take = () => freePort(host);
-  const membership = () => freeMembershipPort(host);
+  const membership = () => freeMembershipPort();
   return {
     frontend: await take(),
     frontendHttp: await take(),
@@ -68,7 +70,7 @@ export async function freeClusterPorts(split: boolean, host = '127.0.0.1'): Prom
  * A free port below 32768. The server records each host's membership port in a PostgreSQL smallint column
  * and exits when it does not fit, so these cannot come from the kernel's ephemeral range, where port 0 picks.
  */
-async function freeMembershipPort(host: string): Promise<number> {
+async function freeMembershipPort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt += 1) {
     const port = 20_000 + crypto.randomInt(12_768);
     const free = await new Promise<boolean>((resolve) => {
@@ -89,8 +91,6 @@ export interface ClusterOptions {
   split?: boolean;
   /** Fixed for the life of the databases: the server refuses to start with another count later. */
   historyShards?: number;
-  /** Where the services and the UI listen (default 127.0.0.1). */
-  host?: string;
   /** Runs the Web UI server too (default true). */
   ui?: boolean;
   /** The UI's namespace when it opens. */
@@ -114,8 +114,6 @@ export interface TemporalCluster {
   start(): Promise<void>;
   /** SIGTERM, the server's graceful shutdown (SIGKILL if it takes longer than the grace period). */
   stop(): Promise<void>;
-  /** SIGKILL: what a crash or an OOM kill does. */
-  kill(): Promise<void>;
 }
 
 interface ProcessSpec {
@@ -130,8 +128,6 @@ const startTimeoutMs = 90_000;
 
 /** A Temporal server (one process or one per service) on PostgreSQL, with its Web UI; not started yet. */
 export function temporalCluster(options: ClusterOptions): TemporalCluster {
-  const host = options.host ?? '127.0.0.1';
-  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host;
   const { ports, database: db } = options;
   const groups: Array<{ name: string; services: readonly TemporalService[] }> = options.split
     ? temporalServices.map((service) => ({ name: `temporal-${service}`, services: [service] }))
@@ -150,7 +146,6 @@ export function temporalCluster(options: ClusterOptions): TemporalCluster {
     ...(db.tls.caFile ? { SQL_CA: db.tls.caFile } : {}),
     NUM_HISTORY_SHARDS: String(options.historyShards ?? 4),
     BIND_ON_IP: host,
-    TEMPORAL_BROADCAST_ADDRESS: reachable,
     FRONTEND_GRPC_PORT: String(ports.frontend),
     FRONTEND_HTTP_PORT: String(ports.frontendHttp),
     HISTORY_GRPC_PORT: String(ports.history),
@@ -162,15 +157,15 @@ export function temporalCluster(options: ClusterOptions): TemporalCluster {
     WORKER_MEMBERSHIP_PORT: String(ports.membership.worker),
     DYNAMIC_CONFIG_FILE_PATH: dynamicConfigFile,
     LOG_LEVEL: options.logLevel ?? 'info',
-    // No authorizer: the frontend listens on a private address (loopback by default).
+    // No authorizer: every service listens on loopback only.
     TEMPORAL_ALLOW_NO_AUTH: 'true',
   };
-  const address = `${reachable}:${ports.frontend}`;
+  const address = `${host}:${ports.frontend}`;
   const specs: ProcessSpec[] = groups.map((group, i) => ({
     name: group.name,
     file: options.tools.server,
     args: ['--config-file', serverConfigTemplate, 'start', ...group.services.flatMap((service) => ['--service', service])],
-    env: { ...serverEnv, PROMETHEUS_ENDPOINT: `${reachable}:${ports.metrics[i]}` },
+    env: { ...serverEnv, PROMETHEUS_ENDPOINT: `${host}:${ports.metrics[i]}` },
   }));
   const withUi = options.ui !== false;
   if (withUi) {
@@ -191,8 +186,8 @@ export function temporalCluster(options: ClusterOptions): TemporalCluster {
 
   return {
     address,
-    uiUrl: withUi ? `http://${reachable}:${ports.ui}` : undefined,
-    metricsUrls: Object.fromEntries(groups.map((group, i) => [group.name, `http://${reachable}:${ports.metrics[i]}/metrics`])),
+    uiUrl: withUi ? `http://${host}:${ports.ui}` : undefined,
+    metricsUrls: Object.fromEntries(groups.map((group, i) => [group.name, `http://${host}:${ports.metrics[i]}/metrics`])),
     pids: () => Object.fromEntries(processes.map((p) => [p.name, p.pid()])),
     async start() {
       try {
@@ -200,10 +195,10 @@ export function temporalCluster(options: ClusterOptions): TemporalCluster {
         // to write the cluster's metadata, and the losers exit.
         for (const [i, p] of processes.entries()) {
           p.start();
-          if (i < groups.length) await untilListening(reachable, ports[groups[i]!.services[0]!], p);
+          if (i < groups.length) await untilListening(ports[groups[i]!.services[0]!], p);
         }
         await waitUntilServing(address, processes);
-        if (withUi) await waitUntilUiAnswers(`http://${reachable}:${ports.ui}`, processes.at(-1)!);
+        if (withUi) await waitUntilUiAnswers(`http://${host}:${ports.ui}`, processes.at(-1)!);
       } catch (err) {
         await Promise.all(processes.map((p) => p.stop('SIGKILL')));
         throw err;
@@ -211,9 +206,6 @@ export function temporalCluster(options: ClusterOptions): TemporalCluster {
     },
     stop: async () => {
       await Promise.all(processes.map((p) => p.stop('SIGTERM')));
-    },
-    kill: async () => {
-      await Promise.all(processes.map((p) => p.stop('SIGKILL')));
     },
   };
 }
@@ -331,7 +323,7 @@ async function waitUntilServing(address: string, processes: ManagedProcess[]): P
   }
 }
 
-async function untilListening(host: string, port: number, p: ManagedProcess): Promise<void> {
+async function untilListening(port: number, p: ManagedProcess): Promise<void> {
   const deadline = Date.now() + startTimeoutMs;
   for (;;) {
     if (p.exitedWith() !== undefined) throw new Error(`${p.name} exited (${p.exitedWith()}) before it listened; ${p.logPath}:\n${logTail(p.logPath)}`);

@@ -92,18 +92,17 @@ async function main(): Promise<void> {
       void shutdown(1);
     },
   });
-  await cluster.start();
-  started = true;
+  // The servers run in process groups of their own: a Ctrl-C reaches only this process, which stops them.
   process.once('SIGINT', () => void shutdown(0));
   process.once('SIGTERM', () => void shutdown(0));
-  const client = await connectClient({ address: cluster.address }, namespace);
+  await cluster.start();
+  started = true;
   try {
-    await prepareNamespace(client, namespace);
+    const client = await connectClient({ address: cluster.address }, namespace);
+    await prepareNamespace(client, namespace).finally(() => client.connection.close());
   } catch (err) {
     await cluster.stop();
     throw err;
-  } finally {
-    await client.connection.close();
   }
 
   const processes = Object.entries(cluster.pids());
