@@ -1,16 +1,20 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { dynamicConfigFlags, readDynamicConfig } from '../../src/temporal/dynamic-config.js';
 
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-dynamic-config-'));
+let files = 0;
 function file(text: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-dynamic-config-'));
-  fs.writeFileSync(path.join(dir, 'dynamicconfig.yaml'), text);
-  return path.join(dir, 'dynamicconfig.yaml');
+  const written = path.join(dir, `dynamicconfig-${(files += 1)}.yaml`);
+  fs.writeFileSync(written, text);
+  return written;
 }
 
 describe('the Temporal dynamic configuration file', () => {
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
   it('becomes one dev server flag per setting, its value as JSON', () => {
     const settings = file(
       ['system.enableActivityEagerExecution:', '  - value: true', 'limit.maxIDLength:', '  - value: 255', 'frontend.namespaceRPS:', '  - value: { a: 1 }'].join('\n'),
