@@ -11,7 +11,7 @@ import { consolePath, signInPath } from './http/access/plugin.js';
 import { SignInCodes } from './http/access/session.js';
 import { buildApp, type App } from './http/app.js';
 import type { Logger } from './log.js';
-import { connectClient, connectWorker, ensureSearchAttributes, temporalConnectOptions } from './temporal/connection.js';
+import { connectClient, connectWorker, prepareNamespace, temporalConnectOptions } from './temporal/connection.js';
 import { freePort, startDevServer, type DevServer } from './temporal/devserver.js';
 import { installTemporalRuntime } from './temporal/telemetry.js';
 import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
@@ -71,12 +71,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
 
     const client: Client = await connectClient(connectionOptions, namespace);
     closers.push(() => client.connection.close());
-    if (!devServer) {
-      const missing = await ensureSearchAttributes(client, namespace);
-      if (missing.length > 0) {
-        logger.warn(`search attributes missing on namespace ${namespace} and could not be registered: ${missing.join(', ')}`);
-      }
-    }
+    await prepareNamespace(client, namespace);
 
     const pool: Pool = createPool(dbConfig, { max: 20 });
     closers.push(() => pool.end());

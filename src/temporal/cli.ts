@@ -26,7 +26,7 @@ export function toolCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 
 const exe = process.platform === 'win32' ? 'temporal.exe' : 'temporal';
 
-function isExecutable(file: string): boolean {
+export function isExecutable(file: string): boolean {
   try {
     fs.accessSync(file, fs.constants.X_OK);
     return fs.statSync(file).isFile();
@@ -42,7 +42,7 @@ function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
   return undefined;
 }
 
-function findGo(env: NodeJS.ProcessEnv): string | undefined {
+export function findGo(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const goName = process.platform === 'win32' ? 'go.exe' : 'go';
   return onPath(goName, env) ?? [path.join('/usr/local/go/bin', goName)].find(isExecutable);
 }
@@ -69,7 +69,16 @@ export async function locateTemporalCli(options: LocateOptions = {}): Promise<Te
   const go = findGo(env);
   if (go && options.allowBuild !== false) {
     log(`Temporal CLI not found; building ${temporalCliModule} with ${go} into ${toolCacheDir(env)} (a few minutes the first time)…`);
-    await goInstall(go, toolCacheDir(env), env, log);
+    try {
+      await goInstall(
+        go,
+        { module: temporalCliModule, what: 'the Temporal CLI', gobin: toolCacheDir(env), env: { GOFLAGS: [env.GOFLAGS, '-trimpath'].filter(Boolean).join(' ') } },
+        log,
+        env,
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${installHint()}`);
+    }
     if (isExecutable(cached)) return { kind: 'binary', path: cached, source: 'go install' };
     throw new Error(`go install finished but ${cached} is missing`);
   }
@@ -77,11 +86,22 @@ export async function locateTemporalCli(options: LocateOptions = {}): Promise<Te
   return { kind: 'sdk-download' };
 }
 
-async function goInstall(go: string, gobin: string, env: NodeJS.ProcessEnv, log: (m: string) => void): Promise<void> {
-  fs.mkdirSync(gobin, { recursive: true });
+export interface GoInstall {
+  /** `module/path/cmd@version`. */
+  module: string;
+  /** What is built, for the progress messages. */
+  what: string;
+  gobin: string;
+  /** Variables added to the environment `go install` runs with. */
+  env?: Record<string, string>;
+}
+
+/** Runs `go install` into `gobin`, logging progress while it runs (a cold build takes minutes). */
+export async function goInstall(go: string, build: GoInstall, log: (m: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  fs.mkdirSync(build.gobin, { recursive: true });
   const started = Date.now();
-  const child = spawn(go, ['install', temporalCliModule], {
-    env: { ...env, GOBIN: gobin, GOFLAGS: [env.GOFLAGS, '-trimpath'].filter(Boolean).join(' ') },
+  const child = spawn(go, ['install', build.module], {
+    env: { ...env, ...build.env, GOBIN: build.gobin },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -90,17 +110,13 @@ async function goInstall(go: string, gobin: string, env: NodeJS.ProcessEnv, log:
   };
   child.stdout.on('data', collect);
   child.stderr.on('data', collect);
-  const ticker = setInterval(() => log(`  still building the Temporal CLI (${Math.round((Date.now() - started) / 1000)} s)…`), 30_000);
+  const ticker = setInterval(() => log(`  still building ${build.what} (${Math.round((Date.now() - started) / 1000)} s)…`), 30_000);
   const code = await new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', resolve);
   }).finally(() => clearInterval(ticker));
-  if (code !== 0) {
-    throw new Error(
-      `go install ${temporalCliModule} failed (exit ${code}).\n${output.trim()}\n` + installHint(),
-    );
-  }
-  log(`Built the Temporal CLI in ${Math.round((Date.now() - started) / 1000)} s.`);
+  if (code !== 0) throw new Error(`go install ${build.module} failed (exit ${code}).\n${output.trim()}`);
+  log(`Built ${build.what} in ${Math.round((Date.now() - started) / 1000)} s.`);
 }
 
 export function installHint(): string {

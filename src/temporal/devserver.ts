@@ -6,6 +6,7 @@ import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { searchAttributes } from '../../workflows/definitions.js';
 import { installHint, locateTemporalCli } from './cli.js';
+import { dynamicConfigFlags } from './dynamic-config.js';
 
 export interface DevServer {
   /** gRPC frontend, host:port. */
@@ -30,22 +31,6 @@ const searchAttributeFlags = Object.values(searchAttributes).map((key) => {
   const type = { KEYWORD: 'Keyword', BOOL: 'Bool', INT: 'Int' }[key.type];
   return `${key.name}=${type}`;
 });
-
-/**
- * Server settings albumflow runs with; docker-compose.yml gives its Temporal server the same ones
- * (deploy/temporal-dynamicconfig.yaml). Eager activity execution hands a workflow's new activity to the
- * worker that completed the workflow task, in the reply, instead of through the task queue: the SDK asks
- * for it by default, the server refuses unless enabled. It took 14% off the dev server's CPU per child at
- * the bench's sustained 215 children/s (one decision activity per album).
- */
-export const temporalDynamicConfig: Readonly<Record<string, boolean | number | string>> = {
-  'system.enableActivityEagerExecution': true,
-};
-
-const dynamicConfigFlags = Object.entries(temporalDynamicConfig).flatMap(([key, value]) => [
-  '--dynamic-config-value',
-  `${key}=${JSON.stringify(value)}`,
-]);
 
 /** Starts `temporal server start-dev` with albumflow's search attributes registered. */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
@@ -74,7 +59,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
           ...(options.dbFile ? { dbFilename: options.dbFile } : {}),
           ...(options.namespace ? { namespace: options.namespace } : {}),
           searchAttributes: Object.values(searchAttributes),
-          extraArgs: dynamicConfigFlags,
+          extraArgs: dynamicConfigFlags(),
         },
       });
       return { address: env.address, uiUrl, stop: () => env.teardown() };
@@ -83,7 +68,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     }
   }
 
-  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--log-level', 'warn', ...dynamicConfigFlags];
+  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--log-level', 'warn', ...dynamicConfigFlags()];
   args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
   if (options.dbFile) args.push('--db-filename', options.dbFile);
   if (options.namespace && options.namespace !== 'default') args.push('--namespace', options.namespace);

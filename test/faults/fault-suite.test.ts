@@ -98,11 +98,11 @@ describe('fault suite: two ingresses and two workers under signed load while the
       return `${inFlight} notification(s) in flight`;
     });
 
-    await inject('Temporal dev server stopped for 10 s', async () => {
+    await inject(`${stack.temporalName} stopped for 10 s`, async () => {
       await stack.stopTemporal();
       await pause(10_000);
       await stack.startTemporal();
-      return 'same port and state file';
+      return 'restarted on the same port and state';
     });
 
     await inject('PostgreSQL stopped for 5 s (fast shutdown)', async () => {

@@ -4,13 +4,17 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { configEnvNames } from '../../src/config.js';
 import { projectRoot } from '../../src/paths.js';
-import { temporalDynamicConfig } from '../../src/temporal/devserver.js';
+import { temporalDatabase } from '../../src/temporal/cluster/database.js';
+import { serverConfigTemplate } from '../../src/temporal/cluster/cluster.js';
+import { clusterImages, clusterTools } from '../../src/temporal/cluster/versions.js';
+import { dynamicConfigFile, readDynamicConfig } from '../../src/temporal/dynamic-config.js';
 
 interface Service {
   image?: string;
   build?: unknown;
   command?: string[] | string;
   environment?: Record<string, string>;
+  entrypoint?: string[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
   volumes?: string[];
@@ -67,14 +71,47 @@ describe('docker-compose.yml', () => {
     expect(fs.existsSync(path.join(projectRoot, 'Dockerfile'))).toBe(true);
   });
 
-  it('gives its Temporal server the dynamic configuration the embedded dev server runs with', () => {
-    const mounts = (services.temporal?.volumes ?? []).map((volume) => volume.split(':'));
-    const mounted = mounts.find(([, target]) => target === '/etc/temporal/config/dynamicconfig/docker.yaml');
-    expect(mounted).toBeDefined();
-    const file = parse(fs.readFileSync(path.join(projectRoot, mounted![0]!), 'utf8')) as Record<string, Array<{ value: unknown }>>;
-    const values = Object.fromEntries(Object.entries(file).map(([key, [setting]]) => [key, setting?.value]));
-    expect(values).toEqual(temporalDynamicConfig);
-    expect(values['system.enableActivityEagerExecution']).toBe(true);
+  it('runs the Temporal images of the versions npm run temporal:cluster builds', () => {
+    expect(services.temporal?.image).toBe(clusterImages.server);
+    expect(services['temporal-schema']?.image).toBe(clusterImages.adminTools);
+    expect(services['temporal-ui']?.image).toBe(clusterImages.ui);
+    expect(clusterTools.server.module).toContain(`@v${clusterImages.server.split(':')[1]}`);
+    expect(clusterTools.sqlTool.module).toContain(`@v${clusterImages.adminTools.split(':')[1]}`);
+    expect(clusterTools.ui.module).toContain(`@v${clusterImages.ui.split(':')[1]}`);
+  });
+
+  /** The repository file mounted at `target` in the temporal service. */
+  function mountedAt(target: string | undefined): string | undefined {
+    const mount = (services.temporal?.volumes ?? []).map((volume) => volume.split(':')).find(([, to]) => to === target);
+    return mount ? path.resolve(projectRoot, mount[0]!) : undefined;
+  }
+
+  it('gives its Temporal server the config template and the dynamic configuration every albumflow server reads', () => {
+    const env = services.temporal?.environment ?? {};
+    expect(mountedAt(env.TEMPORAL_SERVER_CONFIG_FILE_PATH)).toBe(serverConfigTemplate);
+    expect(mountedAt(env.DYNAMIC_CONFIG_FILE_PATH)).toBe(dynamicConfigFile);
+    expect(readDynamicConfig()['system.enableActivityEagerExecution']).toBe(true);
+  });
+
+  it('sets only variables the Temporal config template or the server image reads', () => {
+    const template = fs.readFileSync(serverConfigTemplate, 'utf8');
+    const read = new Set([...template.matchAll(/env "([A-Z_]+)"/g)].map((match) => match[1]));
+    // Read by the server binary itself (its --config-file and --allow-no-auth flags).
+    for (const name of ['TEMPORAL_SERVER_CONFIG_FILE_PATH', 'TEMPORAL_ALLOW_NO_AUTH']) read.add(name);
+    const variables = Object.keys(services.temporal?.environment ?? {});
+    expect(variables.filter((name) => !read.has(name))).toEqual([]);
+  });
+
+  it('keeps Temporal in the databases npm run temporal:cluster derives from the app\'s DATABASE_URL', () => {
+    const databaseUrl = services.ingress?.environment?.DATABASE_URL;
+    const { names, host, port, user } = temporalDatabase(databaseUrl);
+    const env = services.temporal?.environment ?? {};
+    expect([env.DBNAME, env.VISIBILITY_DBNAME]).toEqual([names.store, names.visibility]);
+    expect([env.POSTGRES_SEEDS, env.DB_PORT, env.POSTGRES_USER]).toEqual([host, String(port), user]);
+    const setup = [services['temporal-schema']?.command ?? []].flat().join('\n');
+    expect(setup).toContain(`${names.store}:temporal`);
+    expect(setup).toContain(`${names.visibility}:visibility`);
+    expect(setup).toContain('update-schema --schema-name "postgresql/v12/$$schema"');
   });
 
   it('sets only variables the app reads', () => {

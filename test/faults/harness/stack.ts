@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { connectionConfig, createPool, type Pool } from '../../../src/db/pool.js';
+import { freeClusterPorts, temporalCluster } from '../../../src/temporal/cluster/cluster.js';
+import { setUpSchemas, temporalDatabase } from '../../../src/temporal/cluster/database.js';
+import { locateClusterTools } from '../../../src/temporal/cluster/tools.js';
 import { freePort, startDevServer, type DevServer } from '../../../src/temporal/devserver.js';
 import { appProcess, type AppProcess } from './processes.js';
 import { startPrivateCluster, type PrivateCluster } from './postgres.js';
@@ -11,7 +14,23 @@ export const workspace = 'faults';
 export const webhookSecret = 'faults-webhook-secret';
 const notifySecret = 'faults-notify-secret';
 
+/**
+ * The Temporal server under the stack: the dev server keeping its state in a file (`npm run test:faults`), or
+ * the real server with all its state in the stack's PostgreSQL cluster (`npm run test:cluster`, which sets
+ * FAULTS_TEMPORAL=cluster).
+ */
+export type TemporalKind = 'dev-server' | 'cluster';
+
+interface StackTemporal {
+  /** What the fault suite calls it. */
+  name: string;
+  address: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
 export interface StackOptions {
+  temporal?: TemporalKind;
   ingresses: number;
   workers: number;
   /** Extra environment for every albumflow process. */
@@ -21,13 +40,15 @@ export interface StackOptions {
 }
 
 /**
- * albumflow as it runs in production, on this machine: its own PostgreSQL cluster, a Temporal dev server
- * keeping its state in a file, ingress and worker child processes, a slow media server and a NOTIFY_URL
- * receiver. Everything can be stopped and started again on the same ports and state.
+ * albumflow as it runs in production, on this machine: its own PostgreSQL cluster, a Temporal server,
+ * ingress and worker child processes, a slow media server and a NOTIFY_URL receiver. Everything can be
+ * stopped and started again on the same ports and state.
  */
 export interface Stack {
   dir: string;
   postgres: PrivateCluster;
+  /** The Temporal server's name in the fault table ("Temporal dev server", "Temporal server"). */
+  temporalName: string;
   temporalAddress: string;
   media: MediaServer;
   receiver: NotifyReceiver;
@@ -54,18 +75,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const postgres = await startPrivateCluster();
     cleanups.push(() => postgres.remove());
 
-    const temporalPort = await freePort();
-    const dbFile = path.join(dir, 'temporal.db');
-    let devServer: DevServer | undefined;
-    const startTemporal = async () => {
-      devServer = await startDevServer({ port: temporalPort, uiPort: false, dbFile });
-    };
-    const stopTemporal = async () => {
-      await devServer?.stop();
-      devServer = undefined;
-    };
-    await startTemporal();
-    cleanups.push(stopTemporal);
+    const kind = options.temporal ?? (process.env.FAULTS_TEMPORAL === 'cluster' ? 'cluster' : 'dev-server');
+    const temporal = kind === 'cluster' ? await realServer(postgres, dir) : await devServer(dir);
+    await temporal.start();
+    cleanups.push(() => temporal.stop());
 
     const media = await startMediaServer(options.media);
     cleanups.push(() => media.close());
@@ -75,7 +88,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const env: Record<string, string> = {
       HOST: '127.0.0.1',
       DATABASE_URL: postgres.databaseUrl,
-      TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+      TEMPORAL_ADDRESS: temporal.address,
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: 'faults',
       WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [webhookSecret] }),
@@ -107,19 +120,46 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     return {
       dir,
       postgres,
-      temporalAddress: env.TEMPORAL_ADDRESS!,
+      temporalName: temporal.name,
+      temporalAddress: temporal.address,
       media,
       receiver,
       ingresses,
       workers,
       ingressUrls: ingressPorts.map((port) => `http://127.0.0.1:${port}`),
       pool,
-      stopTemporal,
-      startTemporal,
+      stopTemporal: () => temporal.stop(),
+      startTemporal: () => temporal.start(),
       teardown,
     };
   } catch (err) {
     await teardown();
     throw err;
   }
+}
+
+async function devServer(dir: string): Promise<StackTemporal> {
+  const port = await freePort();
+  const dbFile = path.join(dir, 'temporal.db');
+  let server: DevServer | undefined;
+  return {
+    name: 'Temporal dev server',
+    address: `127.0.0.1:${port}`,
+    async start() {
+      server = await startDevServer({ port, uiPort: false, dbFile });
+    },
+    async stop() {
+      await server?.stop();
+      server = undefined;
+    },
+  };
+}
+
+/** The real server, one process running every service, with its state and visibility in the stack's PostgreSQL. */
+async function realServer(postgres: PrivateCluster, dir: string): Promise<StackTemporal> {
+  const tools = await locateClusterTools({ log: (message) => console.log(message) });
+  const database = temporalDatabase(postgres.databaseUrl);
+  await setUpSchemas(tools.sqlTool, database);
+  const cluster = temporalCluster({ tools, database, ports: await freeClusterPorts(false), ui: false, logDir: path.join(dir, 'logs'), logLevel: 'warn' });
+  return { name: 'Temporal server', address: cluster.address, start: () => cluster.start(), stop: () => cluster.stop() };
 }

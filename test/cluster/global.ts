@@ -1,0 +1,57 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { freeClusterPorts, startTemporalCluster } from '../../src/temporal/cluster/cluster.js';
+import { setUpSchemas, temporalDatabase } from '../../src/temporal/cluster/database.js';
+import { locateClusterTools } from '../../src/temporal/cluster/tools.js';
+import { connectClient, prepareNamespace } from '../../src/temporal/connection.js';
+import { startPrivateCluster } from '../faults/harness/postgres.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A PostgreSQL cluster of the run's own, where the Temporal server keeps its state; tests may add databases. */
+    clusterPostgresUrl: string;
+    clusterUiUrl: string;
+    /** Prometheus endpoint of the server process. */
+    clusterMetricsUrl: string;
+  }
+}
+
+/**
+ * The real Temporal server for `npm run test:cluster`: built or found in the tool cache, its state on a
+ * PostgreSQL cluster of the run's own, all services in one process, with its UI. It runs before
+ * test/setup/global.ts, which then takes TEMPORAL_ADDRESS instead of starting a dev server, so the
+ * integration tests of this run talk to the real server. The `default` namespace is prepared the way
+ * albumflow prepares it at start.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const tools = await locateClusterTools({ log: (message) => console.log(message) });
+  const postgres = await startPrivateCluster();
+  const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-cluster-logs-'));
+  const cleanUp = async () => {
+    await postgres.remove();
+    fs.rmSync(logDir, { recursive: true, force: true });
+  };
+  try {
+    const database = temporalDatabase(postgres.databaseUrl);
+    await setUpSchemas(tools.sqlTool, database);
+    const ports = await freeClusterPorts(false);
+    const cluster = await startTemporalCluster({ tools, database, ports, logDir, logLevel: 'warn' });
+    const client = await connectClient({ address: cluster.address }, 'default');
+    await prepareNamespace(client, 'default');
+    await client.connection.close();
+
+    process.env.TEMPORAL_ADDRESS = cluster.address;
+    project.provide('clusterPostgresUrl', postgres.databaseUrl);
+    project.provide('clusterUiUrl', cluster.uiUrl!);
+    project.provide('clusterMetricsUrl', Object.values(cluster.metricsUrls)[0]!);
+    return async () => {
+      await cluster.stop();
+      await cleanUp();
+    };
+  } catch (err) {
+    await cleanUp();
+    throw err;
+  }
+}
