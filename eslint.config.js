@@ -22,6 +22,18 @@ export default tseslint.config(
     },
   },
   {
+    // The console's browser script: plain JavaScript served as is, outside the TypeScript project.
+    files: ['src/ui/assets/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      parserOptions: { projectService: false, project: false },
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        ['window', 'document', 'fetch', 'setTimeout', 'DOMParser', 'Element', 'HTMLFormElement', 'FormData'].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
+  {
     files: ['workflows/**/*.ts'],
     rules: {
       'no-restricted-imports': [

@@ -17,6 +17,7 @@ const Env = Type.Object({
   TEMPORAL_NAMESPACE: Type.String({ default: 'default' }),
   TEMPORAL_TASK_QUEUE: Type.String({ default: 'albums' }),
   TEMPORAL_UI_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 8233 }),
+  TEMPORAL_UI_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   WORKER_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   WORKER_MAX_CACHED_WORKFLOWS: Type.Integer({ minimum: 0, default: 150 }),
   WORKSPACE_SECRETS: Type.String({ default: '{}' }),
@@ -90,6 +91,8 @@ export interface Config {
     namespace: string;
     taskQueue: string;
     uiPort: number;
+    /** Where people open the Temporal UI (the console links each album's workflow there); unset without one. */
+    uiUrl: string | undefined;
     /** Where the worker serves Temporal's own metrics (Prometheus); a free port when unset. */
     workerMetricsPort: number | undefined;
     maxCachedWorkflows: number;
@@ -135,6 +138,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       namespace: raw.TEMPORAL_NAMESPACE,
       taskQueue: raw.TEMPORAL_TASK_QUEUE,
       uiPort: raw.TEMPORAL_UI_PORT,
+      // The embedded dev server serves its UI on TEMPORAL_UI_PORT; any other server's UI is wherever it is.
+      uiUrl: raw.TEMPORAL_UI_URL?.replace(/\/+$/, '') ?? (raw.TEMPORAL_ADDRESS ? undefined : `http://127.0.0.1:${raw.TEMPORAL_UI_PORT}`),
       workerMetricsPort: raw.WORKER_METRICS_PORT,
       maxCachedWorkflows: raw.WORKER_MAX_CACHED_WORKFLOWS,
     },

@@ -138,11 +138,14 @@ export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: 
 }
 
 export interface AlbumListFilter {
-  workspace: string;
+  /** The workspaces to list; `'all'` for every one. */
+  workspaces: readonly string[] | 'all';
   state?: AlbumState;
   review?: boolean;
   provider?: string;
   conversationId?: string;
+  /** An album id, or the message id of one of its children. */
+  search?: string;
   limit: number;
   /** Continue after this album row id (newest first). */
   afterId?: string;
@@ -172,22 +175,25 @@ export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<A
   }>(
     `SELECT a.*, (SELECT count(*)::int FROM messages m WHERE m.album_pk = a.id) AS distinct_children
        FROM albums a
-      WHERE a.workspace = $1
+      WHERE ($1::text[] IS NULL OR a.workspace = ANY ($1))
         AND ($2::text IS NULL OR a.state = $2)
         AND ($3::boolean IS NULL OR (cardinality(a.review_reasons) > 0 AND a.review_resolved_at IS NULL) = $3)
         AND ($4::text IS NULL OR a.provider = $4)
         AND ($5::text IS NULL OR a.conversation_id = $5)
         AND ($6::bigint IS NULL OR a.id < $6)
+        AND ($8::text IS NULL OR a.album_id = $8
+             OR EXISTS (SELECT 1 FROM messages m WHERE m.album_pk = a.id AND m.message_id = $8))
       ORDER BY a.id DESC
       LIMIT $7`,
     [
-      filter.workspace,
+      filter.workspaces === 'all' ? null : filter.workspaces,
       filter.state ?? null,
       filter.review ?? null,
       filter.provider ?? null,
       filter.conversationId ?? null,
       filter.afterId ?? null,
       filter.limit,
+      filter.search ?? null,
     ],
   );
   return rows.map((row) => ({

@@ -17,6 +17,7 @@ import { handleError } from './errors.js';
 import { healthRoutes } from './health.js';
 import { statusRoutes } from './status.js';
 import { webhookRoutes } from './webhook.js';
+import { consolePlugin } from '../ui/console.js';
 
 export interface AppDeps {
   config: Config;
@@ -80,6 +81,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
+  await app.register(consolePlugin, { config: deps.config, pool: deps.pool });
   app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
     let text = await registry.metrics();
     if (deps.workerMetricsUrl) {

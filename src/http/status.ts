@@ -139,7 +139,7 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
     async (request): Promise<AlbumListBody> => {
       const q = request.query;
       const rows = await listAlbums(pool, {
-        workspace: request.params.workspace,
+        workspaces: [request.params.workspace],
         ...(q.state !== undefined ? { state: q.state } : {}),
         ...(q.review !== undefined ? { review: q.review } : {}),
         ...(q.provider !== undefined ? { provider: q.provider } : {}),

@@ -48,6 +48,14 @@ describe('loadConfig', () => {
     expect(config.workspaceSecrets.get('open')).toEqual([]);
   });
 
+  it('links the Temporal UI of the embedded dev server, or TEMPORAL_UI_URL, or none for another server', () => {
+    expect(loadConfig({}).temporal.uiUrl).toBe('http://127.0.0.1:8233');
+    expect(loadConfig({ TEMPORAL_UI_PORT: '9233' }).temporal.uiUrl).toBe('http://127.0.0.1:9233');
+    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233' }).temporal.uiUrl).toBeUndefined();
+    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_UI_URL: 'https://temporal.example/' }).temporal.uiUrl).toBe('https://temporal.example');
+    expect(() => loadConfig({ TEMPORAL_UI_URL: 'javascript:alert(1)' })).toThrow(/TEMPORAL_UI_URL/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ NOTIFY_URL: '', NOTIFY_SECRET: '' }).notify).toEqual({ url: undefined, secret: undefined });
   });

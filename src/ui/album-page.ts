@@ -1,0 +1,152 @@
+// The album page's model: the status body of DESIGN.md §3 (read from PostgreSQL) with what the
+// page shows beside it — file names, which decision brought each child, links. Pure: no I/O.
+import type { AttachmentDetails } from '../db/console.js';
+import type { AlbumStatus, AttachmentStatus, AttachmentView, DecisionTrigger, JsonValue, ReviewReason } from '../../workflows/types.js';
+import { consolePaths, temporalWorkflowUrl } from './paths.js';
+
+/** A caption a child had before an edit (Telegram's `edited_*` updates, DESIGN.md §9). */
+export interface CaptionEdit {
+  caption: string | null;
+  editedAt: string;
+}
+
+export interface AttachmentModel {
+  messageId: string;
+  position: number;
+  status: AttachmentStatus;
+  error: string | null;
+  fileName: string | null;
+  contentType: string | null;
+  bytes: number | null;
+  video: boolean;
+  /** The file and its thumbnail; null until it is downloaded. */
+  mediaUrl: string | null;
+  thumbnailUrl: string | null;
+}
+
+export interface ChildModel {
+  messageId: string;
+  index: string;
+  total: string;
+  caption: string | null;
+  sentAt: string | null;
+  receivedAt: string;
+  /** The trigger of the first decision that included the child; null while none did. */
+  decidedBy: DecisionTrigger | null;
+  late: boolean;
+  attachments: AttachmentModel[];
+  edits: readonly CaptionEdit[];
+}
+
+export interface DecisionModel {
+  seq: number;
+  trigger: DecisionTrigger;
+  decidedAt: string;
+  childMessageIds: string[];
+  /** Children this decision included that no earlier one did. */
+  newMessageIds: string[];
+}
+
+export interface AlbumPageModel {
+  album: AlbumStatus;
+  attachments: AttachmentModel[];
+  children: ChildModel[];
+  decisions: DecisionModel[];
+  /** How the page keeps itself current; null once the album is closed. */
+  live: { versionUrl: string; version: string; pollMs: number } | null;
+  actions: { retryDownloads: string; resolveReview: string };
+  temporalUrl: string | null;
+}
+
+export interface AlbumPageInput {
+  album: AlbumStatus;
+  details: readonly AttachmentDetails[];
+  /** Earlier captions of the children that were edited, by message id, oldest first. */
+  edits?: ReadonlyMap<string, readonly CaptionEdit[]>;
+  version: string;
+  pollMs: number;
+  temporalUi: { url: string | undefined; namespace: string };
+}
+
+/** An index or total as received: numbers as they are, anything else as its JSON. */
+function asReceived(value: JsonValue | null): string {
+  if (value === null) return '—';
+  return typeof value === 'number' ? String(value) : JSON.stringify(value);
+}
+
+function attachmentModel(
+  workspace: string,
+  messageId: string,
+  attachment: AttachmentView,
+  details: AttachmentDetails | undefined,
+): AttachmentModel {
+  const downloaded = attachment.status === 'downloaded' && attachment.sha256 !== null;
+  const contentType = attachment.contentType ?? details?.declaredMimeType ?? null;
+  return {
+    messageId,
+    position: attachment.position,
+    status: attachment.status,
+    error: attachment.error,
+    fileName: details?.fileName ?? null,
+    contentType,
+    bytes: attachment.bytes,
+    video: contentType !== null ? contentType.toLowerCase().startsWith('video/') : details?.kind === 'video',
+    mediaUrl: downloaded ? consolePaths.media(workspace, attachment.sha256!) : null,
+    thumbnailUrl: downloaded ? consolePaths.thumbnail(workspace, attachment.sha256!) : null,
+  };
+}
+
+export function albumPageModel(input: AlbumPageInput): AlbumPageModel {
+  const { album } = input;
+  const detailsByAttachment = new Map(input.details.map((d) => [`${d.messageId}\u0000${d.position}`, d]));
+  const decidedBy = new Map<string, DecisionTrigger>();
+  const decisions = album.decisions.map((decision): DecisionModel => {
+    const newMessageIds = decision.childMessageIds.filter((id) => !decidedBy.has(id));
+    for (const id of newMessageIds) decidedBy.set(id, decision.trigger);
+    return { ...decision, newMessageIds };
+  });
+  const children = album.children.map((child): ChildModel => {
+    const trigger = decidedBy.get(child.messageId) ?? null;
+    return {
+      messageId: child.messageId,
+      index: asReceived(child.index),
+      total: asReceived(child.total),
+      caption: child.caption,
+      sentAt: child.sentAt,
+      receivedAt: child.receivedAt,
+      decidedBy: trigger,
+      late: trigger === 'late_item',
+      attachments: child.attachments.map((attachment) =>
+        attachmentModel(album.key.workspace, child.messageId, attachment, detailsByAttachment.get(`${child.messageId}\u0000${attachment.position}`)),
+      ),
+      edits: input.edits?.get(child.messageId) ?? [],
+    };
+  });
+  return {
+    album,
+    attachments: children.flatMap((child) => child.attachments),
+    children,
+    decisions,
+    live: album.state === 'closed' ? null : { versionUrl: consolePaths.albumVersion(album.key), version: input.version, pollMs: input.pollMs },
+    actions: {
+      retryDownloads: consolePaths.action(album.key, 'retry-downloads'),
+      resolveReview: consolePaths.action(album.key, 'resolve-review'),
+    },
+    temporalUrl: input.temporalUi.url === undefined ? null : temporalWorkflowUrl(input.temporalUi.url, input.temporalUi.namespace, album.workflowId),
+  };
+}
+
+export const reviewReasonText: Record<ReviewReason, string> = {
+  total_conflict: 'children disagree on the album’s total',
+  duplicate_index: 'two children carry the same index',
+  invalid_metadata: 'an index or total is not a non-negative integer',
+  late_item: 'a child arrived after the album was decided',
+};
+
+export const triggerText: Record<DecisionTrigger, string> = {
+  expected_count_reached: 'expected count reached',
+  quiet_period: 'quiet period',
+  max_wait: 'maximum wait',
+  late_item: 'late item',
+  standalone: 'standalone message',
+};

@@ -1,0 +1,126 @@
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { albumWorkflowId } from '../../workflows/keys.js';
+import type { AlbumKey } from '../../workflows/types.js';
+import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.js';
+import type { Pool } from '../db/pool.js';
+import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
+import { HttpError, handleError } from '../http/errors.js';
+import { reachableWorkspaces, requireAccess, requireWorkspace } from './access.js';
+import { albumPageModel } from './album-page.js';
+import { consolePaths } from './paths.js';
+import { renderPage, type AlbumListFilters } from './views.js';
+
+export interface ConsolePagesOptions {
+  pool: Pool;
+  temporalUi: { url: string | undefined; namespace: string };
+  /** How often an open album page asks whether it changed. */
+  pollMs: number;
+}
+
+const pageSize = 50;
+
+const Segment = Type.String({ minLength: 1, maxLength: 512 });
+const AlbumParams = Type.Object({ workspace: Segment, provider: Segment, account: Segment, conversation: Segment, album: Segment });
+const ListQuery = Type.Object({
+  workspace: Type.String({ maxLength: 512, default: '' }),
+  provider: Type.String({ maxLength: 512, default: '' }),
+  state: Type.Enum(['', 'collecting', 'processed', 'closed'], { default: '' }),
+  review: Type.Enum(['', 'yes', 'no'], { default: '' }),
+  q: Type.String({ maxLength: 512, default: '' }),
+  before: Type.Optional(Type.String({ pattern: '^[0-9]{1,19}$' })),
+});
+
+function albumKeyOf(p: { workspace: string; provider: string; account: string; conversation: string; album: string }): AlbumKey {
+  return { workspace: p.workspace, provider: p.provider, accountId: p.account, conversationId: p.conversation, albumId: p.album };
+}
+
+function html(reply: FastifyReply, body: string): FastifyReply {
+  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(body);
+}
+
+/** The signed-in pages under `/ui`: albums, the review queue and one album. */
+export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = async (app, { pool, temporalUi, pollMs }) => {
+  app.setErrorHandler((error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof HttpError && error.statusCode === 401) {
+      return reply.redirect(`${consolePaths.signIn}?${new URLSearchParams({ next: request.url }).toString()}`, 303);
+    }
+    const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 500) request.log.error({ err: error }, 'console page failed');
+    const message = status === 500 ? 'Something went wrong on the server; its log says what.' : error.message;
+    return html(reply.code(status), renderPage('error', { title: String(status), signedIn: request.access !== undefined }, { status, message }));
+  });
+
+  async function albumList(request: FastifyRequest, reply: FastifyReply, filters: AlbumListFilters, before: string | undefined, reviewQueue: boolean) {
+    const access = requireAccess(request.access);
+    if (filters.workspace !== '') requireWorkspace(access, filters.workspace);
+    const reachable = reachableWorkspaces(access);
+    const rows = await listAlbums(pool, {
+      workspaces: filters.workspace !== '' ? [filters.workspace] : reachable,
+      ...(filters.state !== '' ? { state: filters.state } : {}),
+      ...(reviewQueue || filters.review !== '' ? { review: reviewQueue || filters.review === 'yes' } : {}),
+      ...(filters.provider !== '' ? { provider: filters.provider } : {}),
+      ...(filters.q !== '' ? { search: filters.q } : {}),
+      ...(before !== undefined ? { afterId: before } : {}),
+      limit: pageSize + 1,
+    });
+    const albums = rows.slice(0, pageSize);
+    const kept = Object.entries(filters).filter(([, value]) => value !== '');
+    const olderUrl =
+      rows.length > pageSize
+        ? `${reviewQueue ? consolePaths.review : consolePaths.albums}?${new URLSearchParams([...kept, ['before', albums[albums.length - 1]!.id]]).toString()}`
+        : null;
+    const heading = reviewQueue ? 'Review queue' : 'Albums';
+    return html(
+      reply,
+      renderPage('albums', { title: heading, signedIn: true }, {
+        heading,
+        reviewQueue,
+        filters,
+        workspaces: reachable === 'all' ? await albumWorkspaces(pool) : reachable,
+        albums,
+        olderUrl,
+      }),
+    );
+  }
+
+  app.get('/', { schema: { hide: true, querystring: ListQuery } }, async (request, reply) => {
+    const { before, ...filters } = request.query;
+    return albumList(request, reply, filters, before, false);
+  });
+
+  app.get('/review', { schema: { hide: true, querystring: ListQuery } }, async (request, reply) => {
+    const { before, ...filters } = request.query;
+    return albumList(request, reply, { ...filters, review: '' }, before, true);
+  });
+
+  app.get('/albums/:workspace/:provider/:account/:conversation/:album', { schema: { hide: true, params: AlbumParams } }, async (request, reply) => {
+    requireWorkspace(request.access, request.params.workspace);
+    const key = albumKeyOf(request.params);
+    const album = await findAlbum(pool, key);
+    if (!album) throw new HttpError(404, 'album_not_found', 'No child of this album was ever stored.');
+    // The version is read first: a change after it makes the next poll fetch the page again.
+    const version = await albumVersion(pool, album.workflowId);
+    const [status, details] = await Promise.all([albumStatusFromDatabase(pool, album, key), attachmentDetails(pool, album.id)]);
+    const model = albumPageModel({ album: status, details, version: version?.version ?? '', pollMs, temporalUi });
+    return html(reply, renderPage('album', { title: `Album ${key.albumId}`, signedIn: true }, model));
+  });
+
+  // For the page's script: JSON, with the API's error bodies rather than an HTML page.
+  await app.register(async (scope) => {
+    const json = scope.withTypeProvider<TypeBoxTypeProvider>();
+    json.setErrorHandler(handleError);
+    json.get(
+      '/albums/:workspace/:provider/:account/:conversation/:album/version',
+      { schema: { hide: true, params: AlbumParams } },
+      async (request, reply) => {
+        requireWorkspace(request.access, request.params.workspace);
+        const key = albumKeyOf(request.params);
+        const version = await albumVersion(pool, albumWorkflowId(key));
+        if (!version) throw new HttpError(404, 'album_not_found', 'no child of this album was ever stored');
+        return reply.header('cache-control', 'no-store').send(version);
+      },
+    );
+  });
+};

@@ -1,0 +1,36 @@
+// Every URL the console puts into a page, built from ids that senders chose: each segment is
+// URL-encoded, so an id can neither leave its segment nor turn a link into another scheme.
+import type { AlbumKey } from '../../workflows/types.js';
+
+const e = encodeURIComponent;
+
+export type OperatorAction = 'retry-downloads' | 'resolve-review';
+
+/** `<provider>/<account>/<conversation>/<album>`, as every album route takes it after the workspace. */
+function albumTail(key: AlbumKey): string {
+  return [key.provider, key.accountId, key.conversationId, key.albumId].map(e).join('/');
+}
+
+export const consolePaths = {
+  albums: '/ui',
+  review: '/ui/review',
+  signIn: '/ui/sign-in',
+  signOut: '/ui/sign-out',
+  assets: '/ui/assets/',
+  album: (key: AlbumKey) => `/ui/albums/${e(key.workspace)}/${albumTail(key)}`,
+  albumVersion: (key: AlbumKey) => `/ui/albums/${e(key.workspace)}/${albumTail(key)}/version`,
+  media: (workspace: string, sha256: string) => `/workspaces/${e(workspace)}/media/${e(sha256)}`,
+  thumbnail: (workspace: string, sha256: string) => `/workspaces/${e(workspace)}/media/${e(sha256)}/thumbnail`,
+  /** The operator actions of DESIGN.md §8 (routes of the status API). */
+  action: (key: AlbumKey, action: OperatorAction) => `/workspaces/${e(key.workspace)}/albums/${albumTail(key)}/actions/${action}`,
+};
+
+/** The album's workflow in the Temporal UI. */
+export function temporalWorkflowUrl(uiUrl: string, namespace: string, workflowId: string): string {
+  return `${uiUrl}/namespaces/${e(namespace)}/workflows/${e(workflowId)}`;
+}
+
+/** Where to go after signing in: one of the console's own pages, never another site. */
+export function consoleReturnPath(candidate: string | undefined): string {
+  return candidate !== undefined && /^\/ui(\/|\?|$)/.test(candidate) ? candidate : consolePaths.albums;
+}

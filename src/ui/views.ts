@@ -1,0 +1,85 @@
+// Server-rendered pages. Eta escapes every `<%= %>` interpolation (autoEscape is its default and
+// is set here explicitly); templates use raw output `<%~ %>` only for what another template
+// rendered (layout bodies and includes), and a unit test holds them to that.
+import path from 'node:path';
+import { Eta } from 'eta';
+import { projectRoot } from '../paths.js';
+import type { AlbumListRow } from '../db/status.js';
+import type { AlbumState } from '../../workflows/types.js';
+import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page.js';
+import { consolePaths } from './paths.js';
+
+export const templatesDir = path.join(projectRoot, 'src/ui/templates');
+
+const eta = new Eta({ views: templatesDir, autoEscape: true, cache: true, autoTrim: [false, 'nl'] });
+
+/** A time as people read it, in UTC. */
+function time(iso: string | null): string {
+  return iso === null ? '—' : iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC');
+}
+
+function bytes(value: number | null): string {
+  if (value === null) return '';
+  if (value < 1024) return `${value} B`;
+  if (value < 1024 * 1024) return `${(value / 1024).toFixed(1)} KiB`;
+  return `${(value / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+const helpers = { paths: consolePaths, time, bytes, reviewReasonText, triggerText };
+
+export interface Viewer {
+  /** The token reaches every workspace. */
+  everyWorkspace: boolean;
+}
+
+interface PageFrame {
+  title: string;
+  /** The signed-in pages show navigation and a sign-out button. */
+  signedIn: boolean;
+}
+
+export interface AlbumListFilters {
+  workspace: string;
+  provider: string;
+  state: AlbumState | '';
+  review: 'yes' | 'no' | '';
+  q: string;
+}
+
+export interface AlbumListPage {
+  heading: string;
+  /** The review queue has no review filter of its own. */
+  reviewQueue: boolean;
+  filters: AlbumListFilters;
+  workspaces: readonly string[];
+  albums: readonly AlbumListRow[];
+  /** The next (older) page, filters kept; null on the last page. */
+  olderUrl: string | null;
+}
+
+export interface SignInPage {
+  next: string;
+  notice: 'invalid_token' | 'signed_out' | null;
+}
+
+export interface ErrorPage {
+  status: number;
+  message: string;
+}
+
+interface Pages {
+  albums: AlbumListPage;
+  album: AlbumPageModel;
+  'sign-in': SignInPage;
+  'sign-out': Record<string, never>;
+  error: ErrorPage;
+}
+
+export function renderPage<P extends keyof Pages>(page: P, frame: PageFrame, data: Pages[P]): string {
+  return eta.render(page, { ...frame, page: data, h: helpers });
+}
+
+/** The sign-in page (a form that posts a token), for the access plugin to answer with as well. */
+export function renderSignIn(data: SignInPage): string {
+  return renderPage('sign-in', { title: 'Sign in', signedIn: false }, data);
+}

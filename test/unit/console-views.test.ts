@@ -1,0 +1,113 @@
+import fs from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { AlbumStatus } from '../../workflows/types.js';
+import { albumPageModel } from '../../src/ui/album-page.js';
+import { consolePaths, consoleReturnPath } from '../../src/ui/paths.js';
+import { renderPage, renderSignIn, templatesDir } from '../../src/ui/views.js';
+
+const hostile = '<img src=x onerror=alert(1)>"\'&';
+const escaped = '&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;';
+
+function album(overrides: Partial<AlbumStatus> = {}): AlbumStatus {
+  return {
+    workflowId: `album:${hostile}`,
+    key: { workspace: hostile, provider: hostile, accountId: hostile, conversationId: hostile, albumId: hostile },
+    state: 'processed',
+    expectedTotal: null,
+    distinctChildren: 2,
+    expectedCountReached: false,
+    review: { required: true, reasons: ['late_item'] },
+    children: [
+      {
+        messageId: 'm1',
+        index: 0,
+        total: null,
+        caption: hostile,
+        sentAt: '2026-09-29T10:00:00.000Z',
+        receivedAt: '2026-09-29T10:00:01.000Z',
+        attachments: [{ position: 0, status: 'failed', contentType: null, bytes: null, sha256: null, error: hostile }],
+      },
+      {
+        messageId: hostile,
+        index: { weird: hostile },
+        total: null,
+        caption: null,
+        sentAt: null,
+        receivedAt: '2026-09-29T10:05:00.000Z',
+        attachments: [{ position: 0, status: 'downloaded', contentType: 'image/jpeg', bytes: 2048, sha256: 'a'.repeat(64), error: null }],
+      },
+    ],
+    decisions: [
+      { seq: 1, trigger: 'quiet_period', childMessageIds: ['m1'], decidedAt: '2026-09-29T10:00:03.000Z' },
+      { seq: 2, trigger: 'late_item', childMessageIds: ['m1', hostile], decidedAt: '2026-09-29T10:05:01.000Z' },
+    ],
+    media: { total: 2, pending: 0, downloaded: 1, failed: 1, expired: 0, unavailable: 0 },
+    ...overrides,
+  };
+}
+
+function renderAlbum(status: AlbumStatus, edits?: Map<string, { caption: string | null; editedAt: string }[]>): string {
+  const model = albumPageModel({
+    album: status,
+    details: [{ messageId: hostile, position: 0, kind: 'image', fileName: hostile, declaredMimeType: 'image/jpeg' }],
+    version: 'v1',
+    pollMs: 2000,
+    temporalUi: { url: 'http://127.0.0.1:8233', namespace: 'default' },
+    ...(edits ? { edits } : {}),
+  });
+  return renderPage('album', { title: 'Album', signedIn: true }, model);
+}
+
+describe('console pages', () => {
+  it('escape every sender-controlled string (ids, captions, file names, errors, metadata as received)', () => {
+    const page = renderAlbum(album());
+    expect(page).not.toContain('<img src=x');
+    expect(page).not.toContain(hostile);
+    // caption, error, file name, message id, index as received: each shown as text
+    expect(page.split(escaped).length - 1).toBeGreaterThanOrEqual(6);
+    expect(page).toContain(`{&quot;weird&quot;:&quot;${escaped.replaceAll('&quot;', '\\&quot;')}&quot;}`);
+  });
+
+  it('put sender-controlled ids into links only URL-encoded, under the console’s own paths', () => {
+    const key = album().key;
+    expect(consolePaths.album(key)).toBe(`/ui/albums/${Array(5).fill(encodeURIComponent(hostile)).join('/')}`);
+    expect(consolePaths.action({ ...key, workspace: 'ws/1' }, 'retry-downloads')).toMatch(/^\/workspaces\/ws%2F1\/albums\/[^/]+\/[^/]+\/[^/]+\/[^/]+\/actions\/retry-downloads$/);
+    expect(renderAlbum(album())).toContain(`href="http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(`album:${hostile}`).replaceAll("'", '&#39;')}"`);
+  });
+
+  it('use raw output only for what another template rendered', () => {
+    for (const file of fs.readdirSync(templatesDir)) {
+      const raw = fs.readFileSync(`${templatesDir}/${file}`, 'utf8').match(/<%~[^%]*%>/g) ?? [];
+      expect(raw.every((tag) => tag === '<%~ it.body %>'), `${file}: ${raw.join(' ')}`).toBe(true);
+    }
+  });
+
+  it('mark late items, the children each decision added, and the review reasons', () => {
+    const page = renderAlbum(album());
+    expect(page).toMatch(/<tr data-message="&lt;img[^"]*" class=late>/);
+    expect(page).toContain('<span class="badge late">late item</span>');
+    expect(page).toMatch(/<li data-seq="2" data-trigger="late_item" class=late>/);
+    expect(page).toContain(`<li class=new>${escaped}</li>`);
+    expect(page).toContain('<li data-reason="late_item">');
+  });
+
+  it('show a child’s earlier captions when it was edited, and no history slot otherwise', () => {
+    expect(renderAlbum(album())).not.toContain('class="edits"');
+    const page = renderAlbum(album(), new Map([['m1', [{ caption: `old ${hostile}`, editedAt: '2026-09-29T10:01:00.000Z' }]]]));
+    expect(page).toContain('<summary>edited 1 time</summary>');
+    expect(page).toContain(`<q class="caption">old ${escaped}</q>`);
+  });
+
+  it('follow a closed album no more: its page carries no live-update URL', () => {
+    expect(renderAlbum(album())).toContain('data-live-url=');
+    expect(renderAlbum(album({ state: 'closed' }))).not.toContain('data-live-url=');
+  });
+
+  it('send a signed-in person back only to a console page', () => {
+    expect(consoleReturnPath('/ui/review?state=closed')).toBe('/ui/review?state=closed');
+    for (const elsewhere of ['//evil.example/ui', 'https://evil.example/ui', '/uix', '/workspaces/a/albums', undefined]) {
+      expect(consoleReturnPath(elsewhere)).toBe('/ui');
+    }
+    expect(renderSignIn({ next: `/ui?q=${hostile}`, notice: 'invalid_token' })).toContain(`value="/ui?q=${escaped}"`);
+  });
+});
