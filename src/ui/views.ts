@@ -27,11 +27,6 @@ function bytes(value: number | null): string {
 
 const helpers = { paths: consolePaths, time, bytes, reviewReasonText, triggerText };
 
-export interface Viewer {
-  /** The token reaches every workspace. */
-  everyWorkspace: boolean;
-}
-
 interface PageFrame {
   title: string;
   /** The signed-in pages show navigation and a sign-out button. */

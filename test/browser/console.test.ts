@@ -34,6 +34,8 @@ describe('the console in a browser', () => {
   let browser: Browser;
   let page: Page;
   const dialogs: string[] = [];
+  /** Script errors and CSP violations the browser reported (each test that reads it empties it first). */
+  const consoleErrors: string[] = [];
   const albums = {} as Record<'trip' | 'broken' | 'xss' | 'review' | 'live' | 'secret', TestAlbum>;
   let expiredUrl = '';
 
@@ -87,6 +89,10 @@ describe('the console in a browser', () => {
 
     browser = await launchBrowser();
     page = await browser.context.newPage();
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(message.text());
+    });
+    page.on('pageerror', (error) => consoleErrors.push(error.message));
     page.on('dialog', (dialog) => {
       dialogs.push(dialog.message());
       void dialog.dismiss();
@@ -154,6 +160,7 @@ describe('the console in a browser', () => {
   });
 
   it('shows one decoded thumbnail per downloaded photo, the video with a poster and a link, and the workflow link', async () => {
+    consoleErrors.length = 0;
     await open(consolePaths.album(albums.trip.key));
     const thumbnails = page.locator('ul.grid img.thumbnail');
     await expect.poll(() => thumbnails.count()).toBe(4);
@@ -168,6 +175,8 @@ describe('the console in a browser', () => {
       `http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(`album:${[stack.workspace, 'whatsapp', 'acc_1', albums.trip.key.conversationId, albums.trip.key.albumId].join(':')}`)}`,
     );
     expect(await page.locator('ol.timeline li[data-trigger=expected_count_reached]').count()).toBe(1);
+
+    expect(consoleErrors).toEqual([]);
 
     fs.mkdirSync(artifactsDir, { recursive: true });
     const screenshot = path.join(artifactsDir, 'album-page.png');
@@ -188,6 +197,7 @@ describe('the console in a browser', () => {
   });
 
   it('shows a caption of <img src=x onerror=alert(1)> as text, and no dialog opens', async () => {
+    consoleErrors.length = 0;
     const response = await open(consolePaths.album(albums.xss.key));
     expect(response.headers()['content-security-policy']).toContain("script-src 'self'");
     expect(await page.locator('p.caption').textContent()).toBe(xssCaption);
@@ -196,6 +206,7 @@ describe('the console in a browser', () => {
     expect(await page.locator('img:not(.thumbnail), b, script:not([src])').count()).toBe(0);
     await expect.poll(() => page.locator('img.thumbnail').evaluate((img) => (img as unknown as Img).naturalWidth)).toBeGreaterThan(0);
     expect(dialogs).toEqual([]);
+    expect(consoleErrors).toEqual([]);
   });
 
   it('updates a collecting album’s page by itself when a child arrives, and stops once the album closes', async () => {
