@@ -46,6 +46,23 @@ function immutable(reply: FastifyReply, etag: string): FastifyReply {
     .header('content-security-policy', "default-src 'none'; sandbox");
 }
 
+function mediaSchema(summary: string, description: string) {
+  return {
+    summary,
+    description,
+    tags: ['media'],
+    params: Params,
+    response: {
+      200: Type.Unknown({ description: 'the file' }),
+      304: Type.Null({ description: 'not modified (If-None-Match)' }),
+      400: ErrorBody,
+      401: ErrorBody,
+      403: ErrorBody,
+      404: ErrorBody,
+    },
+  };
+}
+
 function notModified(request: FastifyRequest, etag: string): boolean {
   const header = request.headers['if-none-match'];
   return header !== undefined && header.split(',').some((tag) => tag.trim() === etag || tag.trim() === '*');
@@ -67,17 +84,13 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
 
   const missingFile = () => new HttpError(404, 'media_not_found', 'the file is no longer in MEDIA_DIR');
 
+  /** Sends a file of MEDIA_DIR with the headers set here, not those @fastify/static would derive from its name. */
+  const sendStored = (reply: FastifyReply, file: string, type: string) =>
+    reply.type(type).sendFile(path.relative(mediaDir, file), mediaDir, { contentType: false, etag: false, lastModified: false, cacheControl: false });
+
   app.get(
     '/workspaces/:workspace/media/:sha256',
-    {
-      schema: {
-        summary: 'A downloaded attachment file',
-        description: 'Served with the content type its server sent (as a download when a browser could run it), an ETag and immutable caching.',
-        tags: ['media'],
-        params: Params,
-        response: { 304: Type.Null({ description: 'not modified (If-None-Match)' }), 200: Type.Unknown({ description: 'the file' }), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody },
-      },
-    },
+    { schema: mediaSchema('A downloaded attachment file', 'Served with the content type its server sent (as a download when a browser could run it), an ETag and immutable caching.') },
     async (request, reply) => {
       const { workspace, sha256 } = request.params;
       const media = await storedMedia(request, workspace, sha256);
@@ -87,23 +100,17 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
       const file = mediaPath(mediaDir, sha256);
       if (!fs.existsSync(file)) throw missingFile();
       const { type, disposition } = servedAs(media.contentType);
-      return reply
-        .type(type)
-        .header('content-disposition', disposition)
-        .sendFile(path.relative(mediaDir, file), mediaDir, { contentType: false, etag: false, lastModified: false, cacheControl: false });
+      return sendStored(reply.header('content-disposition', disposition), file, type);
     },
   );
 
   app.get(
     '/workspaces/:workspace/media/:sha256/thumbnail',
     {
-      schema: {
-        summary: 'A thumbnail of a downloaded attachment',
-        description: 'WebP for the image formats albumflow decodes (JPEG, PNG, WebP, GIF, AVIF, told by their bytes); an SVG icon for anything else.',
-        tags: ['media'],
-        params: Params,
-        response: { 304: Type.Null({ description: 'not modified (If-None-Match)' }), 200: Type.Unknown({ description: 'image/webp, or image/svg+xml for an icon' }), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody },
-      },
+      schema: mediaSchema(
+        'A thumbnail of a downloaded attachment',
+        'WebP for the image formats albumflow decodes (JPEG, PNG, WebP, GIF, AVIF, told by their bytes); an SVG icon for anything else.',
+      ),
     },
     async (request, reply) => {
       const { workspace, sha256 } = request.params;
@@ -113,14 +120,10 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
       if (notModified(request, etag)) return reply.code(304).send(null);
       const thumbnail = await thumbnailer.thumbnail(sha256);
       if (!thumbnail) throw missingFile();
-      if ('icon' in thumbnail) {
-        // A file that could not be decoded may decode after a restart (memory, file handles): not kept.
-        if (thumbnail.icon === 'unreadable') void reply.header('cache-control', 'no-cache');
-        return reply.type('image/svg+xml').send(icons.get(thumbnail.icon));
-      }
-      return reply
-        .type('image/webp')
-        .sendFile(path.relative(mediaDir, thumbnail.file), mediaDir, { contentType: false, etag: false, lastModified: false, cacheControl: false });
+      if ('file' in thumbnail) return sendStored(reply, thumbnail.file, 'image/webp');
+      // A file that could not be decoded may decode after a restart (memory, file handles): not kept.
+      if (thumbnail.icon === 'unreadable') void reply.header('cache-control', 'no-cache');
+      return reply.type('image/svg+xml').send(icons.get(thumbnail.icon));
     },
   );
 };

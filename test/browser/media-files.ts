@@ -34,7 +34,7 @@ export function jpeg(width: number, height: number, hue: number): Promise<Buffer
 
 /** A PNG with transparency. */
 export function png(width: number, height: number, hue: number): Promise<Buffer> {
-  return scene(width, height, hue).ensureAlpha(0.85).png().toBuffer();
+  return scene(width, height, hue).removeAlpha().ensureAlpha(0.85).png().toBuffer();
 }
 
 /** The same photo as another file: a JPEG comment (COM segment) after SOI makes its bytes and hash differ. */
