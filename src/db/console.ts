@@ -35,7 +35,7 @@ export async function attachmentDetails(pool: Pool, albumPk: string): Promise<At
 
 export interface AlbumVersion {
   state: AlbumState;
-  /** Changes whenever anything the album page shows changes: a child, an attachment, a decision, the state or the review. */
+  /** Changes whenever anything the album page shows changes: a child, an attachment, a decision, the state, the review or its resolution. */
   version: string;
 }
 
@@ -43,7 +43,7 @@ export interface AlbumVersion {
 export async function albumVersion(pool: Pool, workflowId: string): Promise<AlbumVersion | null> {
   const { rows } = await pool.query<AlbumVersion>(
     `SELECT a.state,
-            md5(concat_ws('|', a.state, a.updated_at, a.review_reasons::text,
+            md5(concat_ws('|', a.state, a.updated_at, a.review_reasons::text, a.review_resolved_at,
                 (SELECT concat_ws('|', count(*), max(m.last_received_at)) FROM messages m WHERE m.album_pk = a.id),
                 (SELECT max(t.updated_at) FROM attachments t JOIN messages m ON m.id = t.message_pk WHERE m.album_pk = a.id),
                 (SELECT max(d.seq) FROM decisions d WHERE d.workflow_id = a.workflow_id))) AS version

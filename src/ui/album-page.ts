@@ -1,7 +1,7 @@
 // The album page's model: the status body of DESIGN.md §3 (read from PostgreSQL) with what the
 // page shows beside it — file names, which decision brought each child, links. Pure: no I/O.
 import type { AttachmentDetails } from '../db/console.js';
-import type { AlbumStatus, AttachmentStatus, AttachmentView, DecisionTrigger, JsonValue, ReviewReason } from '../../workflows/types.js';
+import type { AlbumStatus, AttachmentStatus, AttachmentView, DecisionTrigger, ReviewReason } from '../../workflows/types.js';
 import { consolePaths, temporalWorkflowUrl } from './paths.js';
 
 /** A caption a child had before an edit (Telegram's `edited_*` updates, DESIGN.md §9). */
@@ -69,8 +69,8 @@ export interface AlbumPageInput {
 }
 
 /** An index or total as received: numbers as they are, anything else as its JSON. */
-function asReceived(value: JsonValue | null): string {
-  if (value === null) return '—';
+function asReceived(value: unknown): string {
+  if (value === null || value === undefined) return '—';
   return typeof value === 'number' ? String(value) : JSON.stringify(value);
 }
 
@@ -148,5 +148,6 @@ export const triggerText: Record<DecisionTrigger, string> = {
   quiet_period: 'quiet period',
   max_wait: 'maximum wait',
   late_item: 'late item',
+  album_full: 'album full (Telegram’s 10 items)',
   standalone: 'standalone message',
 };

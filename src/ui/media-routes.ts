@@ -8,7 +8,8 @@ import { mediaPath } from '../../activities/download.js';
 import { findWorkspaceMedia } from '../db/media.js';
 import type { Pool } from '../db/pool.js';
 import { HttpError } from '../http/errors.js';
-import { ErrorBody } from '../http/schemas.js';
+import { Segment } from '../http/params.js';
+import { ErrorBodySchema as ErrorBody } from '../http/schemas.js';
 import { requireWorkspace } from './access.js';
 import type { IconName, Thumbnailer } from './thumbnails.js';
 
@@ -20,7 +21,7 @@ export interface MediaRoutesOptions {
 }
 
 const Params = Type.Object({
-  workspace: Type.String({ minLength: 1, maxLength: 512 }),
+  workspace: Segment,
   sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the file, lowercase hex' }),
 });
 

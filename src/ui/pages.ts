@@ -2,11 +2,11 @@ import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/ty
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { albumWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey } from '../../workflows/types.js';
 import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.js';
 import type { Pool } from '../db/pool.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
 import { HttpError, handleError } from '../http/errors.js';
+import { AlbumParams, albumKeyOf } from '../http/params.js';
 import { reachableWorkspaces, requireAccess, requireWorkspace } from './access.js';
 import { albumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
@@ -21,8 +21,6 @@ export interface ConsolePagesOptions {
 
 const pageSize = 50;
 
-const Segment = Type.String({ minLength: 1, maxLength: 512 });
-const AlbumParams = Type.Object({ workspace: Segment, provider: Segment, account: Segment, conversation: Segment, album: Segment });
 const ListQuery = Type.Object({
   workspace: Type.String({ maxLength: 512, default: '' }),
   provider: Type.String({ maxLength: 512, default: '' }),
@@ -31,10 +29,6 @@ const ListQuery = Type.Object({
   q: Type.String({ maxLength: 512, default: '' }),
   before: Type.Optional(Type.String({ pattern: '^[0-9]{1,19}$' })),
 });
-
-function albumKeyOf(p: { workspace: string; provider: string; account: string; conversation: string; album: string }): AlbumKey {
-  return { workspace: p.workspace, provider: p.provider, accountId: p.account, conversationId: p.conversation, albumId: p.album };
-}
 
 function html(reply: FastifyReply, body: string): FastifyReply {
   return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(body);

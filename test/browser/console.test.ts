@@ -1,13 +1,12 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
 import { consolePaths } from '../../src/ui/paths.js';
 import { unique } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
-import { settled, testAlbum, type TestAlbum } from './albums.js';
+import { settled, testAlbum, workspaceInbox, type TestAlbum } from './albums.js';
 import { artifactsDir, launchBrowser, type Browser } from './browser.js';
 import { startConsoleServer, type ConsoleServer } from './console-server.js';
 import { jpeg, png, startMediaServer, type MediaServer } from './media-files.js';
@@ -24,29 +23,38 @@ interface Img {
 const mp4 = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypmp42'), Buffer.alloc(4), Buffer.from('mp42isom'), Buffer.alloc(256)]);
 
 describe('the console in a browser', () => {
-  const mediaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-console-media-'));
   const adminToken = unique('admin-token');
   const scopedToken = unique('scoped-token');
+  const ownWorkspace = unique('ws-own');
+  const neighbourWorkspace = unique('ws-neighbour');
+  const webhookSecret = 'console-test-secret';
+  /** Two workspaces in one database; albums stay open (late window of 10 minutes). */
   let stack: Stack;
-  let other: Stack;
+  /** Albums that close 3 s after their decision, in a database of their own. */
+  let closing: Stack;
   let media: MediaServer;
   let server: ConsoleServer;
+  let closingServer: ConsoleServer;
   let browser: Browser;
   let page: Page;
   const dialogs: string[] = [];
   /** Script errors and CSP violations the browser reported (each test that reads it empties it first). */
   const consoleErrors: string[] = [];
-  const albums = {} as Record<'trip' | 'broken' | 'xss' | 'review' | 'live' | 'secret', TestAlbum>;
+  const albums = {} as Record<'trip' | 'broken' | 'xss' | 'review' | 'waiting' | 'secret' | 'live', TestAlbum>;
   let expiredUrl = '';
 
   beforeAll(async () => {
-    const env = { MEDIA_DIR: mediaDir, QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '120000', TEMPORAL_UI_URL: 'http://127.0.0.1:8233' };
-    stack = await startStack({ ...env, LATE_WINDOW_MS: '600000' });
-    other = await startStack({ ...env, LATE_WINDOW_MS: '3000' });
+    const env = { QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '120000', TEMPORAL_UI_URL: 'http://127.0.0.1:8233' };
+    const workspaceSecrets = JSON.stringify({ [ownWorkspace]: [webhookSecret], [neighbourWorkspace]: [webhookSecret] });
+    stack = await startStack({ ...env, LATE_WINDOW_MS: '600000', WORKSPACE_SECRETS: workspaceSecrets });
+    closing = await startStack({ ...env, LATE_WINDOW_MS: '3000' });
     media = await startMediaServer();
-    server = await startConsoleServer(stack, { [adminToken]: ['*'], [scopedToken]: [stack.workspace] });
+    const tokens = { [adminToken]: ['*'], [scopedToken]: [ownWorkspace] };
+    server = await startConsoleServer(stack, tokens);
+    closingServer = await startConsoleServer(closing, tokens);
+    const own = workspaceInbox(stack, ownWorkspace, webhookSecret);
 
-    albums.trip = testAlbum(stack, unique('trip'));
+    albums.trip = testAlbum(own, unique('trip'));
     const photos = [await jpeg(1200, 900, 20), await jpeg(900, 1200, 200), await png(800, 800, 280)];
     const tripFiles = [...photos.map((body, i) => ({ body, type: i === 2 ? 'image/png' : 'image/jpeg', name: `beach-${i}.${i === 2 ? 'png' : 'jpg'}` })), { body: mp4, type: 'video/mp4', name: 'waves.mp4' }];
     for (const [index, file] of tripFiles.entries()) {
@@ -59,13 +67,13 @@ describe('the console in a browser', () => {
       });
     }
 
-    albums.broken = testAlbum(stack, unique('broken'));
+    albums.broken = testAlbum(own, unique('broken'));
     expiredUrl = media.failing(410);
     await albums.broken.send({ messageId: 'b-failed', index: 0, total: 3, attachments: [{ type: 'image', url: media.failing(400), mime_type: 'image/jpeg' }] });
     await albums.broken.send({ messageId: 'b-expired', index: 1, total: 3, attachments: [{ type: 'image', url: expiredUrl, mime_type: 'image/jpeg' }] });
     await albums.broken.send({ messageId: 'b-ok', index: 2, total: 3, attachments: [{ type: 'image', url: media.file(photos[0]!, 'image/jpeg'), mime_type: 'image/jpeg' }] });
 
-    albums.xss = testAlbum(stack, unique('xss'));
+    albums.xss = testAlbum(own, unique('xss'));
     await albums.xss.send({
       messageId: '<b>m1</b>',
       index: 0,
@@ -74,17 +82,21 @@ describe('the console in a browser', () => {
       attachments: [{ type: 'image', url: media.file(photos[1]!, 'image/jpeg'), mime_type: 'image/jpeg', file_name: '"><script>alert(2)</script>.jpg' }],
     });
 
-    albums.review = testAlbum(stack, unique('review'));
+    albums.review = testAlbum(own, unique('review'));
     await albums.review.send({ messageId: 'r1', index: 0, total: 2 });
     await albums.review.send({ messageId: 'r2', index: 0, total: 2 });
 
-    albums.live = testAlbum(other, unique('live'));
-    await albums.live.send({ messageId: 'l1', index: 0, total: 2, attachments: [{ type: 'image', url: media.file(photos[2]!, 'image/png'), mime_type: 'image/png' }] });
-    albums.secret = testAlbum(other, unique('secret'));
+    albums.waiting = testAlbum(own, unique('waiting'));
+    await albums.waiting.send({ messageId: 'w1', index: 0, total: 2 });
+    albums.secret = testAlbum(workspaceInbox(stack, neighbourWorkspace, webhookSecret), unique('secret'));
     await albums.secret.send({ messageId: 's1', index: 0, total: 1, attachments: [{ type: 'image', url: media.file(photos[0]!, 'image/jpeg'), mime_type: 'image/jpeg' }] });
+
+    albums.live = testAlbum(closing, unique('live'));
+    await albums.live.send({ messageId: 'l1', index: 0, total: 2, attachments: [{ type: 'image', url: media.file(photos[2]!, 'image/png'), mime_type: 'image/png' }] });
 
     for (const name of ['trip', 'broken', 'xss', 'secret'] as const) await albums[name].until((s) => (settled(s), expect(s.state).toBe('processed')));
     await albums.review.until((s) => expect(s.review.reasons).toContain('duplicate_index'));
+    await albums.waiting.until((s) => expect(s.distinctChildren).toBe(1));
     await albums.live.until((s) => (settled(s), expect(s.distinctChildren).toBe(1)));
 
     browser = await launchBrowser();
@@ -101,15 +113,15 @@ describe('the console in a browser', () => {
 
   afterAll(async () => {
     await browser?.close();
+    await closingServer?.close();
     await server?.close();
     await media?.close();
-    await other?.close();
+    await closing?.close();
     await stack?.close();
-    fs.rmSync(mediaDir, { recursive: true, force: true });
   });
 
-  const open = async (url: string) => {
-    const response = await page.goto(`${server.url}${url}`);
+  const open = async (url: string, base = server.url) => {
+    const response = await page.goto(`${base}${url}`);
     return response!;
   };
   const albumRows = async () => Promise.all((await page.locator('table.albums tbody tr').all()).map((row) => row.getAttribute('data-album')));
@@ -133,16 +145,15 @@ describe('the console in a browser', () => {
 
   it('lists the albums newest first, and its filters and search narrow the list', async () => {
     await open(consolePaths.albums);
-    const all = await albumRows();
-    const ids = Object.values(albums).map((album) => album.key.albumId);
-    expect(all.filter((id) => id !== null && ids.includes(id))).toEqual([...ids].reverse());
+    const inThisDatabase = (['trip', 'broken', 'xss', 'review', 'waiting', 'secret'] as const).map((name) => albums[name].key.albumId);
+    expect(await albumRows()).toEqual([...inThisDatabase].reverse());
 
     await page.selectOption('select[name=state]', 'collecting');
     await page.click('form.filters button');
-    expect(await albumRows()).toEqual([albums.live.key.albumId]);
+    expect(await albumRows()).toEqual([albums.waiting.key.albumId]);
 
     await open(`${consolePaths.albums}?review=yes`);
-    expect((await albumRows()).filter((id) => id !== null && ids.includes(id))).toEqual([albums.review.key.albumId]);
+    expect(await albumRows()).toEqual([albums.review.key.albumId]);
 
     await open(consolePaths.albums);
     await page.fill('input[name=q]', 'b-expired');
@@ -150,11 +161,12 @@ describe('the console in a browser', () => {
     expect(await albumRows()).toEqual([albums.broken.key.albumId]);
 
     await open(consolePaths.albums);
-    await page.selectOption('select[name=workspace]', other.workspace);
+    expect(await page.locator('select[name=workspace] option').allTextContents()).toEqual(['all', ...[ownWorkspace, neighbourWorkspace].sort()]);
+    await page.selectOption('select[name=workspace]', neighbourWorkspace);
     await page.click('form.filters button');
-    expect(await albumRows()).toEqual([albums.secret.key.albumId, albums.live.key.albumId]);
+    expect(await albumRows()).toEqual([albums.secret.key.albumId]);
 
-    await open(`${consolePaths.albums}?provider=telegram&workspace=${encodeURIComponent(stack.workspace)}`);
+    await open(`${consolePaths.albums}?provider=telegram&workspace=${encodeURIComponent(ownWorkspace)}`);
     expect(await albumRows()).toEqual([]);
     expect(await page.locator('.empty').textContent()).toBe('No album matches.');
   });
@@ -172,7 +184,7 @@ describe('the console in a browser', () => {
     expect(await page.locator('.tile a.play').getAttribute('href')).toMatch(/^\/workspaces\/[^/]+\/media\/[0-9a-f]{64}$/);
     expect(await page.locator('.file-name').allTextContents()).toEqual(['beach-0.jpg', 'beach-1.jpg', 'beach-2.png', 'waves.mp4']);
     expect(await page.locator('a.temporal').getAttribute('href')).toBe(
-      `http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(`album:${[stack.workspace, 'whatsapp', 'acc_1', albums.trip.key.conversationId, albums.trip.key.albumId].join(':')}`)}`,
+      `http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(`album:${[ownWorkspace, 'whatsapp', 'acc_1', albums.trip.key.conversationId, albums.trip.key.albumId].join(':')}`)}`,
     );
     expect(await page.locator('ol.timeline li[data-trigger=expected_count_reached]').count()).toBe(1);
 
@@ -210,7 +222,7 @@ describe('the console in a browser', () => {
   });
 
   it('updates a collecting album’s page by itself when a child arrives, and stops once the album closes', async () => {
-    await open(consolePaths.album(albums.live.key));
+    await open(consolePaths.album(albums.live.key), closingServer.url);
     expect(await page.getByTestId('album-state').textContent()).toBe('collecting');
     await page.evaluate(() => ((globalThis as unknown as { loadedOnce: boolean }).loadedOnce = true));
     const versionRequests: string[] = [];
@@ -240,58 +252,25 @@ describe('the console in a browser', () => {
     await signIn(scopedToken);
 
     expect(await albumRows()).not.toContain(albums.secret.key.albumId);
-    expect(await page.locator('select[name=workspace] option').allTextContents()).toEqual(['all', stack.workspace]);
+    expect(await page.locator('select[name=workspace] option').allTextContents()).toEqual(['all', ownWorkspace]);
     const secretPage = await open(consolePaths.album(albums.secret.key));
     expect(secretPage.status()).toBe(403);
     expect(await page.content()).not.toContain(albums.secret.key.albumId);
-    const filtered = await open(`${consolePaths.albums}?workspace=${encodeURIComponent(other.workspace)}`);
+    const filtered = await open(`${consolePaths.albums}?workspace=${encodeURIComponent(neighbourWorkspace)}`);
     expect(filtered.status()).toBe(403);
 
     const sha256 = (await albums.secret.status())!.children[0]!.attachments[0]!.sha256!;
-    for (const url of [consolePaths.media(other.workspace, sha256), consolePaths.thumbnail(other.workspace, sha256)]) {
+    for (const url of [consolePaths.media(neighbourWorkspace, sha256), consolePaths.thumbnail(neighbourWorkspace, sha256)]) {
       expect((await open(url)).status()).toBe(403);
     }
     // The same file is downloaded in this token's workspace (the broken album's photo), so it opens only there.
     const own = (await albums.broken.status())!.children.find((c) => c.messageId === 'b-ok')!.attachments[0]!.sha256!;
     expect(own).toBe(sha256);
-    expect((await open(consolePaths.media(stack.workspace, own))).status()).toBe(200);
+    expect((await open(consolePaths.media(ownWorkspace, own))).status()).toBe(200);
   });
 
   describe('operator actions (the status API routes of DESIGN.md §8)', () => {
-    /** Skips the test while the console's server has no such route (they are being built on main). */
-    function skipWithoutRoute(context: TestContext, action: string) {
-      if (!server.hasRoute(`/actions/${action}`)) context.skip(`no ${action} route on the console's test server yet`);
-    }
-
-    it('post to the action routes with the body they take, and show what the server answered', async () => {
-      await signIn(adminToken);
-      await open(consolePaths.album(albums.review.key));
-      // Only the browser's side: the requests are answered here, not by the routes.
-      const posted: { url: string; method: string; contentType: string | undefined; body: string | null }[] = [];
-      await page.route(/\/actions\//, async (route) => {
-        const request = route.request();
-        posted.push({ url: new URL(request.url()).pathname, method: request.method(), contentType: request.headers()['content-type'], body: request.postData() });
-        const refused = request.url().endsWith('retry-downloads');
-        await route.fulfill({
-          status: refused ? 409 : 200,
-          contentType: 'application/json',
-          body: JSON.stringify(refused ? { error: { code: 'album_closed', message: 'the album is closed' } } : {}),
-        });
-      });
-      await page.click('button[data-action-url]');
-      await expect.poll(() => page.locator('.action-result').textContent()).toBe('Refused (409): the album is closed');
-      await page.fill('form.action input[name=note]', 'fine as it is');
-      await page.click('form.action button');
-      await expect.poll(() => page.locator('.action-result').textContent()).toContain('Done');
-      await page.unroute(/\/actions\//);
-      expect(posted).toEqual([
-        { url: consolePaths.action(albums.review.key, 'retry-downloads'), method: 'POST', contentType: undefined, body: null },
-        { url: consolePaths.action(albums.review.key, 'resolve-review'), method: 'POST', contentType: 'application/json', body: '{"note":"fine as it is"}' },
-      ]);
-    });
-
-    it('“Retry downloads” turns an expired attachment into downloaded once its server answers', async (context) => {
-      skipWithoutRoute(context, 'retry-downloads');
+    it('“Retry downloads” turns an expired attachment into downloaded once its server answers', async () => {
       await signIn(adminToken);
       await open(consolePaths.album(albums.broken.key));
       media.serve(expiredUrl, await jpeg(700, 500, 320), 'image/jpeg');
@@ -300,8 +279,7 @@ describe('the console in a browser', () => {
       await expect.poll(() => page.locator('.tile[data-message=b-expired] img').evaluate((img) => (img as unknown as Img).naturalWidth)).toBeGreaterThan(0);
     });
 
-    it('“Resolve review” takes the album out of the review queue', async (context) => {
-      skipWithoutRoute(context, 'resolve-review');
+    it('“Resolve review” takes the album out of the review queue', async () => {
       await signIn(adminToken);
       await open(consolePaths.review);
       expect(await albumRows()).toContain(albums.review.key.albumId);
@@ -311,6 +289,16 @@ describe('the console in a browser', () => {
       await expect.poll(() => page.locator('.action-result').textContent()).toContain('Done');
       await open(consolePaths.review);
       expect(await albumRows()).not.toContain(albums.review.key.albumId);
+      await open(consolePaths.album(albums.review.key));
+      expect(await page.locator('.review-box .badge').textContent()).toBe('review resolved');
+      expect(await page.locator('.review-box q').textContent()).toBe('checked: two photos, both kept');
+    });
+
+    it('shows why an action was refused: nothing can be retried once the album is closed', async () => {
+      await open(consolePaths.album(albums.live.key), closingServer.url);
+      expect(await page.getByTestId('album-state').textContent()).toBe('closed');
+      await page.click('button[data-action-url]');
+      await expect.poll(() => page.locator('.action-result').textContent()).toBe("Refused (409): the album's workflow is closed: nothing can be retried");
     });
   });
 });
