@@ -114,6 +114,20 @@ describe('media routes', () => {
     expect((await get(mediaUrl(files.photo.sha256.toUpperCase()))).statusCode).toBe(400);
   });
 
+  it('are refused to everyone in the app as buildApp wires it, until an access plugin says who is asking', async () => {
+    const file = await stack.app.inject({ method: 'GET', url: mediaUrl(files.photo.sha256), headers: auth });
+    expect(file.statusCode).toBe(401);
+    const page = await stack.app.inject({ method: 'GET', url: '/ui' });
+    expect(page.statusCode).toBe(303);
+    expect(page.headers.location).toBe('/ui/sign-in?next=%2Fui');
+    const signIn = await stack.app.inject({ method: 'GET', url: '/ui/sign-in' });
+    expect(signIn.statusCode).toBe(200);
+    expect(signIn.headers['content-security-policy']).toContain("script-src 'self'");
+    const paths = Object.keys((await stack.app.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, unknown> }>().paths);
+    expect(paths).toEqual(expect.arrayContaining(['/workspaces/{workspace}/media/{sha256}', '/workspaces/{workspace}/media/{sha256}/thumbnail']));
+    expect(paths.filter((p) => p.startsWith('/ui'))).toEqual([]);
+  });
+
   it('makes a WebP thumbnail once, content-addressed, and serves it with its own ETag', async () => {
     const url = `${mediaUrl(files.photo.sha256)}/thumbnail`;
     const first = await get(url);
