@@ -9,7 +9,7 @@ import type { Pool } from '../db/pool.js';
 import { mediaRoutes } from './media-routes.js';
 import { consolePages } from './pages.js';
 import { consoleReturnPath } from './paths.js';
-import { createThumbnailer, defaultThumbnailLimits, type ThumbnailLimits } from './thumbnails.js';
+import { createThumbnailer } from './thumbnails.js';
 import { renderPage, renderSignIn, templatesDir } from './views.js';
 
 export interface ConsoleOptions {
@@ -21,7 +21,6 @@ export interface ConsoleOptions {
    * hooks reach those routes. Without it they refuse every request.
    */
   access?: FastifyPluginAsync | FastifyPluginCallback;
-  thumbnails?: ThumbnailLimits;
   /** How often an open album page asks whether it changed (ms). */
   pollMs?: number;
 }
@@ -70,7 +69,7 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
   await app.register(publicPages, { prefix: '/ui' });
 
   const mediaDir = options.config.media.dir;
-  const thumbnailer = createThumbnailer(mediaDir, app.log, options.thumbnails ?? defaultThumbnailLimits);
+  const thumbnailer = createThumbnailer(mediaDir, app.log);
   await app.register(async (signedIn) => {
     if (options.access) await signedIn.register(options.access);
     await signedIn.register(consolePages, {

@@ -20,7 +20,7 @@ export interface ThumbnailLimits {
   concurrency: number;
 }
 
-export const defaultThumbnailLimits: ThumbnailLimits = { size: 400, maxInputPixels: 100_000_000, concurrency: 2 };
+export const thumbnailLimits: ThumbnailLimits = { size: 400, maxInputPixels: 100_000_000, concurrency: 2 };
 
 /** What stands in for a file that gets no thumbnail. */
 export type IconName = 'video' | 'audio' | 'image' | 'file' | 'unreadable';
@@ -51,7 +51,8 @@ export interface Thumbnailer {
   readonly variant: string;
 }
 
-export function createThumbnailer(mediaDir: string, logger: FastifyBaseLogger, limits: ThumbnailLimits = defaultThumbnailLimits): Thumbnailer {
+export function createThumbnailer(mediaDir: string, logger: FastifyBaseLogger): Thumbnailer {
+  const limits = thumbnailLimits;
   // Memory stays bounded by the images being made: libvips keeps no cache of earlier operations,
   // and each image is processed on one thread (the concurrency limit is the parallelism).
   sharp.cache(false);

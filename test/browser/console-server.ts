@@ -6,11 +6,9 @@ import type { Stack } from '../helpers/stack.js';
 import { actionRoutes } from '../../src/http/actions.js';
 import { handleError } from '../../src/http/errors.js';
 import { consolePlugin } from '../../src/ui/console.js';
-import type { ThumbnailLimits } from '../../src/ui/thumbnails.js';
 import { testAccessShim, type TestTokens } from './access-shim.js';
 
 export interface ConsoleAppOptions {
-  thumbnails?: ThumbnailLimits;
   logger?: FastifyInstance['log'];
 }
 
@@ -23,7 +21,6 @@ export async function consoleApp(stack: Pick<Stack, 'config' | 'pool' | 'client'
     pool: stack.pool,
     access: testAccessShim(tokens),
     pollMs: 300,
-    ...(options.thumbnails ? { thumbnails: options.thumbnails } : {}),
   });
   return app;
 }

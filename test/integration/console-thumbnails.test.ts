@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultThumbnailLimits } from '../../src/ui/thumbnails.js';
+import { thumbnailLimits } from '../../src/ui/thumbnails.js';
 import { unique } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { settled, testAlbum } from '../browser/albums.js';
@@ -67,7 +67,7 @@ describe(`thumbnails of a ${photos}-photo album, all asked for at once`, () => {
     expect(responses.map((r) => [r.statusCode, r.headers['content-type']])).toEqual(hashes.map(() => [200, 'image/webp']));
     expect(await sharp(responses[0]!.rawPayload).metadata()).toMatchObject({ width: 400, height: 300 });
     expect(peakInProcess).toBeGreaterThan(0);
-    expect(peakInProcess).toBeLessThanOrEqual(defaultThumbnailLimits.concurrency);
+    expect(peakInProcess).toBeLessThanOrEqual(thumbnailLimits.concurrency);
     const growth = (peakRss - before) / MiB;
     console.log(`RSS ${Math.round(before / MiB)} MiB before, peak ${Math.round(peakRss / MiB)} MiB (+${Math.round(growth)} MiB) for ${photos} thumbnails`);
     expect(growth).toBeLessThan(150);
