@@ -10,7 +10,6 @@ import type { Pool } from '../db/pool.js';
 import { HttpError } from '../http/errors.js';
 import { Segment } from '../http/params.js';
 import { ErrorBodySchema as ErrorBody } from '../http/schemas.js';
-import { requireWorkspace } from './access.js';
 import type { IconName, Thumbnailer } from './thumbnails.js';
 
 export interface MediaRoutesOptions {
@@ -76,8 +75,8 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
     (['video', 'audio', 'image', 'file', 'unreadable'] as const).map((name) => [name, fs.readFileSync(path.join(iconsDir, `${name}.svg`))]),
   );
 
-  async function storedMedia(request: FastifyRequest, workspace: string, sha256: string) {
-    requireWorkspace(request.access, workspace);
+  // The access plugin has checked that the caller's token reaches `workspace`.
+  async function storedMedia(workspace: string, sha256: string) {
     const media = await findWorkspaceMedia(pool, workspace, sha256);
     if (!media) throw new HttpError(404, 'media_not_found', 'no downloaded attachment of this workspace has that hash');
     return media;
@@ -94,7 +93,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
     { schema: mediaSchema('A downloaded attachment file', 'Served with the content type its server sent (as a download when a browser could run it), an ETag and immutable caching.') },
     async (request, reply) => {
       const { workspace, sha256 } = request.params;
-      const media = await storedMedia(request, workspace, sha256);
+      const media = await storedMedia(workspace, sha256);
       const etag = `"${sha256}"`;
       immutable(reply, etag);
       if (notModified(request, etag)) return reply.code(304).send(null);
@@ -115,7 +114,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
     },
     async (request, reply) => {
       const { workspace, sha256 } = request.params;
-      await storedMedia(request, workspace, sha256);
+      await storedMedia(workspace, sha256);
       const etag = `"${sha256}-${thumbnailer.variant}"`;
       immutable(reply, etag).header('content-disposition', 'inline');
       if (notModified(request, etag)) return reply.code(304).send(null);

@@ -7,7 +7,7 @@ import type { Pool } from '../db/pool.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
 import { HttpError, handleError } from '../http/errors.js';
 import { AlbumParams, albumKeyOf } from '../http/params.js';
-import { reachableWorkspaces, requireAccess, requireWorkspace } from './access.js';
+import { wantsPage, type Access } from '../http/access/plugin.js';
 import { albumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
 import { renderPage, type AlbumListFilters } from './views.js';
@@ -15,11 +15,11 @@ import { renderPage, type AlbumListFilters } from './views.js';
 export interface ConsolePagesOptions {
   pool: Pool;
   temporalUi: { url: string | undefined; namespace: string };
-  /** How often an open album page asks whether it changed. */
-  pollMs: number;
 }
 
 const pageSize = 50;
+/** How often an open album page asks whether it changed. */
+const pollMs = 2_000;
 
 const ListQuery = Type.Object({
   workspace: Type.String({ maxLength: 512, default: '' }),
@@ -30,26 +30,36 @@ const ListQuery = Type.Object({
   before: Type.Optional(Type.String({ pattern: '^[0-9]{1,19}$' })),
 });
 
+/** The workspaces the caller's token reaches, as listAlbums takes them; none without a token. */
+function reachableWorkspaces(access: Access | null): readonly string[] | 'all' {
+  if (access === null) return [];
+  return access.workspaces === '*' ? 'all' : [...access.workspaces];
+}
+
 function html(reply: FastifyReply, body: string): FastifyReply {
   return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(body);
 }
 
-/** The signed-in pages under `/ui`: albums, the review queue and one album. */
-export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = async (app, { pool, temporalUi, pollMs }) => {
+/**
+ * The signed-in pages under `/ui`: albums and the review queue (any token; they list the workspaces
+ * it reaches) and one album (a token that reaches its workspace, as the access plugin checks).
+ */
+export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = async (app, { pool, temporalUi }) => {
+  // A browser gets an error page; a script or a client that asked for no HTML, the API's error body.
   app.setErrorHandler((error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
-    if (error instanceof HttpError && error.statusCode === 401) {
-      return reply.redirect(`${consolePaths.signIn}?${new URLSearchParams({ next: request.url }).toString()}`, 303);
-    }
+    if (!wantsPage(request)) return handleError(error, request, reply);
+    if (error instanceof HttpError) void reply.headers(error.headers);
     const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
     if (status === 500) request.log.error({ err: error }, 'console page failed');
     const message = status === 500 ? 'Something went wrong on the server; its log says what.' : error.message;
-    return html(reply.code(status), renderPage('error', { title: String(status), signedIn: request.access !== undefined }, { status, message }));
+    return html(reply.code(status), renderPage('error', { title: String(status), signedIn: request.access !== null }, { status, message }));
   });
 
   async function albumList(request: FastifyRequest, reply: FastifyReply, filters: AlbumListFilters, before: string | undefined, reviewQueue: boolean) {
-    const access = requireAccess(request.access);
-    if (filters.workspace !== '') requireWorkspace(access, filters.workspace);
-    const reachable = reachableWorkspaces(access);
+    const reachable = reachableWorkspaces(request.access);
+    if (filters.workspace !== '' && reachable !== 'all' && !reachable.includes(filters.workspace)) {
+      throw new HttpError(403, 'workspace_not_allowed', 'the token does not reach this workspace');
+    }
     const rows = await listAlbums(pool, {
       workspaces: filters.workspace !== '' ? [filters.workspace] : reachable,
       ...(filters.state !== '' ? { state: filters.state } : {}),
@@ -79,18 +89,17 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
     );
   }
 
-  app.get('/', { schema: { hide: true, querystring: ListQuery } }, async (request, reply) => {
+  app.get('/', { schema: { hide: true, querystring: ListQuery }, config: { access: 'signed-in' } }, async (request, reply) => {
     const { before, ...filters } = request.query;
     return albumList(request, reply, filters, before, false);
   });
 
-  app.get('/review', { schema: { hide: true, querystring: ListQuery } }, async (request, reply) => {
+  app.get('/review', { schema: { hide: true, querystring: ListQuery }, config: { access: 'signed-in' } }, async (request, reply) => {
     const { before, ...filters } = request.query;
     return albumList(request, reply, { ...filters, review: '' }, before, true);
   });
 
   app.get('/albums/:workspace/:provider/:account/:conversation/:album', { schema: { hide: true, params: AlbumParams } }, async (request, reply) => {
-    requireWorkspace(request.access, request.params.workspace);
     const key = albumKeyOf(request.params);
     const album = await findAlbum(pool, key);
     if (!album) throw new HttpError(404, 'album_not_found', 'No child of this album was ever stored.');
@@ -109,7 +118,6 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
       '/albums/:workspace/:provider/:account/:conversation/:album/version',
       { schema: { hide: true, params: AlbumParams } },
       async (request, reply) => {
-        requireWorkspace(request.access, request.params.workspace);
         const key = albumKeyOf(request.params);
         const version = await albumVersion(pool, albumWorkflowId(key));
         if (!version) throw new HttpError(404, 'album_not_found', 'no child of this album was ever stored');

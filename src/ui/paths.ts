@@ -1,6 +1,7 @@
 // Every URL the console puts into a page, built from ids that senders chose: each segment is
 // URL-encoded, so an id can neither leave its segment nor turn a link into another scheme.
 import type { AlbumKey } from '../../workflows/types.js';
+import { consolePath, signInPath, signOutPath } from '../http/access/plugin.js';
 
 const e = encodeURIComponent;
 
@@ -12,13 +13,13 @@ function albumTail(key: AlbumKey): string {
 }
 
 export const consolePaths = {
-  albums: '/ui',
-  review: '/ui/review',
-  signIn: '/ui/sign-in',
-  signOut: '/ui/sign-out',
-  assets: '/ui/assets/',
-  album: (key: AlbumKey) => `/ui/albums/${e(key.workspace)}/${albumTail(key)}`,
-  albumVersion: (key: AlbumKey) => `/ui/albums/${e(key.workspace)}/${albumTail(key)}/version`,
+  albums: consolePath,
+  review: `${consolePath}/review`,
+  signIn: signInPath,
+  signOut: signOutPath,
+  assets: `${consolePath}/assets/`,
+  album: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}`,
+  albumVersion: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}/version`,
   media: (workspace: string, sha256: string) => `/workspaces/${e(workspace)}/media/${e(sha256)}`,
   thumbnail: (workspace: string, sha256: string) => `/workspaces/${e(workspace)}/media/${e(sha256)}/thumbnail`,
   /** The operator actions of DESIGN.md §8 (routes of the status API). */
@@ -28,9 +29,4 @@ export const consolePaths = {
 /** The album's workflow in the Temporal UI. */
 export function temporalWorkflowUrl(uiUrl: string, namespace: string, workflowId: string): string {
   return `${uiUrl}/namespaces/${e(namespace)}/workflows/${e(workflowId)}`;
-}
-
-/** Where to go after signing in: one of the console's own pages, never another site. */
-export function consoleReturnPath(candidate: string | undefined): string {
-  return candidate !== undefined && /^\/ui(\/|\?|$)/.test(candidate) ? candidate : consolePaths.albums;
 }

@@ -52,11 +52,6 @@ export interface AlbumListPage {
   olderUrl: string | null;
 }
 
-export interface SignInPage {
-  next: string;
-  notice: 'invalid_token' | 'signed_out' | null;
-}
-
 export interface ErrorPage {
   status: number;
   message: string;
@@ -65,16 +60,9 @@ export interface ErrorPage {
 interface Pages {
   albums: AlbumListPage;
   album: AlbumPageModel;
-  'sign-in': SignInPage;
-  'sign-out': Record<string, never>;
   error: ErrorPage;
 }
 
 export function renderPage<P extends keyof Pages>(page: P, frame: PageFrame, data: Pages[P]): string {
   return eta.render(page, { ...frame, page: data, h: helpers });
-}
-
-/** The sign-in page (a form that posts a token), for the access plugin to answer with as well. */
-export function renderSignIn(data: SignInPage): string {
-  return renderPage('sign-in', { title: 'Sign in', signedIn: false }, data);
 }

@@ -1,11 +1,9 @@
-import type { FastifyInstance } from 'fastify';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { thumbnailLimits } from '../../src/ui/thumbnails.js';
 import { unique } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
-import { settled, testAlbum } from '../browser/albums.js';
-import { consoleApp } from '../browser/console-server.js';
+import { settled, testAlbum, workspaceInbox } from '../browser/albums.js';
 import { startMediaServer, variant, type MediaServer } from '../browser/media-files.js';
 
 const photos = 100;
@@ -14,19 +12,23 @@ const MiB = 1024 * 1024;
 describe(`thumbnails of a ${photos}-photo album, all asked for at once`, () => {
   let stack: Stack;
   let media: MediaServer;
-  let app: FastifyInstance;
-  const token = 'thumbnails-token';
+  const workspace = unique('ws-thumbnails');
+  const token = unique('thumbnails-token');
   let hashes: string[] = [];
 
   beforeAll(async () => {
-    stack = await startStack({ QUIET_PERIOD_MS: '200', MAX_WAIT_MS: '120000' });
+    stack = await startStack({
+      QUIET_PERIOD_MS: '200',
+      MAX_WAIT_MS: '120000',
+      WORKSPACE_SECRETS: JSON.stringify({ [workspace]: ['thumbnails-secret'] }),
+      API_TOKENS: JSON.stringify({ [token]: [workspace] }),
+    });
     media = await startMediaServer();
-    app = await consoleApp(stack, { [token]: [stack.workspace] });
     // A 12-megapixel phone photo with a photo's entropy; each child gets a copy with its own bytes.
     const photo = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: '#789', noise: { type: 'gaussian', mean: 128, sigma: 8 } } })
       .jpeg({ quality: 80 })
       .toBuffer();
-    const album = testAlbum(stack, unique('alb'));
+    const album = testAlbum(workspaceInbox(stack, workspace, 'thumbnails-secret'), unique('alb'));
     for (let i = 0; i < photos; i++) {
       const url = media.file(variant(photo, `photo ${i}`), 'image/jpeg');
       await album.send({ messageId: `m${i}`, index: i, total: photos, attachments: [{ type: 'image', url, mime_type: 'image/jpeg' }] });
@@ -39,7 +41,6 @@ describe(`thumbnails of a ${photos}-photo album, all asked for at once`, () => {
   }, 180_000);
 
   afterAll(async () => {
-    await app?.close();
     await media?.close();
     await stack?.close();
   });
@@ -55,9 +56,9 @@ describe(`thumbnails of a ${photos}-photo album, all asked for at once`, () => {
     }, 5);
     const responses = await Promise.all(
       hashes.map((sha256) =>
-        app.inject({
+        stack.app.inject({
           method: 'GET',
-          url: `/workspaces/${encodeURIComponent(stack.workspace)}/media/${sha256}/thumbnail`,
+          url: `/workspaces/${encodeURIComponent(workspace)}/media/${sha256}/thumbnail`,
           headers: { authorization: `Bearer ${token}` },
         }),
       ),
