@@ -16,6 +16,9 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
 COPY migrations migrations
+# Read at run time from the project root: the console's templates and assets.
+COPY src/ui/templates src/ui/templates
+COPY src/ui/assets src/ui/assets
 RUN mkdir -p /data/media && chown node:node /data /data/media
 USER node
 EXPOSE 3000

@@ -6,6 +6,17 @@ import { projectRoot } from '../../src/paths.js';
 
 const read = <T>(file: string): T => JSON.parse(fs.readFileSync(path.join(projectRoot, file), 'utf8')) as T;
 
+describe('the Docker image', () => {
+  it('carries every file albumflow reads from its project root at run time', () => {
+    const dockerfile = fs.readFileSync(path.join(projectRoot, 'Dockerfile'), 'utf8');
+    const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    for (const dir of ['migrations', 'src/ui/templates', 'src/ui/assets']) {
+      expect(fs.existsSync(path.join(projectRoot, dir))).toBe(true);
+      expect(finalStage).toContain(`COPY ${dir} ${dir}`);
+    }
+  });
+});
+
 describe('the Node.js versions albumflow declares', () => {
   const declared = read<{ engines: { node: string } }>('package.json').engines.node;
   const oldest = semver.minVersion(declared)!.version;
