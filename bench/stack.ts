@@ -8,7 +8,8 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type pg from 'pg';
 import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } from '../src/db/pool.js';
-import { freePort, startDevServer } from '../src/temporal/devserver.js';
+import { pickPort } from '../src/embedded/ports.js';
+import { startDevServer } from '../src/embedded/temporal.js';
 import type { MediaFile } from './media/catalogue.js';
 import { repoRoot, type BenchOptions, type PhaseName } from './options.js';
 import { childPids, MemorySampler, spawnNode, type ManagedProcess } from './processes.js';
@@ -97,7 +98,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const workspace = `bench-${crypto.randomBytes(4).toString('hex')}`;
   const secret = crypto.randomBytes(24).toString('hex');
   const taskQueue = `bench-${runTag}`;
-  const workerMetricsPort = await freePort();
+  const workerMetricsPort = await pickPort();
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !name.startsWith('TEMPORAL_') && name !== 'DATABASE_URL' && !name.startsWith('PG')),
   );

@@ -16,7 +16,8 @@ const Env = Type.Object({
   TEMPORAL_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
   TEMPORAL_NAMESPACE: Type.String({ default: 'default' }),
   TEMPORAL_TASK_QUEUE: Type.String({ default: 'albums' }),
-  TEMPORAL_UI_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 8233 }),
+  TEMPORAL_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 7233 }),
+  TEMPORAL_UI_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8233 }),
   TEMPORAL_UI_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   WORKER_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   WORKER_MAX_CACHED_WORKFLOWS: Type.Integer({ minimum: 0, default: 150 }),
@@ -82,7 +83,7 @@ export interface Config {
   logLevel: string;
   /** Unset: readable lines when standard output is a terminal, JSON otherwise. */
   logFormat: 'json' | 'pretty' | undefined;
-  /** Unset: a local server, database `albumflow` (created when missing). */
+  /** Unset: the embedded PostgreSQL under `dataDir`; the database (`albumflow` when the URL names none) is created when missing. */
   databaseUrl: string | undefined;
   dataDir: string;
   temporal: {
@@ -90,6 +91,8 @@ export interface Config {
     address: string | undefined;
     namespace: string;
     taskQueue: string;
+    /** The embedded dev server's frontend and UI ports; 0: a free port. */
+    port: number;
     uiPort: number;
     /** Where people open the Temporal UI (the console links each album's workflow there); unset without one. */
     uiUrl: string | undefined;
@@ -137,9 +140,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       address: raw.TEMPORAL_ADDRESS,
       namespace: raw.TEMPORAL_NAMESPACE,
       taskQueue: raw.TEMPORAL_TASK_QUEUE,
+      port: raw.TEMPORAL_PORT,
       uiPort: raw.TEMPORAL_UI_PORT,
-      // The embedded dev server serves its UI on TEMPORAL_UI_PORT; any other server's UI is wherever it is.
-      uiUrl: raw.TEMPORAL_UI_URL?.replace(/\/+$/, '') ?? (raw.TEMPORAL_ADDRESS ? undefined : `http://127.0.0.1:${raw.TEMPORAL_UI_PORT}`),
+      // The embedded dev server serves its UI on TEMPORAL_UI_PORT (known only once it runs when 0); any other server's UI is wherever it is.
+      uiUrl: raw.TEMPORAL_UI_URL?.replace(/\/+$/, '') ?? (raw.TEMPORAL_ADDRESS || raw.TEMPORAL_UI_PORT === 0 ? undefined : `http://127.0.0.1:${raw.TEMPORAL_UI_PORT}`),
       workerMetricsPort: raw.WORKER_METRICS_PORT,
       maxCachedWorkflows: raw.WORKER_MAX_CACHED_WORKFLOWS,
     },

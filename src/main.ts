@@ -1,5 +1,5 @@
 // `npm start`: migrations, then ingress + dispatcher + worker in one process, with an embedded
-// Temporal dev server when TEMPORAL_ADDRESS is unset.
+// PostgreSQL when DATABASE_URL is unset and an embedded Temporal dev server when TEMPORAL_ADDRESS is unset.
 import { adminTokenPath } from './http/access/admin-token.js';
 import { signInCodeLifetimeMs } from './http/access/session.js';
 import { run } from './serve.js';
@@ -21,6 +21,7 @@ await run({ http: true, dispatcher: true, worker: true }, ({ urls }, config) => 
     `  readiness         ${http}/readyz`,
     `  Temporal UI       ${urls.temporalUi ? `${urls.temporalUi}/namespaces/${namespace}/workflows` : '(see your Temporal server)'}`,
     `  Temporal          ${urls.temporal}${config.temporal.address ? '' : ` (embedded dev server, state in ${config.dataDir}/temporal.db)`}`,
+    urls.database ? `  PostgreSQL        ${urls.database} (embedded, data in ${config.dataDir}/postgres, password in ${config.dataDir}/postgres.password)` : '',
     workspaces.length === 0 ? '  No workspace is configured: set WORKSPACE_SECRETS=\'{"demo":["demo-secret"]}\' to accept webhooks.' : '',
     'Press Ctrl-C to stop.',
     '',

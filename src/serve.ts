@@ -5,7 +5,8 @@ import { startService, type Roles, type Service } from './service.js';
 
 /**
  * Runs albumflow with the given roles until SIGINT/SIGTERM, then shuts down gracefully:
- * HTTP stops accepting, the dispatcher and the worker drain, the dev server stops, exit 0.
+ * HTTP stops accepting, the dispatcher and the worker drain, the embedded servers stop, exit 0. Exits 1
+ * when an embedded server died and could not be restarted, or the worker stopped on its own.
  */
 export async function run(roles: Roles, describe: (service: Service, config: Config) => string): Promise<void> {
   const fail = (message: string): never => {
@@ -18,8 +19,11 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
   } catch (err) {
     return fail((err as Error).message);
   }
-  if (!(roles.http && roles.dispatcher && roles.worker) && !config.temporal.address) {
-    fail('TEMPORAL_ADDRESS is required to run the ingress or the worker alone; `npm start` runs both with an embedded dev server');
+  if (!(roles.http && roles.dispatcher && roles.worker) && !(config.temporal.address && config.databaseUrl)) {
+    fail(
+      'TEMPORAL_ADDRESS and DATABASE_URL are required to run the ingress or the worker alone; ' +
+        '`npm start` runs both with an embedded PostgreSQL and Temporal dev server',
+    );
   }
   const logger: Logger = createLogger({ level: config.logLevel, format: config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json') });
   for (const [workspace, secrets] of config.workspaceSecrets) {
@@ -33,6 +37,11 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
     return fail((err as Error).message);
   }
   process.stdout.write(describe(service, config));
+  void service.failed.then(async (err) => {
+    logger.fatal({ err }, 'albumflow cannot go on: exiting so that it can be started again');
+    await service.close();
+    process.exit(1);
+  });
   // A Ctrl-C reaches us twice when npm relays the terminal's SIGINT to its child: a repeat within a
   // second is that echo; a later one means "stop now".
   let firstSignalAt = 0;

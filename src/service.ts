@@ -11,8 +11,12 @@ import { consolePath, signInPath } from './http/access/plugin.js';
 import { SignInCodes } from './http/access/session.js';
 import { buildApp, type App } from './http/app.js';
 import type { Logger } from './log.js';
+import { claimDataDir } from './embedded/ownership.js';
+import { pickPort } from './embedded/ports.js';
+import { startEmbeddedPostgres } from './embedded/postgres.js';
+import type { EmbeddedServer } from './embedded/server.js';
+import { startDevServer, type DevServer } from './embedded/temporal.js';
 import { connectClient, connectWorker, prepareNamespace, temporalConnectOptions } from './temporal/connection.js';
-import { freePort, startDevServer, type DevServer } from './temporal/devserver.js';
 import { installTemporalRuntime } from './temporal/telemetry.js';
 import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
 
@@ -30,17 +34,23 @@ export interface Service {
     http?: string;
     /** The console; with a single-use sign-in code when the admin token was generated (no API_TOKENS). */
     console?: string;
+    /** The embedded PostgreSQL's address (without its password); unset with DATABASE_URL. */
+    database?: string;
     temporal: string;
     temporalUi?: string;
     workerMetrics?: string;
   };
+  /** Settles when albumflow can no longer work: an embedded server died and could not be restarted. */
+  failed: Promise<Error>;
   /** Stops accepting, drains, and closes everything in reverse order of start. */
   close(): Promise<void>;
 }
 
 /**
- * Starts albumflow's parts: migrations, the embedded Temporal dev server when TEMPORAL_ADDRESS is
- * unset, then the worker, the dispatcher and the HTTP server, each when its role is asked for.
+ * Starts albumflow's parts: the embedded PostgreSQL when DATABASE_URL is unset, migrations, the embedded
+ * Temporal dev server when TEMPORAL_ADDRESS is unset, then the worker, the dispatcher and the HTTP
+ * server, each when its role is asked for. Embedded servers belong to this process: it claims the data
+ * directory first (a second albumflow on it stops here), and stops them last.
  */
 export async function startService(config: Config, roles: Roles, logger: Logger): Promise<Service> {
   const closers: Array<() => Promise<unknown>> = [];
@@ -51,21 +61,46 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
     closers.length = 0;
   };
 
+  let fail: (err: Error) => void = () => undefined;
+  const failed = new Promise<Error>((resolve) => (fail = resolve));
+  const embedded: EmbeddedServer[] = [];
+  const embed = <T extends EmbeddedServer>(server: T): T => {
+    embedded.push(server);
+    closers.push(() => server.stop());
+    return server;
+  };
+
   try {
-    const dbConfig = connectionConfig(config.databaseUrl);
+    if (!config.databaseUrl || !config.temporal.address) {
+      const claim = claimDataDir(config.dataDir);
+      closers.push(async () => claim.release());
+    }
+    const database = config.databaseUrl
+      ? { url: config.databaseUrl }
+      : embed(await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), log: logger, onFailed: fail }));
+    const dbConfig = connectionConfig(database.url);
     await ensureDatabase(dbConfig);
     await migrate(dbConfig, logger);
 
-    let devServer: DevServer | undefined;
-    if (!config.temporal.address) {
-      devServer = await startDevServer({
-        dbFile: path.join(config.dataDir, 'temporal.db'),
-        port: 7233,
-        uiPort: config.temporal.uiPort,
-        log: (message) => logger.info(message),
-      });
-      closers.push(() => devServer!.stop());
+    // Before any Temporal connection (the SDK's download of the dev server makes one).
+    let workerMetrics: string | undefined;
+    if (roles.worker) {
+      const metricsPort = config.temporal.workerMetricsPort ?? (await pickPort());
+      installTemporalRuntime(logger, `127.0.0.1:${metricsPort}`);
+      workerMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
     }
+
+    const devServer: DevServer | undefined = config.temporal.address
+      ? undefined
+      : embed(
+          await startDevServer({
+            dbFile: path.join(config.dataDir, 'temporal.db'),
+            port: config.temporal.port,
+            uiPort: config.temporal.uiPort,
+            log: logger,
+            onFailed: fail,
+          }),
+        );
     const { connectionOptions } = temporalConnectOptions(devServer?.address);
     const namespace = config.temporal.namespace;
 
@@ -76,11 +111,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
     const pool: Pool = createPool(dbConfig, { max: 20 });
     closers.push(() => pool.end());
 
-    let workerMetrics: string | undefined;
     if (roles.worker) {
-      const metricsPort = config.temporal.workerMetricsPort ?? (await freePort());
-      installTemporalRuntime(logger, `127.0.0.1:${metricsPort}`);
-      workerMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
       const connection: NativeConnection = await connectWorker(connectionOptions);
       closers.push(() => connection.close());
       const bundle = await bundleWorkflowsInChildProcess();
@@ -94,7 +125,8 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
         maxCachedWorkflows: config.temporal.maxCachedWorkflows,
       });
       const running = worker.run();
-      running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped'));
+      // A worker that stopped on its own leaves albumflow unable to work: it exits, as when an embedded server is lost.
+      running.catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
       closers.push(async () => {
         if (worker.getState() === 'RUNNING') worker.shutdown();
         await running;
@@ -121,6 +153,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
         temporal: client,
         wakeDispatcher: () => dispatcher?.wake(),
         logger,
+        embeddedServers: embedded,
         ...(workerMetrics ? { workerMetricsUrl: workerMetrics } : {}),
         tokens,
         signInCodes,
@@ -134,10 +167,12 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
     return {
       urls: {
         ...(http ? { http, console: `${http}${consoleLink}` } : {}),
+        ...('displayUrl' in database ? { database: database.displayUrl } : {}),
         temporal: devServer?.address ?? connectionOptions.address ?? '',
         ...(devServer?.uiUrl ? { temporalUi: devServer.uiUrl } : {}),
         ...(workerMetrics ? { workerMetrics } : {}),
       },
+      failed,
       close,
     };
   } catch (err) {

@@ -8,30 +8,16 @@ export type PoolClient = pg.PoolClient;
 const defaultDatabase = 'albumflow';
 
 /**
- * Connection settings for the configured database. Without DATABASE_URL, the local server is used
- * (the PG* variables and the socket first, as libpq does, then 127.0.0.1:5432) with database `albumflow`.
+ * Connection settings for DATABASE_URL, database `albumflow` when the URL names none. There is no
+ * default server: without DATABASE_URL, `npm start` runs its embedded PostgreSQL and passes its URL here.
  */
 export function connectionConfig(databaseUrl: string | undefined): pg.ClientConfig {
-  if (databaseUrl) {
-    const parsed = parseIntoClientConfig(databaseUrl);
-    // As libpq does, a URL without a user name connects as PGUSER or the OS user.
-    return { ...parsed, user: parsed.user || defaultUser(), database: parsed.database || defaultDatabase };
+  if (!databaseUrl) {
+    throw new Error('DATABASE_URL is not set (only `npm start` runs an embedded PostgreSQL of its own when it is unset)');
   }
-  return {
-    host: process.env.PGHOST ?? localSocketOrTcp(),
-    port: Number(process.env.PGPORT ?? 5432),
-    user: defaultUser(),
-    database: process.env.PGDATABASE ?? defaultDatabase,
-  };
-}
-
-function defaultUser(): string {
-  return process.env.PGUSER || os.userInfo().username;
-}
-
-function localSocketOrTcp(): string {
-  // pg treats a host that starts with "/" as a unix socket directory.
-  return process.platform === 'linux' ? '/var/run/postgresql' : '127.0.0.1';
+  const parsed = parseIntoClientConfig(databaseUrl);
+  // As libpq does, a URL without a user name connects as PGUSER or the OS user.
+  return { ...parsed, user: parsed.user || process.env.PGUSER || os.userInfo().username, database: parsed.database || defaultDatabase };
 }
 
 export interface PoolOptions {
@@ -61,11 +47,21 @@ export function createPool(config: pg.ClientConfig, options: PoolOptions = {}): 
 }
 
 /**
+ * A connection outside any pool. When the server ends it (57P01 as it shuts down, or a crash), pg emits
+ * 'error', which would end the process without a listener: the statement it runs fails instead.
+ */
+export function standaloneClient(config: pg.ClientConfig): pg.Client {
+  const client = new pg.Client(config);
+  client.on('error', () => undefined);
+  return client;
+}
+
+/**
  * Creates the configured database when it does not exist yet, connecting to the server's
  * `postgres` database to do so. Safe when several processes race to create it.
  */
 export async function ensureDatabase(config: pg.ClientConfig): Promise<void> {
-  const probe = new pg.Client(config);
+  const probe = standaloneClient(config);
   try {
     await probe.connect();
     return;
@@ -75,7 +71,7 @@ export async function ensureDatabase(config: pg.ClientConfig): Promise<void> {
     await probe.end().catch(() => undefined);
   }
   const name = databaseName(config);
-  const admin = new pg.Client({ ...withDatabase(config, 'postgres') });
+  const admin = standaloneClient(withDatabase(config, 'postgres'));
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);

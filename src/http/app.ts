@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
+import type { EmbeddedServer } from '../embedded/server.js';
 import type { Logger } from '../log.js';
 import { httpRequestDuration, registry } from '../metrics.js';
 import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from './access/plugin.js';
@@ -35,6 +36,8 @@ export interface AppDeps {
   tokens?: ReadonlyMap<string, readonly string[]>;
   /** Where the single-use codes of sign-in links are issued and redeemed. */
   signInCodes?: SignInCodes;
+  /** The servers this process runs itself (DATABASE_URL or TEMPORAL_ADDRESS unset), reported by `/readyz`. */
+  embeddedServers?: readonly EmbeddedServer[];
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -74,7 +77,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(async (open) => {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });
-    await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal });
+    await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal, embeddedServers: deps.embeddedServers ?? [] });
     await open.register(webhookRoutes, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
     await open.register(signInRoutes, { tokens, codes: deps.signInCodes ?? new SignInCodes() });
   });

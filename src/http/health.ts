@@ -1,10 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool.js';
+import type { EmbeddedServer, EmbeddedStatus } from '../embedded/server.js';
 
 export interface HealthOptions {
   pool: Pool;
   temporal: Client;
+  /** Servers this process runs itself; each must be running for the process to be ready. */
+  embeddedServers: readonly EmbeddedServer[];
 }
 
 /** 'ok', or why the probe failed. */
@@ -25,8 +28,12 @@ async function check(probe: () => Promise<unknown>, timeoutMs = 2_000): Promise<
   }
 }
 
-/** `/healthz`: the process answers. `/readyz`: PostgreSQL and Temporal both answer now. */
-export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { pool, temporal }) => {
+/**
+ * `/healthz`: the process answers. `/readyz`: PostgreSQL and Temporal both answer now, and every embedded
+ * server runs; `embedded` says of each whether it runs, is being restarted after it died (`restarting`),
+ * or could not be restarted so that albumflow is exiting (`failed`).
+ */
+export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { pool, temporal, embeddedServers }) => {
   // Probes poll these every few seconds: their requests are logged only when something goes wrong.
   app.get('/healthz', { schema: { hide: true }, logLevel: 'warn' }, async () => ({ status: 'ok' }));
 
@@ -35,10 +42,12 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { poo
       check(() => pool.query('SELECT 1')),
       check(() => temporal.workflowService.getSystemInfo({})),
     ]);
-    const ready = database === 'ok' && temporalCheck === 'ok';
+    const embedded: Record<string, EmbeddedStatus> = Object.fromEntries(embeddedServers.map((server) => [server.id, server.status()]));
+    const ready = database === 'ok' && temporalCheck === 'ok' && Object.values(embedded).every((status) => status.state === 'running');
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'unavailable',
       checks: { database, temporal: temporalCheck },
+      ...(embeddedServers.length > 0 ? { embedded } : {}),
     });
   });
 };

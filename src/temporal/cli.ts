@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 
 /** The newest Temporal CLI release that `go install` accepts (later tags use a `replace` directive). */
 export const temporalCliModule = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
@@ -117,6 +118,28 @@ export async function goInstall(go: string, build: GoInstall, log: (m: string) =
   }).finally(() => clearInterval(ticker));
   if (code !== 0) throw new Error(`go install ${build.module} failed (exit ${code}).\n${output.trim()}`);
   log(`Built ${build.what} in ${Math.round((Date.now() - started) / 1000)} s.`);
+}
+
+/**
+ * The Temporal SDK's own download of the dev server, moved into the tool cache as the CLI, so albumflow
+ * runs and supervises it like any other (and finds it there next time). The SDK only downloads when it
+ * starts a server: it starts a throwaway one, in memory, and stops it.
+ */
+export async function downloadWithSdk(log: (message: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const dir = toolCacheDir(env);
+  fs.mkdirSync(dir, { recursive: true });
+  log(`downloading the Temporal dev server with the Temporal SDK into ${dir}…`);
+  try {
+    const server = await TestWorkflowEnvironment.createLocal({ server: { ui: false, executable: { type: 'cached-download', downloadDir: dir } } });
+    await server.teardown();
+  } catch (err) {
+    throw new Error(`could not download the Temporal dev server: ${(err as Error).message}\n${installHint()}`);
+  }
+  const downloaded = fs.readdirSync(dir).find((name) => name.startsWith('temporal-sdk-') && !name.endsWith('.downloading'));
+  if (!downloaded) throw new Error(`the Temporal SDK reported a download, but ${dir} holds no temporal-sdk-* file`);
+  const cli = path.join(dir, exe);
+  fs.renameSync(path.join(dir, downloaded), cli);
+  return cli;
 }
 
 export function installHint(): string {

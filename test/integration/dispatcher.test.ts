@@ -5,7 +5,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatcher/dispatcher.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src/metrics.js';
-import { startDevServer, type DevServer } from '../../src/temporal/devserver.js';
+import { startDevServer, type DevServer } from '../../src/embedded/temporal.js';
 import { searchAttributes } from '../../workflows/definitions.js';
 import type { ChildrenBatch } from '../../workflows/types.js';
 import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';

@@ -5,7 +5,8 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { connectionConfig, connectionUrl, withDatabase } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
-import { startDevServer, type DevServer } from '../../src/temporal/devserver.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/embedded/postgres.js';
+import { startDevServer, type DevServer } from '../../src/embedded/temporal.js';
 import { bundleWorkflows } from '../../src/temporal/worker.js';
 
 declare module 'vitest' {
@@ -20,11 +21,18 @@ declare module 'vitest' {
 }
 
 /**
- * One fresh PostgreSQL database and one Temporal dev server (or TEMPORAL_ADDRESS) per test run,
- * and the workflow code bundled once for every worker the tests create.
+ * Fresh PostgreSQL databases (on DATABASE_URL's server, else on an embedded PostgreSQL of the run's
+ * own), one Temporal dev server (or TEMPORAL_ADDRESS) per test run, and the workflow code bundled once
+ * for every worker the tests create.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const base = connectionConfig(process.env.DATABASE_URL);
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-test-run-'));
+  // As root, the embedded PostgreSQL runs as the postgres user, which must reach its directory.
+  fs.chmodSync(scratch, 0o755);
+  const postgres: EmbeddedPostgres | undefined = process.env.DATABASE_URL
+    ? undefined
+    : await startEmbeddedPostgres({ dataDir: path.join(scratch, 'postgres'), settings: { fsync: 'off' }, log: console });
+  const base = connectionConfig(process.env.DATABASE_URL ?? postgres?.url);
   const prefix = `albumflow_test_${process.pid}_${Date.now()}`;
   const admin = new pg.Client(withDatabase(base, 'postgres'));
   await admin.connect();
@@ -38,13 +46,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const templateConfig = await migrated(`${prefix}_template`);
 
   let devServer: DevServer | undefined;
-  const temporalAddress =
-    process.env.TEMPORAL_ADDRESS ??
-    (devServer = await startDevServer({ port: 0, uiPort: false, log: (m) => console.log(m) })).address;
+  const temporalAddress = process.env.TEMPORAL_ADDRESS ?? (devServer = await startDevServer({ uiPort: false, log: console })).address;
 
   const bundle = await bundleWorkflows();
-  const bundleDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-bundle-'));
-  const workflowBundlePath = path.join(bundleDir, 'workflows.js');
+  const workflowBundlePath = path.join(scratch, 'workflows.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);
 
   project.provide('databaseUrl', connectionUrl(dbConfig));
@@ -54,9 +59,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   return async () => {
     await devServer?.stop();
-    fs.rmSync(bundleDir, { recursive: true, force: true });
     const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE starts_with(datname, $1)`, [prefix]);
     for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
     await admin.end();
+    await postgres?.stop();
+    fs.rmSync(scratch, { recursive: true, force: true });
   };
 }

@@ -103,8 +103,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('keeps Temporal in the databases npm run temporal:cluster derives from the app\'s DATABASE_URL', () => {
-    const databaseUrl = services.ingress?.environment?.DATABASE_URL;
-    const { names, host, port, user } = temporalDatabase(databaseUrl);
+    const { names, host, port, user } = temporalDatabase(services.ingress?.environment?.DATABASE_URL ?? '');
     const env = services.temporal?.environment ?? {};
     expect([env.DBNAME, env.VISIBILITY_DBNAME]).toEqual([names.store, names.visibility]);
     expect([env.POSTGRES_SEEDS, env.DB_PORT, env.POSTGRES_USER]).toEqual([host, String(port), user]);

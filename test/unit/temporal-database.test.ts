@@ -19,10 +19,8 @@ describe("Temporal's databases beside albumflow's", () => {
     expect(temporalDatabase('postgresql://app@db/albums?sslmode=disable').tls.enabled).toBe(false);
   });
 
-  it('refuse a socket directory, which the server cannot connect to, and reach the local server over TCP without a URL', () => {
+  it('refuse a socket directory, which the server cannot connect to, and no URL at all', () => {
     expect(() => temporalDatabase('postgresql:///albums?host=/var/run/postgresql')).toThrow(/connects to PostgreSQL over TCP only/);
-    const local = temporalDatabase(undefined);
-    expect(local.host.startsWith('/')).toBe(false);
-    expect(local.names.store).toMatch(/_temporal$/);
+    expect(() => temporalDatabase('')).toThrow(/DATABASE_URL is not set/);
   });
 });

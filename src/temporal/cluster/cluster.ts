@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -7,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { projectRoot } from '../../paths.js';
 import { dynamicConfigFile } from '../dynamic-config.js';
-import { freePort } from '../devserver.js';
+import { pickPort } from '../../embedded/ports.js';
 import type { TemporalDatabase } from './database.js';
 import type { ClusterToolPaths } from './tools.js';
 
@@ -50,10 +49,13 @@ export function defaultClusterPorts(split: boolean): ClusterPorts {
   };
 }
 
-/** Free ports for every listener, for clusters that must not collide with anything (tests). */
+/**
+ * Free ports for every listener, for clusters that must not collide with anything (tests). The server
+ * records each host's membership port in a PostgreSQL smallint column and exits when it does not fit.
+ */
 export async function freeClusterPorts(split: boolean): Promise<ClusterPorts> {
-  const take = () => freePort(host);
-  const membership = () => freeMembershipPort();
+  const take = () => pickPort(host);
+  const membership = () => pickPort(host, 32_768);
   return {
     frontend: await take(),
     frontendHttp: await take(),
@@ -64,23 +66,6 @@ export async function freeClusterPorts(split: boolean): Promise<ClusterPorts> {
     metrics: await Promise.all((split ? temporalServices : [undefined]).map(take)),
     ui: await take(),
   };
-}
-
-/**
- * A free port below 32768. The server records each host's membership port in a PostgreSQL smallint column
- * and exits when it does not fit, so these cannot come from the kernel's ephemeral range, where port 0 picks.
- */
-async function freeMembershipPort(): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    const port = 20_000 + crypto.randomInt(12_768);
-    const free = await new Promise<boolean>((resolve) => {
-      const server = net.createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port, host, () => server.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error(`no free port between 20000 and 32767 on ${host}`);
 }
 
 export interface ClusterOptions {

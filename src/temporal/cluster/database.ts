@@ -16,24 +16,20 @@ export interface TemporalDatabase {
 }
 
 /**
- * Temporal's databases beside albumflow's: on the PostgreSQL server of `databaseUrl` (the local one when
- * unset), named after albumflow's database (`albumflow` → `albumflow_temporal`, `albumflow_temporal_visibility`),
- * with its user, password and `sslmode`.
+ * Temporal's databases beside albumflow's: on the PostgreSQL server of `databaseUrl`, named after
+ * albumflow's database (`albumflow` → `albumflow_temporal`, `albumflow_temporal_visibility`), with its
+ * user, password and `sslmode`.
  */
-export function temporalDatabase(databaseUrl: string | undefined): TemporalDatabase {
+export function temporalDatabase(databaseUrl: string): TemporalDatabase {
   const config = connectionConfig(databaseUrl);
-  let host = config.host ?? '127.0.0.1';
+  const host = config.host ?? '127.0.0.1';
   if (host.startsWith('/')) {
-    // The server's SQL plugin connects over TCP only; the local server listens there too.
-    if (databaseUrl) {
-      throw new Error(
-        `DATABASE_URL names the socket directory ${host}; the Temporal server connects to PostgreSQL over TCP only: ` +
-          'give the URL a host (postgresql://user@127.0.0.1:5432/albumflow).',
-      );
-    }
-    host = '127.0.0.1';
+    throw new Error(
+      `DATABASE_URL names the socket directory ${host}; the Temporal server connects to PostgreSQL over TCP only: ` +
+        'give the URL a host (postgresql://user@127.0.0.1:5432/albumflow).',
+    );
   }
-  const params = databaseUrl ? new URL(databaseUrl).searchParams : new URLSearchParams();
+  const params = new URL(databaseUrl).searchParams;
   const sslmode = params.get('sslmode') ?? 'disable';
   const database = config.database ?? 'albumflow';
   return {

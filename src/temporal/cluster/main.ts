@@ -58,7 +58,7 @@ async function main(): Promise<void> {
     return;
   }
 
-  const database = temporalDatabase(process.env.DATABASE_URL);
+  const database = temporalDatabase(process.env.DATABASE_URL ?? fail('DATABASE_URL is required: the Temporal server keeps its state on that PostgreSQL server'));
   await setUpSchemas(tools.sqlTool, database, log);
 
   const ports = defaultClusterPorts(values.split);

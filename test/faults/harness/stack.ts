@@ -5,7 +5,8 @@ import { connectionConfig, createPool, type Pool } from '../../../src/db/pool.js
 import { freeClusterPorts, temporalCluster } from '../../../src/temporal/cluster/cluster.js';
 import { setUpSchemas, temporalDatabase } from '../../../src/temporal/cluster/database.js';
 import { locateClusterTools } from '../../../src/temporal/cluster/tools.js';
-import { freePort, startDevServer, type DevServer } from '../../../src/temporal/devserver.js';
+import { pickPort } from '../../../src/embedded/ports.js';
+import { startDevServer, type DevServer } from '../../../src/embedded/temporal.js';
 import { appProcess, type AppProcess } from './processes.js';
 import { startPrivateCluster, type PrivateCluster } from './postgres.js';
 import { startMediaServer, startNotifyReceiver, type MediaServer, type NotifyReceiver } from './servers.js';
@@ -104,7 +105,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ...options.env,
     };
     const logDir = path.join(dir, 'logs');
-    const ingressPorts = await Promise.all(Array.from({ length: options.ingresses }, () => freePort()));
+    // Ports picked outside the range the OS hands out, so a killed ingress gets its port back on restart.
+    const ingressPorts = await Promise.all(Array.from({ length: options.ingresses }, () => pickPort()));
     const ingresses = ingressPorts.map((port, i) =>
       appProcess({ name: `ingress-${i + 1}`, role: 'ingress', env: { ...env, PORT: String(port) }, logDir }),
     );
@@ -139,7 +141,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 }
 
 async function devServer(dir: string): Promise<StackTemporal> {
-  const port = await freePort();
+  const port = await pickPort();
   const dbFile = path.join(dir, 'temporal.db');
   let server: DevServer | undefined;
   return {

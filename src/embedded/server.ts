@@ -1,0 +1,212 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { pickPort, saysAddressInUse } from './ports.js';
+import { removeServerRecord, stopOrphan, writeServerRecord } from './ownership.js';
+
+/**
+ * `running`; `restarting` after it died under albumflow; `failed` when it could not be restarted and
+ * albumflow is exiting; `stopped` after albumflow's shutdown.
+ */
+export type EmbeddedState = 'running' | 'restarting' | 'failed' | 'stopped';
+
+export interface EmbeddedStatus {
+  state: EmbeddedState;
+  pid: number | undefined;
+  /** How many times it was restarted after dying under albumflow. */
+  restarts: number;
+}
+
+/** Where an embedded server's news goes: albumflow's logger, or the console. */
+export interface ServerLog {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface EmbeddedServerSpec<Ports extends readonly number[] = readonly number[]> {
+  /** Its key in `/readyz`: `postgres`, `temporal`. */
+  id: string;
+  /** The server in messages, e.g. "the embedded PostgreSQL". */
+  name: string;
+  command: string;
+  /** The command's arguments for the ports it is given (in the order of `ports`). */
+  args(ports: Ports): string[];
+  /** The ports it listens on; 0: a port picked here, kept across restarts. */
+  ports: Ports;
+  /** Ports to try first for those picked here, so that addresses stay the same from one start to the next. */
+  preferredPorts?: readonly (number | undefined)[];
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** The OS user to run it as. */
+  user?: { uid: number; gid: number };
+  /** The signal that makes it shut down cleanly. */
+  stopSignal: NodeJS.Signals;
+  /** Resolves once the server serves on `ports`; `output` is what it has written to stderr so far. */
+  waitUntilServing(ports: Ports, output: () => string, signal: AbortSignal): Promise<void>;
+  /** Where the running server is recorded so that one left behind by a dead albumflow is recognised; unset: no state kept. */
+  recordFile?: string;
+  /** Said when a port given (not picked) is taken. */
+  portInUse?: (ports: Ports) => string;
+  log: ServerLog;
+  /** Called once when the server died and could not be restarted: albumflow cannot go on. */
+  onFailed?(err: Error): void;
+}
+
+export interface EmbeddedServer<Ports extends readonly number[] = readonly number[]> {
+  id: string;
+  name: string;
+  /** The ports it listens on (the same across restarts). */
+  ports: Ports;
+  status(): EmbeddedStatus;
+  /** Stops it cleanly (the signal, then SIGKILL after a grace period); never restarts it afterwards. */
+  stop(): Promise<void>;
+}
+
+class PortInUseError extends Error {}
+
+interface Running {
+  child: ChildProcess;
+  exited: Promise<string>;
+}
+
+const startTimeoutMs = 60_000;
+const stopGraceMs = 30_000;
+/** Unexpected exits and failed restarts in a row before albumflow gives up. */
+const maxRestartAttempts = 6;
+/** A server that has run this long after a restart counts as healthy again. */
+const healthyAfterMs = 60_000;
+
+/**
+ * Starts a server process in its own process group (a Ctrl-C in the terminal reaches only albumflow,
+ * which stops it after the worker and the HTTP server), and supervises it: when it dies while albumflow
+ * runs, it is restarted with the same ports and state, and `onFailed` is called when that fails.
+ */
+export async function startEmbeddedServer<Ports extends readonly number[]>(spec: EmbeddedServerSpec<Ports>): Promise<EmbeddedServer<Ports>> {
+  const previous = spec.recordFile ? await stopOrphan(spec.recordFile, spec.name, spec.stopSignal, spec.log) : undefined;
+  const preferred = spec.preferredPorts ?? previous?.ports ?? [];
+
+  let ports = spec.ports;
+  let running: Running | undefined;
+  for (let attempt = 1; !running; attempt += 1) {
+    // Element by element, so the tuple keeps its length.
+    ports = (await Promise.all(spec.ports.map(async (port, i) => port || (attempt === 1 && preferred[i]) || pickPort()))) as unknown as Ports;
+    try {
+      running = await launch(spec, ports);
+    } catch (err) {
+      if (!(err instanceof PortInUseError) || attempt === 5) {
+        throw err instanceof PortInUseError && spec.portInUse ? new Error(spec.portInUse(ports)) : err;
+      }
+    }
+  }
+
+  let state: EmbeddedState = 'running';
+  let restarts = 0;
+  let attempts = 0;
+  let healthyTimer: NodeJS.Timeout | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let restarting: Promise<void> | undefined;
+
+  const supervise = (current: Running) => {
+    clearTimeout(healthyTimer);
+    healthyTimer = setTimeout(() => (attempts = 0), healthyAfterMs);
+    healthyTimer.unref();
+    void current.exited.then((how) => {
+      if (state !== 'running' || running !== current) return;
+      spec.log.warn(`${spec.name} (pid ${current.child.pid}) ${how} while albumflow runs; restarting it on the same state`);
+      state = 'restarting';
+      scheduleRestart();
+    });
+  };
+
+  const scheduleRestart = () => {
+    attempts += 1;
+    if (attempts > maxRestartAttempts) {
+      state = 'failed';
+      spec.onFailed?.(new Error(`${spec.name} could not be restarted (${maxRestartAttempts} attempts)`));
+      return;
+    }
+    retryTimer = setTimeout(() => {
+      restarting = launch(spec, ports).then(
+        (next) => {
+          restarting = undefined;
+          running = next;
+          if (state !== 'restarting') return; // stopped meanwhile: stop() stops it
+          restarts += 1;
+          state = 'running';
+          spec.log.info(`${spec.name} is back (pid ${next.child.pid})`);
+          supervise(next);
+        },
+        (err: unknown) => {
+          restarting = undefined;
+          if (state !== 'restarting') return;
+          spec.log.warn(`${spec.name} did not restart: ${(err as Error).message}`);
+          scheduleRestart();
+        },
+      );
+    }, Math.min(8_000, 250 * 2 ** (attempts - 1)));
+  };
+
+  supervise(running);
+  return {
+    id: spec.id,
+    name: spec.name,
+    ports,
+    status: () => ({ state, pid: state === 'running' ? running?.child.pid : undefined, restarts }),
+    async stop() {
+      if (state !== 'failed') state = 'stopped';
+      clearTimeout(retryTimer);
+      clearTimeout(healthyTimer);
+      await restarting;
+      if (running) await stopProcess(running, spec.stopSignal);
+      if (spec.recordFile) removeServerRecord(spec.recordFile);
+    },
+  };
+}
+
+async function launch<Ports extends readonly number[]>(spec: EmbeddedServerSpec<Ports>, ports: Ports): Promise<Running> {
+  const child = spawn(spec.command, spec.args(ports), {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+    ...(spec.cwd ? { cwd: spec.cwd } : {}),
+    ...(spec.env ? { env: spec.env } : {}),
+    ...(spec.user ?? {}),
+  });
+  let output = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-8_000);
+  });
+  const exited = new Promise<string>((resolve) => {
+    child.once('error', (err) => resolve(`could not be started (${err.message})`));
+    child.once('exit', (code, signal) => resolve(signal ? `was killed (${signal})` : `exited with code ${code}`));
+  });
+  const current: Running = { child, exited };
+  if (spec.recordFile && child.pid) writeServerRecord(spec.recordFile, child.pid, ports);
+
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      spec.waitUntilServing(ports, () => output, abort.signal),
+      exited.then((how) => {
+        const message = `${spec.name} ${how} before it served:\n${output.trim()}`;
+        throw saysAddressInUse(output) ? new PortInUseError(message) : new Error(message);
+      }),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${spec.name} did not serve within ${startTimeoutMs / 1000} s:\n${output.trim()}`)), startTimeoutMs);
+      }),
+    ]);
+    return current;
+  } catch (err) {
+    await stopProcess(current, spec.stopSignal);
+    throw err;
+  } finally {
+    abort.abort();
+    clearTimeout(timer);
+  }
+}
+
+async function stopProcess({ child, exited }: Running, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || !child.pid) return;
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill('SIGKILL'), stopGraceMs);
+  await exited;
+  clearTimeout(timer);
+}

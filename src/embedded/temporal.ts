@@ -1,0 +1,109 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { searchAttributes } from '../../workflows/definitions.js';
+import { downloadWithSdk, locateTemporalCli } from '../temporal/cli.js';
+import { dynamicConfigFlags } from '../temporal/dynamic-config.js';
+import { isFree } from './ports.js';
+import { startEmbeddedServer, type EmbeddedServer, type ServerLog } from './server.js';
+
+export interface DevServer extends EmbeddedServer {
+  /** gRPC frontend, host:port. */
+  address: string;
+  uiUrl: string | undefined;
+}
+
+export interface DevServerOptions {
+  /** File that keeps workflow histories across restarts; in memory when unset. */
+  dbFile?: string;
+  ip?: string;
+  /** Frontend port; 0 or unset: a free one, kept across restarts. */
+  port?: number;
+  /** Web UI port (0: a free one), or false for a headless server. */
+  uiPort?: number | false;
+  namespace?: string;
+  log?: ServerLog;
+  /** Called when the server died under us and could not be restarted. */
+  onFailed?: (err: Error) => void;
+}
+
+const searchAttributeFlags = Object.values(searchAttributes).map((key) => {
+  const type = { KEYWORD: 'Keyword', BOOL: 'Bool', INT: 'Int' }[key.type];
+  return `${key.name}=${type}`;
+});
+
+/**
+ * Starts `temporal server start-dev` with albumflow's search attributes registered, supervised as an
+ * embedded server (src/embedded/server.ts); with a state file, one left running by an albumflow that died
+ * is stopped first.
+ */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const log = options.log ?? { info: () => undefined, warn: () => undefined };
+  const ip = options.ip ?? '127.0.0.1';
+  const headless = options.uiPort === false;
+  const say = (message: string) => log.info(message);
+  const cli = await locateTemporalCli({ log: say });
+  const command = cli.kind === 'binary' ? cli.path : await downloadWithSdk(say);
+  if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
+
+  const requested = [options.port ?? 0, ...(headless ? [] : [options.uiPort || 0])];
+  for (const port of requested) {
+    if (port !== 0 && !(await isFree(ip, port))) throw new Error(portInUse(ip, port));
+  }
+  const server = await startEmbeddedServer({
+    id: 'temporal',
+    name: 'the embedded Temporal dev server',
+    command,
+    ports: requested,
+    args: ([port, uiPort]) => [
+      'server',
+      'start-dev',
+      '--ip',
+      ip,
+      '--port',
+      String(port),
+      '--log-level',
+      'warn',
+      ...dynamicConfigFlags(),
+      ...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]),
+      ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+      ...(options.namespace && options.namespace !== 'default' ? ['--namespace', options.namespace] : []),
+      ...searchAttributeFlags.flatMap((flag) => ['--search-attribute', flag]),
+    ],
+    stopSignal: 'SIGTERM',
+    waitUntilServing: ([port], _output, signal) => waitUntilServing(`${ip}:${port}`, signal),
+    ...(options.dbFile ? { recordFile: `${options.dbFile}.pid` } : {}),
+    portInUse: (ports) => ports.map((port) => portInUse(ip, port)).join('\n'),
+    log,
+    ...(options.onFailed ? { onFailed: options.onFailed } : {}),
+  });
+  const [port, uiPort] = server.ports;
+  return {
+    ...server,
+    address: `${ip}:${port}`,
+    uiUrl: uiPort === undefined ? undefined : `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${uiPort}`,
+  };
+}
+
+function portInUse(ip: string, port: number): string {
+  return (
+    `port ${ip}:${port} of the embedded Temporal dev server is already in use. Is another Temporal server running? ` +
+    `Stop it, or set TEMPORAL_ADDRESS=${ip}:${port} to use it.`
+  );
+}
+
+async function waitUntilServing(address: string, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}

@@ -1,0 +1,236 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmbeddedStatus } from '../../src/embedded/server.js';
+import { isRunning, type ProcessIdentity, type ServerRecord } from '../../src/embedded/ownership.js';
+import { projectRoot } from '../../src/paths.js';
+import { signatureHeader } from '../../src/signature.js';
+import type { AlbumStatus } from '../../workflows/types.js';
+import { eventually } from '../helpers/albums.js';
+import { albumEvent } from '../helpers/stack.js';
+
+// albumflow as `npm start` runs it, in child processes, with neither DATABASE_URL nor TEMPORAL_ADDRESS:
+// its own embedded PostgreSQL and Temporal dev server in a data directory made for this file.
+
+const workspace = 'embedded';
+const secret = 'embedded-secret';
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-embedded-'));
+// As root, the embedded PostgreSQL runs as the postgres user, which must reach its directory.
+fs.chmodSync(dataDir, 0o755);
+
+const inherited = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => name !== 'DATABASE_URL' && !name.startsWith('TEMPORAL_') && !name.startsWith('PG')),
+);
+const env: NodeJS.ProcessEnv = {
+  ...inherited,
+  DATA_DIR: dataDir,
+  PORT: '0',
+  TEMPORAL_PORT: '0',
+  TEMPORAL_UI_PORT: '0',
+  WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }),
+  QUIET_PERIOD_MS: '300',
+  MAX_WAIT_MS: '3000',
+  LOG_LEVEL: 'info',
+};
+
+interface Instance {
+  child: ChildProcess;
+  pid: number;
+  output(): string;
+  /** Resolves with the exit code, or the signal's name. */
+  exited: Promise<number | string>;
+}
+
+function startInstance(): Instance {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  return { child, pid: child.pid!, output: () => output, exited };
+}
+
+/** Starts an instance and waits for its banner; returns it with its HTTP address. */
+async function serve(): Promise<Instance & { url: string }> {
+  const instance = startInstance();
+  const url = await Promise.race([
+    eventually(() => {
+      const match = /webhook\s+POST (http:\/\/\S+?)\/webhooks\//.exec(instance.output());
+      expect(match, instance.output()).not.toBeNull();
+      return match![1]!;
+    }, 180_000),
+    instance.exited.then((how) => {
+      throw new Error(`albumflow exited (${how}) before it served:\n${instance.output()}`);
+    }),
+  ]);
+  return { ...instance, url };
+}
+
+async function stop(instance: Instance, signal: NodeJS.Signals = 'SIGINT'): Promise<number | string> {
+  instance.child.kill(signal);
+  return instance.exited;
+}
+
+interface Readiness {
+  status: string;
+  embedded: Record<'postgres' | 'temporal', EmbeddedStatus>;
+}
+
+async function readiness(url: string): Promise<{ code: number; body: Readiness }> {
+  const response = await fetch(`${url}/readyz`);
+  return { code: response.status, body: (await response.json()) as Readiness };
+}
+
+async function post(url: string, event: Record<string, unknown>): Promise<number> {
+  const payload = JSON.stringify(event);
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const response = await fetch(`${url}/webhooks/unifyport/${workspace}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-unifyport-timestamp': timestamp, 'x-unifyport-signature': signatureHeader(secret, timestamp, payload) },
+    body: payload,
+  });
+  return response.status;
+}
+
+/** Posts both photos of album `albumId` as a sender would: again until albumflow answers 202. */
+async function postAlbum(url: string, albumId: string): Promise<void> {
+  for (const [index, messageId] of [`${albumId}-0`, `${albumId}-1`].entries()) {
+    const event = albumEvent({ conversationId: 'conv', albumId, messageId, index, total: 2 });
+    await eventually(async () => expect(await post(url, event)).toBe(202), 60_000);
+  }
+}
+
+async function albumStatus(url: string, albumId: string): Promise<AlbumStatus | undefined> {
+  const response = await fetch(`${url}/workspaces/${workspace}/albums/whatsapp/acc_1/conv/${albumId}`);
+  return response.status === 200 ? ((await response.json()) as AlbumStatus) : undefined;
+}
+
+/** Waits until the album's decision holds both photos. */
+async function decided(url: string, albumId: string): Promise<AlbumStatus> {
+  return eventually(async () => {
+    const status = await albumStatus(url, albumId);
+    expect(status?.decisions.at(-1)?.childMessageIds).toEqual([`${albumId}-0`, `${albumId}-1`]);
+    return status!;
+  }, 90_000);
+}
+
+function record(name: 'postgres' | 'temporal.db'): ServerRecord {
+  return JSON.parse(fs.readFileSync(path.join(dataDir, `${name}.pid`), 'utf8')) as ServerRecord;
+}
+
+let instance: (Instance & { url: string }) | undefined;
+
+afterAll(async () => {
+  if (instance) await stop(instance);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
+  beforeAll(async () => {
+    instance = await serve();
+  }, 240_000);
+
+  it('starts its embedded PostgreSQL and Temporal from nothing, and decides an album sent with the CLI', async () => {
+    const { url, output } = instance!;
+    expect(output()).toMatch(/PostgreSQL\s+postgresql:\/\/postgres@127\.0\.0\.1:\d+\/albumflow \(embedded/);
+    expect(output()).not.toContain(fs.readFileSync(path.join(dataDir, 'postgres.password'), 'utf8'));
+    const ready = await readiness(url);
+    expect(ready.code).toBe(200);
+    expect(ready.body.embedded.postgres).toMatchObject({ state: 'running', restarts: 0 });
+    expect(ready.body.embedded.temporal).toMatchObject({ state: 'running', restarts: 0 });
+
+    for (const index of [1, 0]) {
+      const file = path.join(dataDir, `cli-${index}.json`);
+      fs.writeFileSync(file, JSON.stringify(albumEvent({ conversationId: 'conv', albumId: 'cli', messageId: `cli-${index}`, index, total: 2 })));
+      const sent = await new Promise<string>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          [path.join(projectRoot, 'bin/albumflow.js'), 'send', file, '--workspace', workspace, '--secret', secret, '--url', url],
+          { env },
+          (error, stdout) => (error ? reject(error) : resolve(stdout)),
+        ),
+      );
+      expect(sent).toMatch(/^202 /);
+    }
+    expect((await decided(url, 'cli')).state).toBe('processed');
+  }, 120_000);
+
+  it('refuses a second start on the same data directory at once, naming the running pid, and the first keeps working', async () => {
+    const { url, pid } = instance!;
+    const second = startInstance();
+    expect(await second.exited).toBe(1);
+    expect(second.output()).toContain(`albumflow (pid ${pid}) is already running on ${dataDir}`);
+
+    expect((await readiness(url)).code).toBe(200);
+    await postAlbum(url, 'after-second');
+    await decided(url, 'after-second');
+  }, 120_000);
+
+  it('restarts a Temporal dev server killed under it on the same state, and decides every child posted before and during', async () => {
+    const { url, output } = instance!;
+    await postAlbum(url, 'before-temporal');
+    await decided(url, 'before-temporal');
+
+    const killed = (await readiness(url)).body.embedded.temporal.pid!;
+    process.kill(killed, 'SIGKILL');
+    await postAlbum(url, 'during-temporal');
+
+    await eventually(async () => {
+      const ready = await readiness(url);
+      expect(ready.code).toBe(200);
+      expect(ready.body.embedded.temporal).toMatchObject({ state: 'running', restarts: 1 });
+    }, 90_000);
+    expect(output()).toContain(`the embedded Temporal dev server (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`);
+    await decided(url, 'during-temporal');
+    expect((await albumStatus(url, 'before-temporal'))?.state).toBe('processed');
+  }, 240_000);
+
+  it('restarts a PostgreSQL killed under it on the same data, and decides every child posted before and during', async () => {
+    const { url, output } = instance!;
+    await postAlbum(url, 'before-postgres');
+    await decided(url, 'before-postgres');
+
+    const killed = (await readiness(url)).body.embedded.postgres.pid!;
+    process.kill(killed, 'SIGKILL');
+    await postAlbum(url, 'during-postgres');
+
+    await eventually(async () => {
+      const ready = await readiness(url);
+      expect(ready.code).toBe(200);
+      expect(ready.body.embedded.postgres).toMatchObject({ state: 'running', restarts: 1 });
+    }, 90_000);
+    expect(output()).toContain(`the embedded PostgreSQL (pid ${killed}) was killed (SIGKILL) while albumflow runs`);
+    await decided(url, 'during-postgres');
+    expect((await albumStatus(url, 'before-postgres'))?.decisions.at(-1)?.childMessageIds).toEqual(['before-postgres-0', 'before-postgres-1']);
+  }, 240_000);
+
+  it('exits 0 on Ctrl-C leaving no server running, and the next start finds its albums', async () => {
+    const servers: ProcessIdentity[] = [record('postgres'), record('temporal.db')];
+    expect(servers.every(isRunning)).toBe(true);
+    expect(await stop(instance!)).toBe(0);
+    instance = undefined;
+    expect(servers.filter(isRunning)).toEqual([]);
+    expect(fs.readdirSync(dataDir).filter((name) => name.endsWith('.pid'))).toEqual([]);
+
+    instance = await serve();
+    expect((await albumStatus(instance.url, 'cli'))?.decisions.at(-1)?.childMessageIds).toEqual(['cli-0', 'cli-1']);
+  }, 240_000);
+
+  it('recognises the servers of an instance killed with kill -9 by their dead owner, stops them, and serves the same data', async () => {
+    const dead = instance!;
+    const postgres = record('postgres');
+    expect(await stop(dead, 'SIGKILL')).toBe('SIGKILL');
+    instance = undefined;
+    expect(postgres.owner.pid).toBe(dead.pid);
+    // The postmaster outlives its owner.
+    expect(isRunning(postgres)).toBe(true);
+
+    instance = await serve();
+    expect(instance.output()).toContain(`stopping the embedded PostgreSQL (pid ${postgres.pid}) left running by albumflow pid ${dead.pid}, which is gone`);
+    expect(isRunning(postgres)).toBe(false);
+    expect((await readiness(instance.url)).code).toBe(200);
+    expect((await albumStatus(instance.url, 'during-postgres'))?.decisions.at(-1)?.childMessageIds).toEqual(['during-postgres-0', 'during-postgres-1']);
+  }, 240_000);
+});
