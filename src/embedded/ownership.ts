@@ -123,8 +123,8 @@ export function removeServerRecord(file: string): void {
 }
 
 /**
- * Stops the server a record names when it still runs: called once this process owns the data
- * directory, so that server's albumflow is gone. Returns the record (its ports can be used again).
+ * Stops the server a record names when it still runs and its albumflow is gone; throws
+ * InstanceRunningError when that albumflow still runs. Returns the record (its ports can be used again).
  */
 export async function stopOrphan(
   file: string,
@@ -134,6 +134,7 @@ export async function stopOrphan(
 ): Promise<ServerRecord | undefined> {
   const record = parseJson<ServerRecord>(readText(file));
   if (record && isRunning(record)) {
+    if (isRunning(record.owner)) throw new InstanceRunningError(path.dirname(file), record.owner.pid);
     log.warn(`stopping ${name} (pid ${record.pid}) left running by albumflow pid ${record.owner.pid}, which is gone`);
     process.kill(record.pid, signal);
     if (!(await exits(record, 30_000))) {

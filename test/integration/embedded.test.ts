@@ -1,7 +1,8 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile as execFileCallback, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedStatus } from '../../src/embedded/server.js';
 import { isRunning, type ProcessIdentity, type ServerRecord } from '../../src/embedded/ownership.js';
@@ -10,6 +11,8 @@ import { signatureHeader } from '../../src/signature.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { eventually } from '../helpers/albums.js';
 import { albumEvent } from '../helpers/stack.js';
+
+const execFile = promisify(execFileCallback);
 
 // albumflow as `npm start` runs it, in child processes, with neither DATABASE_URL nor TEMPORAL_ADDRESS:
 // its own embedded PostgreSQL and Temporal dev server in a data directory made for this file.
@@ -38,7 +41,7 @@ const env: NodeJS.ProcessEnv = {
 interface Instance {
   child: ChildProcess;
   pid: number;
-  output(): string;
+  output: () => string;
   /** Resolves with the exit code, or the signal's name. */
   exited: Promise<number | string>;
 }
@@ -46,8 +49,8 @@ interface Instance {
 function startInstance(): Instance {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
   return { child, pid: child.pid!, output: () => output, exited };
 }
@@ -144,15 +147,8 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     for (const index of [1, 0]) {
       const file = path.join(dataDir, `cli-${index}.json`);
       fs.writeFileSync(file, JSON.stringify(albumEvent({ conversationId: 'conv', albumId: 'cli', messageId: `cli-${index}`, index, total: 2 })));
-      const sent = await new Promise<string>((resolve, reject) =>
-        execFile(
-          process.execPath,
-          [path.join(projectRoot, 'bin/albumflow.js'), 'send', file, '--workspace', workspace, '--secret', secret, '--url', url],
-          { env },
-          (error, stdout) => (error ? reject(error) : resolve(stdout)),
-        ),
-      );
-      expect(sent).toMatch(/^202 /);
+      const sent = await execFile(process.execPath, [path.join(projectRoot, 'bin/albumflow.js'), 'send', file, '--workspace', workspace, '--secret', secret, '--url', url], { env });
+      expect(sent.stdout).toMatch(/^202 /);
     }
     expect((await decided(url, 'cli')).state).toBe('processed');
   }, 120_000);

@@ -1,0 +1,162 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listen } from '../../src/db/listen.js';
+import { connectionConfig, createPool, ensureDatabase, isUnavailable, standaloneClient, type Pool } from '../../src/db/pool.js';
+import { isRunning, type ServerRecord } from '../../src/embedded/ownership.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/embedded/postgres.js';
+import { projectRoot } from '../../src/paths.js';
+import { eventually } from '../helpers/albums.js';
+
+// The embedded PostgreSQL itself, whatever server the rest of the suite uses: what albumflow relies on
+// behaves as on any server, and the server survives what happens to its owner.
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-embedded-pg-'));
+// As root, the embedded PostgreSQL runs as the postgres user, which must reach its directory.
+fs.chmodSync(root, 0o755);
+const messages: string[] = [];
+const log = { info: (message: string) => messages.push(message), warn: (message: string) => messages.push(message) };
+
+let server: EmbeddedPostgres;
+let pool: Pool;
+
+beforeAll(async () => {
+  server = await startEmbeddedPostgres({ dataDir: path.join(root, 'main'), log });
+  await ensureDatabase(connectionConfig(server.url));
+  pool = createPool(connectionConfig(server.url), { max: 4 });
+  await pool.query('CREATE TABLE jobs (id int PRIMARY KEY)');
+  await pool.query('INSERT INTO jobs SELECT generate_series(1, 3)');
+}, 120_000);
+
+afterAll(async () => {
+  await pool.end();
+  await server.stop();
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+describe('the embedded PostgreSQL', () => {
+  it('listens on 127.0.0.1 with a password, outside the range of ports the OS hands out', async () => {
+    const [port] = server.ports;
+    expect(server.url).toMatch(new RegExp(`^postgresql://postgres:[^@]+@127\\.0\\.0\\.1:${port}/albumflow$`));
+    expect(server.displayUrl).toBe(`postgresql://postgres@127.0.0.1:${port}/albumflow`);
+    const wrongPassword = connectionConfig(server.url.replace(/:[^:@]+@/, ':wrong@'));
+    await expect(ensureDatabase(wrongPassword)).rejects.toThrow(/password authentication failed/);
+    expect(fs.statSync(`${path.join(root, 'main')}.password`).mode & 0o077).toBe(0);
+  });
+
+  it('delivers NOTIFY to a LISTEN on another connection', async () => {
+    let notified = 0;
+    const listener = listen({ config: connectionConfig(server.url), channel: 'jobs', onNotification: () => (notified += 1) });
+    try {
+      await eventually(() => expect(notified).toBe(1)); // once on connecting
+      await pool.query(`NOTIFY jobs`);
+      await eventually(() => expect(notified).toBe(2));
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('skips rows another transaction has locked (FOR UPDATE SKIP LOCKED)', async () => {
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM jobs WHERE id = 1 FOR UPDATE');
+      const { rows } = await pool.query<{ id: number }>('SELECT id FROM jobs ORDER BY id FOR UPDATE SKIP LOCKED');
+      expect(rows.map((row) => row.id)).toEqual([2, 3]);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+  });
+
+  it('gives an advisory lock to one session at a time', async () => {
+    const [first, second] = [await pool.connect(), await pool.connect()];
+    try {
+      const tryLock = async (client: typeof first) =>
+        (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(42) AS locked')).rows[0]?.locked;
+      expect(await tryLock(first)).toBe(true);
+      expect(await tryLock(second)).toBe(false);
+      await first.query('SELECT pg_advisory_unlock(42)');
+      expect(await tryLock(second)).toBe(true);
+      await second.query('SELECT pg_advisory_unlock(42)');
+    } finally {
+      first.release();
+      second.release();
+    }
+  });
+
+  it('is restarted on the same data when it is killed, and nothing committed is lost', async () => {
+    await pool.query('INSERT INTO jobs VALUES (4)');
+    const killed = server.status().pid!;
+    process.kill(killed, 'SIGKILL');
+    await eventually(() => expect(server.status()).toMatchObject({ state: 'running', restarts: 1 }), 60_000);
+    expect(server.status().pid).not.toBe(killed);
+    const { rows } = await eventually(() => pool.query<{ id: number }>('SELECT id FROM jobs ORDER BY id'), 30_000);
+    expect(rows.map((row) => row.id)).toEqual([1, 2, 3, 4]);
+    expect(messages).toContain(`the embedded PostgreSQL (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`);
+  }, 90_000);
+
+  it('stops without crashing a pool that is still ending or a connection outside any pool (57P01)', async () => {
+    const own = await startEmbeddedPostgres({ dataDir: path.join(root, 'stopping'), log });
+    const config = connectionConfig(own.url.replace(/\/albumflow$/, '/postgres'));
+    const ending = createPool(config, { max: 3 });
+    const [busy, idle] = [await ending.connect(), await ending.connect()];
+    idle.release();
+    const query = busy.query('SELECT pg_sleep(30)').then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    const ended = ending.end();
+    const outside = standaloneClient(config);
+    await outside.connect();
+
+    await own.stop();
+
+    const failure = await query;
+    expect(isUnavailable(failure)).toBe(true);
+    expect((failure as { code?: string }).code).toBe('57P01');
+    busy.release();
+    await ended;
+    await outside.end().catch(() => undefined);
+  }, 60_000);
+
+  it('stops the server an owner killed with kill -9 left running, and starts on the same data', async () => {
+    const dataDir = path.join(root, 'orphan');
+    const owner = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { startEmbeddedPostgres } = await import(${JSON.stringify(path.join(projectRoot, 'src/embedded/postgres.ts'))});
+         await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, log: console });
+         console.log('serving');`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve) => owner.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('serving') && resolve()));
+    const orphan = JSON.parse(fs.readFileSync(`${dataDir}.pid`, 'utf8')) as ServerRecord;
+    owner.kill('SIGKILL');
+    await new Promise((resolve) => owner.once('exit', resolve));
+    expect(isRunning(orphan)).toBe(true);
+
+    const next = await startEmbeddedPostgres({ dataDir, log });
+    try {
+      expect(messages).toContain(`stopping the embedded PostgreSQL (pid ${orphan.pid}) left running by albumflow pid ${owner.pid}, which is gone`);
+      expect(isRunning(orphan)).toBe(false);
+      await ensureDatabase(connectionConfig(next.url));
+    } finally {
+      await next.stop();
+    }
+  }, 120_000);
+
+  it('refuses to take over a server whose owner still runs', async () => {
+    await expect(startEmbeddedPostgres({ dataDir: path.join(root, 'main'), log })).rejects.toThrow(
+      `albumflow (pid ${process.pid}) is already running on ${root}`,
+    );
+    expect(server.status().state).toBe('running');
+  });
+});
