@@ -42,18 +42,24 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
     await service.close();
     process.exit(1);
   });
-  // A Ctrl-C reaches us twice when npm relays the terminal's SIGINT to its child: a repeat within a
-  // second is that echo; a later one means "stop now".
-  let firstSignalAt = 0;
-  const onSecondSignal = (signal: NodeJS.Signals) => {
-    if (Date.now() - firstSignalAt < 1_000) return;
-    logger.error(`second ${signal}: exiting without finishing the shutdown`);
-    process.exit(1);
-  };
-  closeWithGrace({ delay: 30_000, logger, onSecondSignal }, async ({ signal, err }) => {
-    firstSignalAt = Date.now();
+  // Signals are handled here, not by close-with-grace (it keeps errors): a Ctrl-C reaches us twice when npm
+  // relays the terminal's SIGINT to its child, and close-with-grace exits 1 on any second signal, before
+  // the embedded servers are stopped. A repeat within a second is that echo; a later one means "stop now".
+  const shutdown = closeWithGrace({ delay: 30_000, logger, skip: ['SIGINT', 'SIGTERM'] }, async ({ err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
-    else logger.info(`${signal ?? 'exit'}: shutting down`);
     await service.close();
   });
+  let firstSignalAt: number | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (firstSignalAt === undefined) {
+      firstSignalAt = Date.now();
+      logger.info(`${signal}: shutting down`);
+      void shutdown.close();
+    } else if (Date.now() - firstSignalAt >= 1_000) {
+      logger.error(`second ${signal}: exiting without finishing the shutdown`);
+      process.exit(1);
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
 }

@@ -54,12 +54,14 @@ export interface Service {
  */
 export async function startService(config: Config, roles: Roles, logger: Logger): Promise<Service> {
   const closers: Array<() => Promise<unknown>> = [];
-  const close = async () => {
-    for (const closer of closers.reverse()) {
-      await closer().catch((err: unknown) => logger.error({ err }, 'error while shutting down'));
-    }
-    closers.length = 0;
-  };
+  // Once, however many callers ask (a signal and a lost embedded server may both).
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      for (const closer of closers.reverse()) {
+        await closer().catch((err: unknown) => logger.error({ err }, 'error while shutting down'));
+      }
+    })());
 
   let fail: (err: Error) => void = () => undefined;
   const failed = new Promise<Error>((resolve) => (fail = resolve));

@@ -14,8 +14,9 @@ import { albumEvent } from '../helpers/stack.js';
 
 const execFile = promisify(execFileCallback);
 
-// albumflow as `npm start` runs it, in child processes, with neither DATABASE_URL nor TEMPORAL_ADDRESS:
-// its own embedded PostgreSQL and Temporal dev server in a data directory made for this file.
+// `npm start` in child processes, each in a process group of its own as in a terminal, with neither
+// DATABASE_URL nor TEMPORAL_ADDRESS: its own embedded PostgreSQL and Temporal dev server in a data
+// directory made for this file.
 
 const workspace = 'embedded';
 const secret = 'embedded-secret';
@@ -39,24 +40,29 @@ const env: NodeJS.ProcessEnv = {
 };
 
 interface Instance {
-  child: ChildProcess;
-  pid: number;
+  /** npm's process, the leader of the instance's process group. */
+  npm: ChildProcess;
   output: () => string;
-  /** Resolves with the exit code, or the signal's name. */
+  /** Resolves with npm's exit code, or the signal's name. */
   exited: Promise<number | string>;
 }
 
 function startInstance(): Instance {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const npm = spawn('npm', ['start'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
-  return { child, pid: child.pid!, output: () => output, exited };
+  npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  npm.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | string>((resolve) => npm.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  return { npm, output: () => output, exited };
 }
 
-/** Starts an instance and waits for its banner; returns it with its HTTP address. */
-async function serve(): Promise<Instance & { url: string }> {
+/** The albumflow process that owns the data directory (npm runs it as its child). */
+function owner(): ProcessIdentity {
+  return JSON.parse(fs.readFileSync(path.join(dataDir, 'albumflow.pid'), 'utf8')) as ProcessIdentity;
+}
+
+/** Starts an instance and waits for its banner; returns it with its HTTP address and the pid of its albumflow. */
+async function serve(): Promise<Instance & { url: string; pid: number }> {
   const instance = startInstance();
   const url = await Promise.race([
     eventually(() => {
@@ -68,11 +74,14 @@ async function serve(): Promise<Instance & { url: string }> {
       throw new Error(`albumflow exited (${how}) before it served:\n${instance.output()}`);
     }),
   ]);
-  return { ...instance, url };
+  return { ...instance, url, pid: owner().pid };
 }
 
-async function stop(instance: Instance, signal: NodeJS.Signals = 'SIGINT'): Promise<number | string> {
-  instance.child.kill(signal);
+/** Ctrl-C in a terminal: SIGINT to the whole process group, and npm relays it to albumflow once more. */
+async function interrupt(instance: Instance & { pid: number }): Promise<number | string> {
+  process.kill(-instance.npm.pid!, 'SIGINT');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  process.kill(instance.pid, 'SIGINT');
   return instance.exited;
 }
 
@@ -123,10 +132,10 @@ function record(name: 'postgres' | 'temporal.db'): ServerRecord {
   return JSON.parse(fs.readFileSync(path.join(dataDir, `${name}.pid`), 'utf8')) as ServerRecord;
 }
 
-let instance: (Instance & { url: string }) | undefined;
+let instance: (Instance & { url: string; pid: number }) | undefined;
 
 afterAll(async () => {
-  if (instance) await stop(instance);
+  if (instance) await interrupt(instance);
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -203,21 +212,24 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
   }, 240_000);
 
   it('exits 0 on Ctrl-C leaving no server running, and the next start finds its albums', async () => {
+    await postAlbum(instance!.url, 'before-ctrl-c');
+    await decided(instance!.url, 'before-ctrl-c');
     const servers: ProcessIdentity[] = [record('postgres'), record('temporal.db')];
     expect(servers.every(isRunning)).toBe(true);
-    expect(await stop(instance!)).toBe(0);
+    expect(await interrupt(instance!)).toBe(0);
     instance = undefined;
     expect(servers.filter(isRunning)).toEqual([]);
     expect(fs.readdirSync(dataDir).filter((name) => name.endsWith('.pid'))).toEqual([]);
 
     instance = await serve();
-    expect((await albumStatus(instance.url, 'cli'))?.decisions.at(-1)?.childMessageIds).toEqual(['cli-0', 'cli-1']);
+    expect((await albumStatus(instance.url, 'before-ctrl-c'))?.decisions.at(-1)?.childMessageIds).toEqual(['before-ctrl-c-0', 'before-ctrl-c-1']);
   }, 240_000);
 
   it('recognises the servers of an instance killed with kill -9 by their dead owner, stops them, and serves the same data', async () => {
     const dead = instance!;
     const postgres = record('postgres');
-    expect(await stop(dead, 'SIGKILL')).toBe('SIGKILL');
+    process.kill(dead.pid, 'SIGKILL');
+    await dead.exited;
     instance = undefined;
     expect(postgres.owner.pid).toBe(dead.pid);
     // The postmaster outlives its owner.
