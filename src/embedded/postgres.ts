@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { startEmbeddedServer, type EmbeddedServer, type ServerLog } from './server.js';
+import { silent, startEmbeddedServer, type EmbeddedServer, type ServerLog } from './server.js';
 
 const execFile = promisify(execFileCallback);
 
@@ -22,7 +22,7 @@ export interface EmbeddedPostgresOptions {
   port?: number;
   /** Server settings (`postgres -c name=value`). */
   settings?: Readonly<Record<string, string>>;
-  log: ServerLog;
+  log?: ServerLog;
   /** Called when the server died under us and could not be restarted. */
   onFailed?: (err: Error) => void;
 }
@@ -119,7 +119,8 @@ async function initialise(bin: Binaries, dataDir: string, passwordFile: string, 
  * an embedded server: one left running by a dead albumflow is stopped, and one that dies is restarted.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
-  const { dataDir, log } = options;
+  const { dataDir } = options;
+  const log = options.log ?? silent;
   const bin = await binaries();
   const user = await serverUser(log);
   const passwordFile = `${dataDir}.password`;

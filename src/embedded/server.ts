@@ -21,6 +21,9 @@ export interface ServerLog {
   warn(message: string): void;
 }
 
+/** Says nothing: for callers that want no news. */
+export const silent: ServerLog = { info: () => undefined, warn: () => undefined };
+
 export interface EmbeddedServerSpec<Ports extends readonly number[] = readonly number[]> {
   /** Its key in `/readyz`: `postgres`, `temporal`. */
   id: string;

@@ -5,7 +5,7 @@ import { searchAttributes } from '../../workflows/definitions.js';
 import { downloadWithSdk, locateTemporalCli } from '../temporal/cli.js';
 import { dynamicConfigFlags } from '../temporal/dynamic-config.js';
 import { isFree } from './ports.js';
-import { startEmbeddedServer, type EmbeddedServer, type ServerLog } from './server.js';
+import { silent, startEmbeddedServer, type EmbeddedServer, type ServerLog } from './server.js';
 
 export interface DevServer extends EmbeddedServer {
   /** gRPC frontend, host:port. */
@@ -38,7 +38,7 @@ const searchAttributeFlags = Object.values(searchAttributes).map((key) => {
  * is stopped first.
  */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
-  const log = options.log ?? { info: () => undefined, warn: () => undefined };
+  const log = options.log ?? silent;
   const ip = options.ip ?? '127.0.0.1';
   const headless = options.uiPort === false;
   const say = (message: string) => log.info(message);

@@ -4,13 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmbeddedStatus } from '../../src/embedded/server.js';
-import { isRunning, type ProcessIdentity, type ServerRecord } from '../../src/embedded/ownership.js';
-import { projectRoot } from '../../src/paths.js';
-import { signatureHeader } from '../../src/signature.js';
-import type { AlbumStatus } from '../../workflows/types.js';
-import { eventually } from '../helpers/albums.js';
-import { albumEvent } from '../helpers/stack.js';
+import type { EmbeddedStatus } from '../../../src/embedded/server.js';
+import { isRunning, type ProcessIdentity, type ServerRecord } from '../../../src/embedded/ownership.js';
+import { projectRoot } from '../../../src/paths.js';
+import { signatureHeader } from '../../../src/signature.js';
+import type { AlbumStatus } from '../../../workflows/types.js';
+import { eventually } from '../../helpers/albums.js';
+import { albumEvent } from '../../helpers/stack.js';
 
 const execFile = promisify(execFileCallback);
 
@@ -173,42 +173,26 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     await decided(url, 'after-second');
   }, 120_000);
 
-  it('restarts a Temporal dev server killed under it on the same state, and decides every child posted before and during', async () => {
+  it.each([
+    { id: 'temporal', name: 'the embedded Temporal dev server' },
+    { id: 'postgres', name: 'the embedded PostgreSQL' },
+  ] as const)('restarts $name when it is killed under it, on the same state, and decides every child posted before and during', async ({ id, name }) => {
     const { url, output } = instance!;
-    await postAlbum(url, 'before-temporal');
-    await decided(url, 'before-temporal');
+    await postAlbum(url, `before-${id}`);
+    await decided(url, `before-${id}`);
 
-    const killed = (await readiness(url)).body.embedded.temporal.pid!;
+    const killed = (await readiness(url)).body.embedded[id].pid!;
     process.kill(killed, 'SIGKILL');
-    await postAlbum(url, 'during-temporal');
+    await postAlbum(url, `during-${id}`);
 
     await eventually(async () => {
       const ready = await readiness(url);
       expect(ready.code).toBe(200);
-      expect(ready.body.embedded.temporal).toMatchObject({ state: 'running', restarts: 1 });
+      expect(ready.body.embedded[id]).toMatchObject({ state: 'running', restarts: 1 });
     }, 90_000);
-    expect(output()).toContain(`the embedded Temporal dev server (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`);
-    await decided(url, 'during-temporal');
-    expect((await albumStatus(url, 'before-temporal'))?.state).toBe('processed');
-  }, 240_000);
-
-  it('restarts a PostgreSQL killed under it on the same data, and decides every child posted before and during', async () => {
-    const { url, output } = instance!;
-    await postAlbum(url, 'before-postgres');
-    await decided(url, 'before-postgres');
-
-    const killed = (await readiness(url)).body.embedded.postgres.pid!;
-    process.kill(killed, 'SIGKILL');
-    await postAlbum(url, 'during-postgres');
-
-    await eventually(async () => {
-      const ready = await readiness(url);
-      expect(ready.code).toBe(200);
-      expect(ready.body.embedded.postgres).toMatchObject({ state: 'running', restarts: 1 });
-    }, 90_000);
-    expect(output()).toContain(`the embedded PostgreSQL (pid ${killed}) was killed (SIGKILL) while albumflow runs`);
-    await decided(url, 'during-postgres');
-    expect((await albumStatus(url, 'before-postgres'))?.decisions.at(-1)?.childMessageIds).toEqual(['before-postgres-0', 'before-postgres-1']);
+    expect(output()).toContain(`${name} (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`);
+    await decided(url, `during-${id}`);
+    expect((await albumStatus(url, `before-${id}`))?.decisions.at(-1)?.childMessageIds).toEqual([`before-${id}-0`, `before-${id}-1`]);
   }, 240_000);
 
   it('exits 0 on Ctrl-C leaving no server running, and the next start finds its albums', async () => {

@@ -1,14 +1,13 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listen } from '../../src/db/listen.js';
-import { connectionConfig, createPool, ensureDatabase, isUnavailable, standaloneClient, type Pool } from '../../src/db/pool.js';
-import { isRunning, type ServerRecord } from '../../src/embedded/ownership.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/embedded/postgres.js';
-import { projectRoot } from '../../src/paths.js';
-import { eventually } from '../helpers/albums.js';
+import { listen } from '../../../src/db/listen.js';
+import { connectionConfig, createPool, ensureDatabase, isUnavailable, standaloneClient, type Pool } from '../../../src/db/pool.js';
+import { isRunning } from '../../../src/embedded/ownership.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../../src/embedded/postgres.js';
+import { eventually } from '../../helpers/albums.js';
+import { leaveOrphan } from './orphan.js';
 
 // The embedded PostgreSQL itself, whatever server the rest of the suite uses: what albumflow relies on
 // behaves as on any server, and the server survives what happens to its owner.
@@ -124,28 +123,12 @@ describe('the embedded PostgreSQL', () => {
 
   it('stops the server an owner killed with kill -9 left running, and starts on the same data', async () => {
     const dataDir = path.join(root, 'orphan');
-    const owner = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `const { startEmbeddedPostgres } = await import(${JSON.stringify(path.join(projectRoot, 'src/embedded/postgres.ts'))});
-         await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, log: console });
-         console.log('serving');`,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    await new Promise<void>((resolve) => owner.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('serving') && resolve()));
-    const orphan = JSON.parse(fs.readFileSync(`${dataDir}.pid`, 'utf8')) as ServerRecord;
-    owner.kill('SIGKILL');
-    await new Promise((resolve) => owner.once('exit', resolve));
+    const { owner, orphan } = await leaveOrphan('startEmbeddedPostgres', { dataDir }, `${dataDir}.pid`);
     expect(isRunning(orphan)).toBe(true);
 
     const next = await startEmbeddedPostgres({ dataDir, log });
     try {
-      expect(messages).toContain(`stopping the embedded PostgreSQL (pid ${orphan.pid}) left running by albumflow pid ${owner.pid}, which is gone`);
+      expect(messages).toContain(`stopping the embedded PostgreSQL (pid ${orphan.pid}) left running by albumflow pid ${owner}, which is gone`);
       expect(isRunning(orphan)).toBe(false);
       await ensureDatabase(connectionConfig(next.url));
     } finally {

@@ -1,15 +1,16 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isRunning, type ServerRecord } from '../../src/embedded/ownership.js';
-import { startDevServer } from '../../src/embedded/temporal.js';
-import { projectRoot } from '../../src/paths.js';
-import { downloadWithSdk, locateTemporalCli } from '../../src/temporal/cli.js';
-import { eventually } from '../helpers/albums.js';
+import { isRunning } from '../../../src/embedded/ownership.js';
+import { startDevServer } from '../../../src/embedded/temporal.js';
+import { projectRoot } from '../../../src/paths.js';
+import { downloadWithSdk, locateTemporalCli } from '../../../src/temporal/cli.js';
+import { eventually } from '../../helpers/albums.js';
+import { leaveOrphan } from './orphan.js';
 
 // The embedded Temporal dev server on its own: its ports, its owner, and the SDK's download of it.
 
@@ -73,28 +74,12 @@ describe('the embedded Temporal dev server', () => {
 
   it('stops the server an owner killed with kill -9 left running on its state file', async () => {
     const dbFile = path.join(root, 'orphan', 'temporal.db');
-    const owner = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `const { startDevServer } = await import(${JSON.stringify(path.join(projectRoot, 'src/embedded/temporal.ts'))});
-         await startDevServer({ dbFile: ${JSON.stringify(dbFile)}, uiPort: false });
-         console.log('serving');`,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    await new Promise<void>((resolve) => owner.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('serving') && resolve()));
-    const orphan = JSON.parse(fs.readFileSync(`${dbFile}.pid`, 'utf8')) as ServerRecord;
-    owner.kill('SIGKILL');
-    await new Promise((resolve) => owner.once('exit', resolve));
+    const { owner, orphan } = await leaveOrphan('startDevServer', { dbFile, uiPort: false }, `${dbFile}.pid`);
     expect(isRunning(orphan)).toBe(true);
 
     const next = await startDevServer({ dbFile, uiPort: false, log });
     try {
-      expect(messages).toContain(`stopping the embedded Temporal dev server (pid ${orphan.pid}) left running by albumflow pid ${owner.pid}, which is gone`);
+      expect(messages).toContain(`stopping the embedded Temporal dev server (pid ${orphan.pid}) left running by albumflow pid ${owner}, which is gone`);
       expect(isRunning(orphan)).toBe(false);
       expect(await serves(next.address)).toBe(true);
     } finally {
