@@ -34,10 +34,7 @@ export interface EmbeddedServerSpec<Ports extends readonly number[] = readonly n
   args(ports: Ports): string[];
   /** The ports it listens on; 0: a port picked here, kept across restarts. */
   ports: Ports;
-  /** Ports to try first for those picked here, so that addresses stay the same from one start to the next. */
-  preferredPorts?: readonly (number | undefined)[];
   cwd?: string;
-  env?: NodeJS.ProcessEnv;
   /** The OS user to run it as. */
   user?: { uid: number; gid: number };
   /** The signal that makes it shut down cleanly. */
@@ -71,6 +68,8 @@ interface Running {
 }
 
 const startTimeoutMs = 60_000;
+/** Starts that found a port taken (one picked, or one the server picks itself) before giving up. */
+const maxPortAttempts = 5;
 const stopGraceMs = 30_000;
 /** Unexpected exits and failed restarts in a row before albumflow gives up. */
 const maxRestartAttempts = 6;
@@ -83,8 +82,9 @@ const healthyAfterMs = 60_000;
  * runs, it is restarted with the same ports and state, and `onFailed` is called when that fails.
  */
 export async function startEmbeddedServer<Ports extends readonly number[]>(spec: EmbeddedServerSpec<Ports>): Promise<EmbeddedServer<Ports>> {
+  // The ports of a server left behind are tried first, so that its addresses stay the same.
   const previous = spec.recordFile ? await stopOrphan(spec.recordFile, spec.name, spec.stopSignal, spec.log) : undefined;
-  const preferred = spec.preferredPorts ?? previous?.ports ?? [];
+  const preferred = previous?.ports ?? [];
 
   let ports = spec.ports;
   let running: Running | undefined;
@@ -94,7 +94,7 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
     try {
       running = await launch(spec, ports);
     } catch (err) {
-      if (!(err instanceof PortInUseError) || attempt === 5) {
+      if (!(err instanceof PortInUseError) || attempt === maxPortAttempts) {
         throw err instanceof PortInUseError && spec.portInUse ? new Error(spec.portInUse(ports)) : err;
       }
     }
@@ -169,7 +169,6 @@ async function launch<Ports extends readonly number[]>(spec: EmbeddedServerSpec<
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
     ...(spec.cwd ? { cwd: spec.cwd } : {}),
-    ...(spec.env ? { env: spec.env } : {}),
     ...(spec.user ?? {}),
   });
   let output = '';
