@@ -115,7 +115,9 @@ async function postAlbum(url: string, albumId: string): Promise<void> {
 }
 
 async function albumStatus(url: string, albumId: string): Promise<AlbumStatus | undefined> {
-  const response = await fetch(`${url}/workspaces/${workspace}/albums/whatsapp/acc_1/conv/${albumId}`);
+  // API_TOKENS is unset: the admin token albumflow generated in the data directory.
+  const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
+  const response = await fetch(`${url}/workspaces/${workspace}/albums/whatsapp/acc_1/conv/${albumId}`, { headers: { authorization: `Bearer ${token}` } });
   return response.status === 200 ? ((await response.json()) as AlbumStatus) : undefined;
 }
 
