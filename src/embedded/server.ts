@@ -43,8 +43,6 @@ export interface EmbeddedServerSpec<Ports extends readonly number[] = readonly n
   waitUntilServing(ports: Ports, output: () => string, signal: AbortSignal): Promise<void>;
   /** Where the running server is recorded so that one left behind by a dead albumflow is recognised; unset: no state kept. */
   recordFile?: string;
-  /** Said when a port given (not picked) is taken. */
-  portInUse?: (ports: Ports) => string;
   log: ServerLog;
   /** Called once when the server died and could not be restarted: albumflow cannot go on. */
   onFailed?(err: Error): void;
@@ -94,9 +92,7 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
     try {
       running = await launch(spec, ports);
     } catch (err) {
-      if (!(err instanceof PortInUseError) || attempt === maxPortAttempts) {
-        throw err instanceof PortInUseError && spec.portInUse ? new Error(spec.portInUse(ports)) : err;
-      }
+      if (!(err instanceof PortInUseError) || attempt === maxPortAttempts) throw err;
     }
   }
 

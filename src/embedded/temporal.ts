@@ -47,8 +47,15 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
 
   const requested = [options.port ?? 0, ...(headless ? [] : [options.uiPort || 0])];
-  for (const port of requested) {
-    if (port !== 0 && !(await isFree(ip, port))) throw new Error(portInUse(ip, port));
+  const [frontendPort, uiPortAsked] = requested;
+  if (frontendPort && !(await isFree(ip, frontendPort))) {
+    throw new Error(
+      `the Temporal frontend port ${ip}:${frontendPort} is already in use. Is another Temporal server running? ` +
+        `Stop it, set TEMPORAL_ADDRESS=${ip}:${frontendPort} to use it, or TEMPORAL_PORT=0 for any free port.`,
+    );
+  }
+  if (uiPortAsked && !(await isFree(ip, uiPortAsked))) {
+    throw new Error(`the Temporal UI port ${ip}:${uiPortAsked} is already in use: set TEMPORAL_UI_PORT to another port (0: any free one).`);
   }
   const server = await startEmbeddedServer({
     id: 'temporal',
@@ -73,7 +80,6 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     stopSignal: 'SIGTERM',
     waitUntilServing: ([port], _output, signal) => waitUntilServing(`${ip}:${port}`, signal),
     ...(options.dbFile ? { recordFile: `${options.dbFile}.pid` } : {}),
-    portInUse: (ports) => ports.map((port) => portInUse(ip, port)).join('\n'),
     log,
     ...(options.onFailed ? { onFailed: options.onFailed } : {}),
   });
@@ -83,13 +89,6 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     address: `${ip}:${port}`,
     uiUrl: uiPort === undefined ? undefined : `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${uiPort}`,
   };
-}
-
-function portInUse(ip: string, port: number): string {
-  return (
-    `port ${ip}:${port} of the embedded Temporal dev server is already in use. Is another Temporal server running? ` +
-    `Stop it, or set TEMPORAL_ADDRESS=${ip}:${port} to use it.`
-  );
 }
 
 async function waitUntilServing(address: string, signal: AbortSignal): Promise<void> {

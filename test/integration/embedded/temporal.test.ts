@@ -48,6 +48,19 @@ describe('the embedded Temporal dev server', () => {
     }
   }, 60_000);
 
+  it('says what to do when the frontend port it is given is taken', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const { port } = holder.address() as net.AddressInfo;
+    try {
+      await expect(startDevServer({ port, uiPort: false, log })).rejects.toThrow(
+        `the Temporal frontend port 127.0.0.1:${port} is already in use. Is another Temporal server running? Stop it, set TEMPORAL_ADDRESS=127.0.0.1:${port} to use it, or TEMPORAL_PORT=0 for any free port.`,
+      );
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  });
+
   it('refuses to start on a state file whose server runs for a live albumflow, and leaves that server serving', async () => {
     const dbFile = path.join(root, 'live', 'temporal.db');
     const first = await startDevServer({ dbFile, uiPort: false, log });
