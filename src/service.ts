@@ -149,8 +149,10 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
       const { tokens, adminToken } = resolveApiTokens(config, logger);
       const signInCodes = new SignInCodes();
       if (adminToken) consoleLink = `${signInPath}?code=${signInCodes.issue(adminToken)}`;
+      // With TEMPORAL_UI_PORT=0 the console learns the UI's address from the dev server once it runs.
+      const uiUrl = config.temporal.uiUrl ?? devServer?.uiUrl;
       app = await buildApp({
-        config,
+        config: { ...config, temporal: { ...config.temporal, uiUrl } },
         pool,
         temporal: client,
         wakeDispatcher: () => dispatcher?.wake(),
