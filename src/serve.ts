@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace';
 import { loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
+import { onStopSignals } from './stop-signals.js';
 import { startService, type Roles, type Service } from './service.js';
 
 /**
@@ -42,24 +43,20 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
     await service.close();
     process.exit(1);
   });
-  // Signals are handled here, not by close-with-grace (it keeps errors): a Ctrl-C reaches us twice when npm
-  // relays the terminal's SIGINT to its child, and close-with-grace exits 1 on any second signal, before
-  // the embedded servers are stopped. A repeat within a second is that echo; a later one means "stop now".
+  // Signals are handled by onStopSignals, not by close-with-grace (it keeps errors): close-with-grace exits 1
+  // on any second signal, and npm's relay of a Ctrl-C is one, before the embedded servers are stopped.
   const shutdown = closeWithGrace({ delay: 30_000, logger, skip: ['SIGINT', 'SIGTERM'] }, async ({ err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     await service.close();
   });
-  let firstSignalAt: number | undefined;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (firstSignalAt === undefined) {
-      firstSignalAt = Date.now();
+  onStopSignals(
+    (signal) => {
       logger.info(`${signal}: shutting down`);
       void shutdown.close();
-    } else if (Date.now() - firstSignalAt >= 1_000) {
+    },
+    (signal) => {
       logger.error(`second ${signal}: exiting without finishing the shutdown`);
       process.exit(1);
-    }
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+    },
+  );
 }

@@ -1,7 +1,11 @@
 // `npm run temporal:cluster`: albumflow's production topology of Temporal on this machine — the real server
 // (PostgreSQL persistence and visibility) and its Web UI, the versions docker-compose.yml runs.
+import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { claimDataDir } from '../../embedded/ownership.js';
+import { onStopSignals } from '../../stop-signals.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../embedded/postgres.js';
 import { connectClient, prepareNamespace } from '../connection.js';
 import { setUpSchemas, temporalDatabase } from './database.js';
 import { defaultClusterPorts, temporalCluster, type TemporalCluster } from './cluster.js';
@@ -12,8 +16,10 @@ const usage = `npm run temporal:cluster [-- options]
 
 Builds (first time) or finds the Temporal server ${temporalServerVersion}, temporal-sql-tool and the UI server
 ${temporalUiVersion} in the tool cache, sets up Temporal's databases on the PostgreSQL server of DATABASE_URL
-(<database>_temporal and <database>_temporal_visibility), runs the server and its UI, and creates the
-namespace TEMPORAL_NAMESPACE (default "default") with albumflow's search attributes. Ctrl-C stops it.
+(<database>_temporal and <database>_temporal_visibility) — without DATABASE_URL, on an embedded PostgreSQL
+of its own under DATA_DIR/temporal-cluster, whose URL it writes for albumflow's processes —, runs the
+server and its UI, and creates the namespace TEMPORAL_NAMESPACE (default "default") with albumflow's
+search attributes. Ctrl-C stops it.
 
   --split              one process per service (frontend, history, matching, worker) instead of one
   --port N             frontend gRPC port (default 7233); the other services keep their default ports
@@ -58,14 +64,17 @@ async function main(): Promise<void> {
     return;
   }
 
-  const database = temporalDatabase(process.env.DATABASE_URL ?? fail('DATABASE_URL is required: the Temporal server keeps its state on that PostgreSQL server'));
+  const clusterDir = path.resolve(process.env.DATA_DIR || '.data', 'temporal-cluster');
+  const embedded = process.env.DATABASE_URL ? undefined : await embeddedPostgres(clusterDir, log);
+  const databaseUrl = process.env.DATABASE_URL ?? embedded!.postgres.url;
+  const database = temporalDatabase(databaseUrl);
   await setUpSchemas(tools.sqlTool, database, log);
 
   const ports = defaultClusterPorts(values.split);
   ports.frontend = integer(values.port, 'port', ports.frontend);
   ports.ui = integer(values['ui-port'], 'ui-port', ports.ui);
   const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
-  const logDir = path.resolve(process.env.DATA_DIR || '.data', 'temporal-cluster', 'logs');
+  const logDir = path.join(clusterDir, 'logs');
   const startedAt = Date.now();
   let started = false;
   let stopping = false;
@@ -74,6 +83,7 @@ async function main(): Promise<void> {
     stopping = true;
     console.error('Stopping the Temporal cluster…');
     await cluster.stop();
+    await embedded?.stop();
     process.exit(code);
   };
   const cluster: TemporalCluster = temporalCluster({
@@ -93,15 +103,18 @@ async function main(): Promise<void> {
     },
   });
   // The servers run in process groups of their own: a Ctrl-C reaches only this process, which stops them.
-  process.once('SIGINT', () => void shutdown(0));
-  process.once('SIGTERM', () => void shutdown(0));
-  await cluster.start();
-  started = true;
+  onStopSignals(
+    () => void shutdown(0),
+    () => process.exit(1),
+  );
   try {
+    await cluster.start();
+    started = true;
     const client = await connectClient({ address: cluster.address }, namespace);
     await prepareNamespace(client, namespace).finally(() => client.connection.close());
   } catch (err) {
     await cluster.stop();
+    await embedded?.stop();
     throw err;
   }
 
@@ -113,12 +126,44 @@ async function main(): Promise<void> {
       ...(cluster.uiUrl ? [`  Web UI       ${cluster.uiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows`] : []),
       `  namespace    ${namespace} (search attributes registered)`,
       `  PostgreSQL   ${database.host}:${database.port}, databases ${database.names.store} and ${database.names.visibility}`,
+      ...(embedded
+        ? [`               embedded, state in ${path.join(clusterDir, 'postgres')}; albumflow's processes: DATABASE_URL="$(cat ${embedded.urlFile})"`]
+        : []),
       ...Object.entries(cluster.metricsUrls).map(([name, url]) => `  metrics      ${url}   (${name})`),
       `  processes    ${processes.map(([name, pid]) => `${name} (pid ${pid})`).join(', ')}`,
       `  logs         ${logDir}`,
       'Press Ctrl-C to stop.',
     ].join('\n'),
   );
+}
+
+/**
+ * A PostgreSQL of the cluster's own, for a machine without one: it owns its directory as `npm start` owns
+ * its data directory, and its URL (which holds the password) goes to a file of mode 0600, never to the terminal.
+ */
+async function embeddedPostgres(dir: string, log: (message: string) => void): Promise<{ postgres: EmbeddedPostgres; urlFile: string; stop(): Promise<void> }> {
+  const claim = claimDataDir(dir);
+  try {
+    const serverLog = { info: log, warn: log };
+    const postgres = await startEmbeddedPostgres({
+      dataDir: path.join(dir, 'postgres'),
+      log: serverLog,
+      onFailed: (err) => fail(`the embedded PostgreSQL died and could not be restarted: ${err.message}`),
+    });
+    const urlFile = path.join(dir, 'database-url');
+    fs.writeFileSync(urlFile, `${postgres.url}\n`, { mode: 0o600 });
+    return {
+      postgres,
+      urlFile,
+      async stop() {
+        await postgres.stop();
+        claim.release();
+      },
+    };
+  } catch (err) {
+    claim.release();
+    throw err;
+  }
 }
 
 main().catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));
