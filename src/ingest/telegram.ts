@@ -35,7 +35,7 @@ type ReadUpdateType = MessageUpdateType | EditUpdateType;
 
 const businessUpdateTypes: readonly ReadUpdateType[] = ['business_message', 'edited_business_message'];
 
-/** The media a message may carry after `photo`, in the order §9 takes the first present. */
+/** The media a message may carry after `photo`, in the order the first present one is taken (docs/telegram.md). */
 const mediaFields = ['video', 'animation', 'document', 'audio', 'voice', 'video_note', 'sticker'] as const satisfies readonly (keyof Message)[];
 
 export type TelegramRejectionCode = 'invalid_json' | 'invalid_update' | 'unstorable_update' | 'missing_identity' | 'invalid_identity';

@@ -1,10 +1,10 @@
-// The album page's model: the status body of DESIGN.md §3 (read from PostgreSQL) with what the
+// The album page's model: the status body (docs/api.md, "Status"; read from PostgreSQL) with what the
 // page shows beside it — file names, which decision brought each child, links. Pure: no I/O.
 import type { AttachmentDetails } from '../db/console.js';
 import type { AlbumStatus, AttachmentStatus, AttachmentView, DecisionTrigger, ReviewReason } from '../../workflows/types.js';
 import { consolePaths, temporalWorkflowUrl } from './paths.js';
 
-/** A caption a child had before an edit (Telegram's `edited_*` updates, DESIGN.md §9). */
+/** A caption a child had before an edit (Telegram's `edited_*` updates, docs/telegram.md). */
 export interface CaptionEdit {
   caption: string | null;
   editedAt: string;

@@ -18,7 +18,7 @@ export interface ConsoleOptions {
 const assetsDir = path.join(path.dirname(templatesDir), 'assets');
 
 /**
- * The console (DESIGN.md §10): the pages under `/ui` and the media routes
+ * The console (docs/console.md): the pages under `/ui` and the media routes
  * `/workspaces/:ws/media/:sha256[/thumbnail]`, with a strict Content-Security-Policy (no inline
  * script or style, nothing from another origin). Registered behind the access plugin: the lists
  * and the assets need any valid token, the album pages and the media one that reaches their

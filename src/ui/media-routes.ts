@@ -68,8 +68,10 @@ function notModified(request: FastifyRequest, etag: string): boolean {
   return header !== undefined && header.split(',').some((tag) => tag.trim() === etag || tag.trim() === '*');
 }
 
-/** `GET /workspaces/:ws/media/:sha256` and its thumbnail (DESIGN.md §10). */
+/** `GET /workspaces/:ws/media/:sha256` and its thumbnail (docs/console.md). */
 export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async (app, { pool, mediaDir, thumbnailer, iconsDir }) => {
+  // Before the first download, so the file server has its root.
+  fs.mkdirSync(mediaDir, { recursive: true });
   await app.register(fastifyStatic, { root: mediaDir, serve: false });
   const icons = new Map<IconName, Buffer>(
     (['video', 'audio', 'image', 'file', 'unreadable'] as const).map((name) => [name, fs.readFileSync(path.join(iconsDir, `${name}.svg`))]),

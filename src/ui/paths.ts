@@ -22,7 +22,7 @@ export const consolePaths = {
   albumVersion: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}/version`,
   media: (workspace: string, sha256: string) => `/workspaces/${e(workspace)}/media/${e(sha256)}`,
   thumbnail: (workspace: string, sha256: string) => `/workspaces/${e(workspace)}/media/${e(sha256)}/thumbnail`,
-  /** The operator actions of DESIGN.md §8 (routes of the status API). */
+  /** The operator actions (docs/api.md, "Operator actions"). */
   action: (key: AlbumKey, action: OperatorAction) => `/workspaces/${e(key.workspace)}/albums/${albumTail(key)}/actions/${action}`,
 };
 

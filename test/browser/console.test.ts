@@ -275,7 +275,7 @@ describe('the console in a browser', () => {
     expect((await open(consolePaths.media(ownWorkspace, own))).status()).toBe(200);
   });
 
-  describe('operator actions (the status API routes of DESIGN.md §8)', () => {
+  describe('operator actions (the routes of docs/api.md, "Operator actions")', () => {
     it('“Retry downloads” turns an expired attachment into downloaded once its server answers', async () => {
       await signIn(adminToken);
       await open(consolePaths.album(albums.broken.key));

@@ -1,5 +1,8 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, configEnvNames, loadConfig } from '../../src/config.js';
+import { projectRoot } from '../../src/paths.js';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -71,5 +74,14 @@ describe('loadConfig', () => {
   ])('rejects %j with a message naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+});
+
+describe('the README', () => {
+  it('lists every variable albumflow reads in its configuration table', () => {
+    const readme = fs.readFileSync(path.join(projectRoot, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1));
+    const rows = table.split('\n').filter((line) => line.startsWith('| `'));
+    expect(configEnvNames.filter((name) => !rows.some((row) => row.includes(`\`${name}\``)))).toEqual([]);
   });
 });
