@@ -5,10 +5,14 @@ import https from 'node:https';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import type { Readable } from 'node:stream';
+import type { TelegramBot } from '../src/config.js';
 import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../src/db/attachments.js';
 import { downloadsTotal } from '../src/metrics.js';
+import { BotApiError, createBotApi, redactToken } from '../src/telegram/bot-api.js';
 import { childKeyString } from '../workflows/keys.js';
 import type { AttachmentStatus, DownloadResult, MessageKey } from '../workflows/types.js';
+import type { Logger } from '../src/log.js';
 import type { ActivityDeps } from './index.js';
 import {
   RefusedTargetError,
@@ -73,6 +77,8 @@ interface StoredMedia {
 }
 
 const expiredStatuses = new Set([401, 403, 404, 410]);
+/** Edits that may replace a file during its downloads within one attempt before the attempt gives up. */
+const maxReplacements = 2;
 const redirectStatuses = new Set([301, 302, 303, 307, 308]);
 const requestHeaders = { 'user-agent': 'albumflow', accept: '*/*', 'accept-encoding': 'identity' };
 
@@ -200,29 +206,67 @@ function tooLarge(maxBytes: number): PermanentDownloadError {
   return new PermanentDownloadError('failed', `the file is larger than MEDIA_MAX_BYTES (${maxBytes} bytes)`);
 }
 
-/** Streams the body into `tempPath`, hashing and counting as it goes; heartbeats the bytes so far. */
-async function writeBody(response: http.IncomingMessage, tempPath: string, maxBytes: number): Promise<{ sha256: string; bytes: number }> {
+/** An opened file to store: its bytes, and what the server said of them. */
+interface MediaSource {
+  body: Readable;
+  /** Announced by the server; null when unknown. */
+  contentLength: number | null;
+  contentType: string | null;
+}
+
+function sourceOf(response: http.IncomingMessage): MediaSource {
   const declared = response.headers['content-length'];
-  if (declared !== undefined && Number(declared) > maxBytes) {
-    response.destroy();
+  return { body: response, contentLength: declared === undefined ? null : Number(declared), contentType: response.headers['content-type'] ?? null };
+}
+
+/** Streams the body into `tempPath`, hashing and counting as it goes; heartbeats the bytes so far and calls `onChunk`. */
+async function writeBody(source: MediaSource, tempPath: string, maxBytes: number, onChunk: () => void): Promise<{ sha256: string; bytes: number }> {
+  if (source.contentLength !== null && source.contentLength > maxBytes) {
+    source.body.destroy();
     throw tooLarge(maxBytes);
   }
   const hash = crypto.createHash('sha256');
   let bytes = 0;
   const file = await fs.open(tempPath, 'wx');
   try {
-    for await (const chunk of response as AsyncIterable<Buffer>) {
+    for await (const chunk of source.body as AsyncIterable<Buffer>) {
       bytes += chunk.length;
       if (bytes > maxBytes) throw tooLarge(maxBytes);
       hash.update(chunk);
       await file.write(chunk);
+      onChunk();
       Context.current().heartbeat({ bytes });
     }
     await file.sync();
   } finally {
+    source.body.destroy();
     await file.close();
   }
   return { sha256: hash.digest('hex'), bytes };
+}
+
+/** The Telegram file could not be downloaded for good: Telegram will not let the bot have it. */
+class UnavailableDownloadError extends Error {}
+
+/**
+ * The type a Telegram file is stored with: the message's MIME type, else the file server's when it
+ * names one; Telegram photos are always JPEG (the message gives no type for them).
+ */
+function telegramContentType(row: StoredAttachment, served: string | null): string | null {
+  const named = served !== null && served !== 'application/octet-stream' ? served : null;
+  return row.mimeType ?? named ?? (row.kind === 'photo' ? 'image/jpeg' : served);
+}
+
+/** Aborts the attempt when nothing arrived for `ms`; `touch` after each sign of life. */
+function idleWatch(ms: number, onIdle: () => void): { touch: () => void; stop: () => void } {
+  let timer = setTimeout(onIdle, ms);
+  return {
+    touch: () => {
+      clearTimeout(timer);
+      timer = setTimeout(onIdle, ms);
+    },
+    stop: () => clearTimeout(timer),
+  };
 }
 
 export function createDownloadActivities(deps: ActivityDeps, options: DownloadOptions = {}) {
@@ -232,7 +276,8 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
   const limits: DownloadLimits = { ...defaultDownloadLimits, ...options.limits };
   const tempDir = mediaTempDir(mediaDir);
 
-  async function fetchToStore(row: StoredAttachment, url: string): Promise<StoredMedia> {
+  /** Opens the source within one attempt (its abort, its time limit) and stores what it sends. */
+  async function fetchToStore(row: StoredAttachment, open: (attempt: AbortController) => Promise<MediaSource>, onChunk = () => {}): Promise<StoredMedia> {
     await fs.mkdir(tempDir, { recursive: true });
     const prefix = tempFilePrefix(row.messagePk, row.position);
     await removeAbandonedTempFiles(tempDir, prefix, limits.attemptTimeoutMs);
@@ -248,13 +293,12 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
       limits.attemptTimeoutMs,
     );
     try {
-      const response = await openMedia(url, network, attempt, limits);
-      const contentType = response.headers['content-type'] ?? null;
-      const { sha256, bytes } = await writeBody(response, tempPath, maxBytes);
+      const source = await open(attempt);
+      const { sha256, bytes } = await writeBody(source, tempPath, maxBytes, onChunk);
       const finalPath = mediaPath(mediaDir, sha256);
       await fs.mkdir(path.dirname(finalPath), { recursive: true });
       await fs.rename(tempPath, finalPath);
-      return { contentType, bytes, sha256 };
+      return { contentType: source.contentType, bytes, sha256 };
     } catch (err) {
       await fs.rm(tempPath, { force: true });
       throw attempt.signal.aborted ? attempt.signal.reason : err;
@@ -264,42 +308,109 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
     }
   }
 
-  async function record(row: StoredAttachment, result: DownloadResult): Promise<DownloadResult> {
-    await recordDownloadResult(pool, row, result);
-    downloadsTotal.inc({ outcome: result.status });
-    return result;
+  function fetchUrl(row: StoredAttachment, url: string): Promise<StoredMedia> {
+    return fetchToStore(row, async (attempt) => sourceOf(await openMedia(url, network, attempt, limits)));
   }
 
-  async function downloadAttachment({ key, position, finalAttempt, retry }: DownloadInput): Promise<DownloadResult> {
-    const log = logger.child({ workflowId: Context.current().info.workflowExecution?.workflowId, attachment: childKeyString(key), position });
-    const row = await findAttachment(pool, key, position);
-    if (!row) {
-      throw ApplicationFailure.nonRetryable(`no attachment ${position} is stored for message ${childKeyString(key)}`, 'AttachmentNotFound');
+  /** The bot whose token the Telegram file is downloaded with: the one the child is stored under (its account). */
+  function botOf(key: MessageKey): TelegramBot {
+    const bot = [...(config.telegram.bots.get(key.workspace)?.values() ?? [])].find((candidate) => candidate.id === key.accountId);
+    if (!bot) throw new PermanentDownloadError('failed', `TELEGRAM_BOTS["${key.workspace}"] has no bot with id ${key.accountId}`);
+    return bot;
+  }
+
+  /**
+   * A Telegram file, with the bot's token read from the configuration now and a fresh getFile (paths
+   * expire). The API root is the operator's (a local Bot API server on loopback is normal), so it is
+   * not vetted like a sender's URL; silence is limited all the same.
+   */
+  async function fetchTelegramFile(row: StoredAttachment, key: MessageKey, file: { fileId: string }): Promise<StoredMedia> {
+    const { token } = botOf(key);
+    const api = createBotApi({ apiRoot: config.telegram.apiRoot, token });
+    let watch: ReturnType<typeof idleWatch> | undefined;
+    try {
+      const stored = await fetchToStore(
+        row,
+        async (attempt) => {
+          watch = idleWatch(limits.idleTimeoutMs, () =>
+            attempt.abort(new TransientDownloadError(`the Bot API sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
+          );
+          const opened = await api.openFile({ fileId: file.fileId, declaredSize: row.declaredSize }, attempt.signal);
+          if (opened.status === 'unavailable') throw new UnavailableDownloadError(opened.reason);
+          watch.touch();
+          return { body: opened.stream, contentLength: opened.contentLength, contentType: opened.contentType };
+        },
+        () => watch?.touch(),
+      );
+      return { ...stored, contentType: telegramContentType(row, stored.contentType) };
+    } catch (err) {
+      if (err instanceof BotApiError) throw err.retryable ? new TransientDownloadError(err.message) : new PermanentDownloadError('failed', err.message);
+      const ours = [CancelledFailure, TransientDownloadError, PermanentDownloadError, UnavailableDownloadError].some((type) => err instanceof type);
+      if (ours) throw err;
+      // Whatever else broke the transfer, its words are kept only once the token is out of them.
+      throw new TransientDownloadError(redactToken(errorMessage(err), token));
+    } finally {
+      watch?.stop();
     }
-    if (row.status === 'downloaded' && row.sha256 && (await fileExists(mediaPath(mediaDir, row.sha256)))) return resultOf(row);
+  }
+
+  /**
+   * The outcome of one attempt for the attachment as it is stored now: null when it is known already
+   * (downloaded, or terminal and not retried); otherwise the outcome to record.
+   */
+  async function attemptDownload(row: StoredAttachment, { key, finalAttempt, retry }: DownloadInput, log: Logger): Promise<DownloadResult | null> {
+    if (row.status === 'downloaded' && row.sha256 && (await fileExists(mediaPath(mediaDir, row.sha256)))) return null;
     const retried = retry && (row.status === 'failed' || row.status === 'expired');
-    if (row.status !== 'pending' && row.status !== 'downloaded' && !retried) return resultOf(row);
-    if (!row.url) return record(row, failure('unavailable', 'the platform sent no URL for this attachment'));
+    if (row.status !== 'pending' && row.status !== 'downloaded' && !retried) return null;
+    const { url, telegramFile } = row;
+    if (!url && !telegramFile) return failure('unavailable', 'the platform sent no URL for this attachment');
 
     try {
-      const stored = await fetchToStore(row, row.url);
+      const stored = url ? await fetchUrl(row, url) : await fetchTelegramFile(row, key, telegramFile!);
       log.debug({ bytes: stored.bytes, sha256: stored.sha256 }, 'attachment downloaded');
-      return await record(row, { status: 'downloaded', ...stored, error: null });
+      return { status: 'downloaded', ...stored, error: null };
     } catch (err) {
       if (err instanceof CancelledFailure) throw err;
+      if (err instanceof UnavailableDownloadError) {
+        log.info({ error: err.message }, 'attachment unavailable');
+        return failure('unavailable', err.message);
+      }
       if (err instanceof PermanentDownloadError || err instanceof RefusedTargetError) {
         const status = err instanceof PermanentDownloadError ? err.status : 'failed';
         log.info({ status, error: err.message }, 'attachment not downloadable');
-        return record(row, failure(status, err.message));
+        return failure(status, err.message);
       }
       const message = errorMessage(err);
       if (Context.current().info.attempt >= finalAttempt) {
         log.warn({ error: message }, 'attachment download failed on its final attempt');
-        return record(row, failure('failed', message));
+        return failure('failed', message);
       }
       log.warn({ error: message, attempt: Context.current().info.attempt }, 'attachment download failed; will retry');
       await recordDownloadRetry(pool, row, message);
       throw ApplicationFailure.retryable(message, 'MediaDownloadRetryable');
+    }
+  }
+
+  async function downloadAttachment(input: DownloadInput): Promise<DownloadResult> {
+    const { key, position } = input;
+    const log = logger.child({ workflowId: Context.current().info.workflowExecution?.workflowId, attachment: childKeyString(key), position });
+    // An edit may replace a Telegram file while it downloads: the outcome is then the old file's, and
+    // the attachment is read and downloaded again.
+    for (let replaced = 0; ; replaced++) {
+      const row = await findAttachment(pool, key, position);
+      if (!row) {
+        throw ApplicationFailure.nonRetryable(`no attachment ${position} is stored for message ${childKeyString(key)}`, 'AttachmentNotFound');
+      }
+      const result = await attemptDownload(row, input, log);
+      if (result === null) return resultOf(row);
+      if (await recordDownloadResult(pool, row, result)) {
+        downloadsTotal.inc({ outcome: result.status });
+        return result;
+      }
+      if (replaced === maxReplacements) {
+        throw ApplicationFailure.retryable('the attachment was replaced by an edit during each of its downloads', 'MediaDownloadRetryable');
+      }
+      log.info('the attachment was replaced by an edit during its download; downloading the new file');
     }
   }
 

@@ -11,7 +11,7 @@ import { albumStatusFromDatabase, findAlbum } from '../src/db/status.js';
 import { notificationFailuresTotal, notificationsTotal } from '../src/metrics.js';
 import { signatureHeader } from '../src/signature.js';
 import type { MessageWorkflowStatus } from '../workflows/album-view.js';
-import type { AlbumKey, AlbumStatus, DecisionView, LateItemPolicy, NotificationType } from '../workflows/types.js';
+import type { AlbumKey, AlbumStatus, ChildEdit, DecisionView, LateItemPolicy, NotificationType } from '../workflows/types.js';
 import type { ActivityDeps } from './index.js';
 
 /** The decision a notification announces; `album.updated` also names the late children and the policy applied. */
@@ -28,6 +28,8 @@ export type NotifyInput = {
   decision: NotifiedDecision;
   /** For `album.media_settled`: 1 for the decision's first notice, 2 once its media settled again, … */
   notice?: number;
+  /** For `album.updated` about an edit of a decided child; without it, `album.updated` is about late items. */
+  edit?: ChildEdit;
 } & (
   | { type: AlbumNotificationType; album: AlbumStatus }
   /** An album body too large to pass through Temporal: the activity reads it from PostgreSQL. */
@@ -41,10 +43,12 @@ export const notifyTimeoutMs = 10_000;
 
 /**
  * `<workflowId>/<seq>` for the notification a decision causes, `<workflowId>/<seq>/album.media_settled`
- * for its first media notice and `…/album.media_settled/<n>` for the n-th. The same on every retry, so
- * receivers can deduplicate.
+ * for its first media notice and `…/album.media_settled/<n>` for the n-th, `<workflowId>/edited/<message
+ * id, URL-encoded>/<version>` for the edit of a decided child (whichever decision it follows). The same
+ * on every retry, so receivers can deduplicate.
  */
-export function notificationId(workflowId: string, seq: number, type: NotificationType, notice = 1): string {
+export function notificationId(workflowId: string, seq: number, type: NotificationType, notice = 1, edit?: ChildEdit): string {
+  if (edit) return `${workflowId}/edited/${encodeURIComponent(edit.messageId)}/${edit.version}`;
   if (type !== 'album.media_settled') return `${workflowId}/${seq}`;
   return notice > 1 ? `${workflowId}/${seq}/${type}/${notice}` : `${workflowId}/${seq}/${type}`;
 }
@@ -144,15 +148,18 @@ export function createNotifyActivities(deps: ActivityDeps) {
 
   /** Sends one notification under its stable id; a retry or a replay delivers it at most once. */
   async function notify(input: NotifyInput): Promise<{ id: string; outcome: NotifyOutcome }> {
-    const id = notificationId(input.workflowId, input.seq, input.type, input.notice);
+    const id = notificationId(input.workflowId, input.seq, input.type, input.notice, input.edit);
+    const change = input.type === 'album.updated' ? { change: input.edit ? ('edited' as const) : ('late_item' as const) } : {};
     const payload =
       input.type === 'message.ready'
         ? { id, type: input.type, message: input.message, decision: input.decision }
         : {
             id,
             type: input.type,
+            ...change,
             album: 'album' in input ? input.album : await storedAlbum(input.workflowId, input.albumKey),
             decision: input.decision,
+            ...(input.edit ? { edit: input.edit } : {}),
           };
     const outcome = await send({ id, workflowId: input.workflowId, type: input.type, body: JSON.stringify(payload) });
     return { id, outcome };

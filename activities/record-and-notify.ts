@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { AlbumKey, AlbumStatus, NotificationType, ReviewReason, ReviewResolution } from '../workflows/types.js';
+import type { AlbumKey, AlbumStatus, ChildEdit, NotificationType, ReviewReason, ReviewResolution } from '../workflows/types.js';
 import type { RecordDecisionInput } from './decisions.js';
 import type { NotifiedDecision, NotifyInput } from './notify.js';
 
@@ -11,6 +11,8 @@ export interface DecisionStep {
   record?: { reviewReasons: ReviewReason[]; reviewResolved: ReviewResolution | null };
   /** The n-th `album.media_settled` of its decision. */
   notice?: number;
+  /** For `album.updated` about an edit of a decided child (`"change": "edited"`) rather than late items. */
+  edit?: ChildEdit;
 }
 
 export interface RecordAndNotifyInput {
@@ -46,10 +48,10 @@ interface RecordAndNotifyDeps {
 export function createRecordAndNotifyActivities({ recordDecision, notify }: RecordAndNotifyDeps) {
   async function recordAndNotify({ workflowId, body, steps }: RecordAndNotifyInput): Promise<RecordAndNotifyResult> {
     const refused: RefusedNotification[] = [];
-    for (const { type, decision, record, notice } of steps) {
+    for (const { type, decision, record, notice, edit } of steps) {
       if (record) await recordDecision({ workflowId, decision, album: record });
       try {
-        await notify({ workflowId, seq: decision.seq, type, decision, ...(notice !== undefined ? { notice } : {}), ...body });
+        await notify({ workflowId, seq: decision.seq, type, decision, ...(notice !== undefined ? { notice } : {}), ...(edit ? { edit } : {}), ...body });
       } catch (err) {
         if (!(err instanceof ApplicationFailure && err.nonRetryable)) throw err;
         refused.push({ type, seq: decision.seq, error: err.message });

@@ -4,16 +4,18 @@
 // continue-as-new).
 //
 // Decision membership: every decision includes the full set of distinct children known at the
-// moment it is taken, ordered like the album view (usable index, then sentAt, then message id).
+// moment it is taken, ordered like the album view (by the album profile's child order).
 // A `late_item` decision therefore restates the whole album, and `late.childMessageIds` of its
 // command names the children it adds to the previous decision.
 
 import type {
+  AlbumProfile,
   AlbumState,
   AttachmentRef,
   AlbumTimings,
   AttachmentView,
   ChildArrival,
+  ChildEdit,
   DecisionTrigger,
   DecisionView,
   DownloadResult,
@@ -73,6 +75,8 @@ export type AlbumCommand =
   | { type: 'download'; messageId: string; position: number; retry: boolean }
   /** Record the decision, then notify `album.ready` (first decision) or `album.updated` (late items). */
   | { type: 'decide'; decision: DecisionView; reviewReasons: ReviewReason[]; reviewResolved: ReviewResolution | null; late: LateItems | null }
+  /** Notify `album.updated` (`"change": "edited"`): a child of `decision` was edited. */
+  | { type: 'edited'; decision: DecisionView; edit: ChildEdit }
   /** `notice`: 1 for the first `album.media_settled` of the decision, 2 after its media settled again, … */
   | { type: 'media_settled'; decision: DecisionView; notice: number };
 
@@ -97,6 +101,8 @@ export interface PriorAlbum {
   reviewResolved: ReviewResolution | null;
   /** `album.media_settled` notices already sent for the latest decision. */
   mediaSettledNotices: number;
+  /** By message id, the last version whose edit was announced. */
+  editNotices: Record<string, number>;
 }
 
 export const reviewReasonOrder: readonly ReviewReason[] = ['total_conflict', 'duplicate_index', 'invalid_metadata', 'late_item'];
@@ -112,6 +118,8 @@ export interface OrderedChild {
   sentAt: string | null;
 }
 
+export type ChildOrder = AlbumProfile['childOrder'];
+
 function instantOrNull(value: string | null): number | null {
   if (value === null) return null;
   const ms = Date.parse(value);
@@ -125,13 +133,32 @@ function compareNullsLast(a: number | null, b: number | null): number {
   return a - b;
 }
 
-/** Album order: usable index, then sentAt, then message id; missing values last. */
-export function compareChildren(a: OrderedChild, b: OrderedChild): number {
-  return (
-    compareNullsLast(a.index, b.index) ||
+const decimalInteger = /^(0|[1-9][0-9]*)$/;
+
+/** A message id written as a decimal integer (Telegram's message_id), as a number; null for any other id. */
+function numericId(messageId: string): number | null {
+  return decimalInteger.test(messageId) ? Number(messageId) : null;
+}
+
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const comparators: Record<ChildOrder, (a: OrderedChild, b: OrderedChild) => number> = {
+  index: (a, b) =>
+    compareNullsLast(a.index, b.index) || compareNullsLast(instantOrNull(a.sentAt), instantOrNull(b.sentAt)) || compareIds(a.messageId, b.messageId),
+  message_id: (a, b) =>
+    compareNullsLast(numericId(a.messageId), numericId(b.messageId)) ||
     compareNullsLast(instantOrNull(a.sentAt), instantOrNull(b.sentAt)) ||
-    (a.messageId < b.messageId ? -1 : a.messageId > b.messageId ? 1 : 0)
-  );
+    compareIds(a.messageId, b.messageId),
+};
+
+/**
+ * The album order of a profile: `index` — usable index, then sentAt, then message id; `message_id` —
+ * message ids as numbers ("9" before "10"), then sentAt. Missing values last.
+ */
+export function compareChildren(order: ChildOrder): (a: OrderedChild, b: OrderedChild) => number {
+  return comparators[order];
 }
 
 /** The one total every child that carries a usable total agrees on; null when none or conflicting. */
@@ -183,13 +210,14 @@ export function initialState(): AlbumRulesState {
   };
 }
 
-/** The attachments of a child as it arrives: those without a URL are `unavailable`, the rest `pending`. */
+/** The attachments of a child as it arrives: those with nothing to download from (no URL, no Telegram file) are `unavailable`, the rest `pending`. */
 export function initialAttachments(arrival: ChildArrival): AttachmentView[] {
   return [...arrival.attachments].sort((a, b) => a.position - b.position).map(initialAttachment);
 }
 
 function initialAttachment(ref: AttachmentRef): AttachmentView {
-  return { position: ref.position, status: ref.url === null ? 'unavailable' : 'pending', contentType: null, bytes: null, sha256: null, error: null };
+  const downloadable = ref.url !== null || ref.telegramFileUniqueId !== null;
+  return { position: ref.position, status: downloadable ? 'pending' : 'unavailable', contentType: null, bytes: null, sha256: null, error: null };
 }
 
 export function settleAttachment(attachments: readonly AttachmentView[], position: number, result: DownloadResult): AttachmentView[] {
@@ -234,7 +262,7 @@ export function nextDeadline(state: AlbumRulesState, timings: AlbumTimings): Dea
   return { kind: 'late_window', at: (state.lastDecisionAt ?? 0) + timings.lateWindowMs };
 }
 
-export function step(state: AlbumRulesState, event: AlbumEvent, timings: AlbumTimings): Transition {
+export function step(state: AlbumRulesState, event: AlbumEvent, timings: AlbumTimings, profile: AlbumProfile): Transition {
   switch (event.type) {
     case 'children_arrived':
       return addChildren(
@@ -242,9 +270,10 @@ export function step(state: AlbumRulesState, event: AlbumEvent, timings: AlbumTi
         event.children.map((arrival) => ({ arrival, attachments: initialAttachments(arrival) })),
         event.now,
         timings,
+        profile,
       );
     case 'timer_fired':
-      return evaluate(state, event.now, timings);
+      return evaluate(state, event.now, timings, profile);
     case 'download_settled':
       return settleDownload(state, event.messageId, event.position, event.result);
     case 'downloads_retried':
@@ -266,9 +295,10 @@ export function retryable(attachment: AttachmentView): boolean {
 
 /**
  * The state a fresh run starts from: the children of earlier decisions are known, stored children
- * no decision includes arrive now (late when a decision exists), pending attachments are downloaded.
+ * no decision includes arrive now (late when a decision exists), pending attachments are downloaded,
+ * and edits of decided children stored after the latest decision that no run announced are announced.
  */
-export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimings): Transition {
+export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition {
   const decided = new Set(prior.decisions.flatMap((decision) => decision.childMessageIds));
   const known = prior.children.filter((child) => decided.has(child.arrival.messageId));
   const last = prior.decisions[prior.decisions.length - 1];
@@ -285,10 +315,17 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
         ? { seq: last.seq, sent: prior.mediaSettledNotices, reopened: !mediaSettled(known, last) }
         : null,
   };
+  const unannounced: AlbumCommand[] = last
+    ? known.flatMap((child) =>
+        editsOf(child.arrival, prior.editNotices[child.arrival.messageId] ?? 0)
+          .filter((edit) => Date.parse(child.arrival.history[edit.version - 1]!.recordedAt) > Date.parse(last.decidedAt))
+          .map((edit): AlbumCommand => ({ type: 'edited', decision: last, edit })),
+      )
+    : [];
   const undecided = prior.children.filter((child) => !decided.has(child.arrival.messageId));
-  const next = undecided.length > 0 ? addChildren(base, undecided, now, timings) : evaluate(base, now, timings);
+  const next = undecided.length > 0 ? addChildren(base, undecided, now, timings, profile) : evaluate(base, now, timings, profile);
   const settled = emitMediaSettled(next.state);
-  return { state: settled.state, commands: [...pendingDownloads(base), ...next.commands, ...settled.commands] };
+  return { state: settled.state, commands: [...pendingDownloads(base), ...unannounced, ...next.commands, ...settled.commands] };
 }
 
 function arrivals(state: AlbumRulesState): ChildArrival[] {
@@ -331,7 +368,46 @@ function completedBy(known: ChildRecord, redelivery: ChildArrival): { record: Ch
   };
 }
 
-function addChildren(state: AlbumRulesState, incoming: readonly ChildRecord[], now: number, timings: AlbumTimings): Transition {
+/** The edits from version `after` + 1 on that a child's history records, each with the caption it set and the one it replaced. */
+function editsOf(arrival: ChildArrival, after: number): ChildEdit[] {
+  const { history } = arrival;
+  return history.slice(after).map((replaced, i) => {
+    const version = after + i + 1;
+    return {
+      messageId: arrival.messageId,
+      version,
+      caption: version < history.length ? history[version]!.caption : arrival.caption,
+      previousCaption: replaced.caption,
+      mediaReplaced: replaced.mediaReplaced,
+    };
+  });
+}
+
+/**
+ * A known child as a newer version of it (a longer history) leaves it: its caption, history and
+ * attachment refs; each attachment whose file changed starts over (pending, downloaded again).
+ */
+function editedBy(known: ChildRecord, edited: ChildArrival): { record: ChildRecord; positions: Set<number> } {
+  const refs = new Map(known.arrival.attachments.map((ref) => [ref.position, ref]));
+  const views = new Map(known.attachments.map((attachment) => [attachment.position, attachment]));
+  const positions = new Set<number>();
+  const attachments = [...edited.attachments]
+    .sort((a, b) => a.position - b.position)
+    .map((ref) => {
+      const had = refs.get(ref.position);
+      const view = views.get(ref.position);
+      if (view && had && had.url === ref.url && had.telegramFileUniqueId === ref.telegramFileUniqueId) return view;
+      const fresh = initialAttachment(ref);
+      if (fresh.status === 'pending') positions.add(ref.position);
+      return fresh;
+    });
+  return {
+    record: { arrival: { ...known.arrival, caption: edited.caption, history: edited.history, attachments: edited.attachments }, attachments },
+    positions,
+  };
+}
+
+function addChildren(state: AlbumRulesState, incoming: readonly ChildRecord[], now: number, timings: AlbumTimings, profile: AlbumProfile): Transition {
   const index = new Map(state.children.map((child, i) => [child.arrival.messageId, i]));
   const children = [...state.children];
   const fresh: ChildRecord[] = [];
@@ -345,12 +421,21 @@ function addChildren(state: AlbumRulesState, incoming: readonly ChildRecord[], n
       fresh.push(child);
       continue;
     }
-    const completed = completedBy(children[at]!, child.arrival);
+    const known = children[at]!;
+    const versions = known.arrival.history.length;
+    // A shorter history is an older version, delivered after a newer one: it changes nothing.
+    if (child.arrival.history.length < versions) continue;
+    const edited = child.arrival.history.length > versions;
+    const completed = edited ? editedBy(known, child.arrival) : completedBy(known, child.arrival);
     if (!completed) continue;
     children[at] = completed.record;
     if (completed.positions.size > 0) {
       commands.push(...downloadsOf(completed.record, completed.positions));
       reopened = true;
+    }
+    const decision = latestDecision(state);
+    if (edited && decision?.childMessageIds.includes(child.arrival.messageId)) {
+      commands.push(...editsOf(child.arrival, versions).map((edit): AlbumCommand => ({ type: 'edited', decision, edit })));
     }
   }
   if (fresh.length === 0 && commands.length === 0 && children.every((child, i) => child === state.children[i])) {
@@ -374,7 +459,7 @@ function addChildren(state: AlbumRulesState, incoming: readonly ChildRecord[], n
     firstUndecidedAt: state.firstUndecidedAt ?? now,
     lastNewChildAt: now,
   };
-  const evaluated = evaluate(next, now, timings);
+  const evaluated = evaluate(next, now, timings, profile);
   return { state: evaluated.state, commands: [...commands, ...fresh.flatMap((child) => downloadsOf(child)), ...evaluated.commands] };
 }
 
@@ -402,33 +487,34 @@ function retryDownloads(state: AlbumRulesState): Transition {
   return { state: { ...state, children, mediaSettled: reopen(state, true) }, commands };
 }
 
-function evaluate(state: AlbumRulesState, now: number, timings: AlbumTimings): Transition {
+function evaluate(state: AlbumRulesState, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition {
   let current = state;
   const commands: AlbumCommand[] = [];
   for (;;) {
-    const transition = dueTransition(current, now, timings);
+    const transition = dueTransition(current, now, timings, profile);
     if (!transition) return { state: current, commands };
     current = transition.state;
     commands.push(...transition.commands);
   }
 }
 
-function dueTransition(state: AlbumRulesState, now: number, timings: AlbumTimings): Transition | null {
+function dueTransition(state: AlbumRulesState, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition | null {
   if (state.phase === 'collecting' && state.children.length > 0) {
     const { usableTotal } = analyzeMetadata(arrivals(state));
-    if (usableTotal !== null && state.children.length === usableTotal) return decide(state, 'expected_count_reached', now, timings);
+    if (usableTotal !== null && state.children.length === usableTotal) return decide(state, 'expected_count_reached', now, timings, profile);
+    if (profile.maxChildren !== null && state.children.length >= profile.maxChildren) return decide(state, 'album_full', now, timings, profile);
   }
   const deadline = nextDeadline(state, timings);
   if (!deadline || deadline.at > now) return null;
   if (deadline.kind === 'late_window') return { state: { ...state, phase: 'closed' }, commands: [] };
-  return decide(state, deadline.kind, now, timings);
+  return decide(state, deadline.kind, now, timings, profile);
 }
 
-function decide(state: AlbumRulesState, trigger: DecisionTrigger, now: number, timings: AlbumTimings): Transition {
+function decide(state: AlbumRulesState, trigger: DecisionTrigger, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition {
   const previous = latestDecision(state);
   const childMessageIds = state.children
     .map((child) => child.arrival)
-    .sort(compareChildren)
+    .sort(compareChildren(profile.childOrder))
     .map((child) => child.messageId);
   const decision: DecisionView = {
     seq: (previous?.seq ?? 0) + 1,

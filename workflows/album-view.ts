@@ -3,7 +3,7 @@
 // (messages + attachments + decisions + albums). Same parts, same body: the metadata review reasons are
 // derived here from the children, so PostgreSQL's view has them before the workflow has seen the child.
 
-import { agreedTotal, analyzeMetadata, canonicalReasons, compareChildren, type ChildRecord } from './album-rules.js';
+import { agreedTotal, analyzeMetadata, canonicalReasons, compareChildren, type ChildOrder, type ChildRecord } from './album-rules.js';
 import type {
   AlbumKey,
   AlbumState,
@@ -11,6 +11,7 @@ import type {
   AttachmentView,
   ChildView,
   DecisionView,
+  EarlierVersion,
   JsonValue,
   MediaSummary,
   MessageKey,
@@ -33,6 +34,8 @@ export interface ViewChild {
   sentAt: string | null;
   receivedAt: string;
   attachments: AttachmentView[];
+  /** Versions that edits replaced, oldest first. */
+  history: EarlierVersion[];
 }
 
 export interface AlbumViewInput {
@@ -46,6 +49,8 @@ export interface AlbumViewInput {
   reviewResolved: ReviewResolution | null;
   /** The workflow ended its late window, or `albums.state = 'closed'`. */
   closed: boolean;
+  /** The album profile's order of children. */
+  childOrder: ChildOrder;
 }
 
 /** The status body of one standalone (album-less) message, answered by the message workflow's `status` query. */
@@ -78,6 +83,7 @@ export function viewChildOf({ arrival, attachments }: ChildRecord): ViewChild {
     sentAt: arrival.sentAt,
     receivedAt: arrival.receivedAt,
     attachments,
+    history: arrival.history,
   };
 }
 
@@ -105,6 +111,12 @@ export function childView(child: ViewChild): ChildView {
     sentAt: child.sentAt === null ? null : normalizeInstant(child.sentAt),
     receivedAt: normalizeInstant(child.receivedAt),
     attachments: [...child.attachments].sort((a, b) => a.position - b.position),
+    history: child.history.map((version) => ({
+      caption: version.caption,
+      mediaReplaced: version.mediaReplaced,
+      replacedAt: normalizeInstant(version.replacedAt),
+      recordedAt: normalizeInstant(version.recordedAt),
+    })),
   };
 }
 
@@ -146,7 +158,7 @@ export function buildAlbumView(input: AlbumViewInput): AlbumStatus {
     distinctChildren: input.children.length,
     expectedCountReached: expectedTotal !== null && input.children.length >= expectedTotal,
     review: reviewView(input.reviewReasons, input.children, input.reviewResolved),
-    children: [...input.children].sort(compareChildren).map(childView),
+    children: [...input.children].sort(compareChildren(input.childOrder)).map(childView),
     decisions: [...input.decisions].sort((a, b) => a.seq - b.seq).map(decisionView),
     media: mediaSummary(input.children.flatMap((child) => child.attachments)),
   };

@@ -21,7 +21,7 @@ import { DeadlineTimer } from './deadline-timer.js';
 import { resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
 import { Downloads } from './downloads.js';
 import { TemporalUi } from './temporal-ui.js';
-import type { AlbumKey, AlbumStatus, AlbumWorkflowInput, JsonValue } from './types.js';
+import type { AlbumKey, AlbumProfile, AlbumStatus, AlbumWorkflowInput, JsonValue } from './types.js';
 
 type SequentialCommand = Exclude<AlbumCommand, { type: 'download' }>;
 
@@ -47,7 +47,7 @@ function carriedRules(carried: JsonValue): AlbumRulesState {
   return value.rules;
 }
 
-function albumStatus(workflowId: string, key: AlbumKey, state: AlbumRulesState): AlbumStatus {
+function albumStatus(workflowId: string, key: AlbumKey, profile: AlbumProfile, state: AlbumRulesState): AlbumStatus {
   return buildAlbumView({
     workflowId,
     key,
@@ -56,6 +56,7 @@ function albumStatus(workflowId: string, key: AlbumKey, state: AlbumRulesState):
     reviewReasons: state.reviewReasons,
     reviewResolved: state.reviewResolved,
     closed: state.phase === 'closed',
+    childOrder: profile.childOrder,
   });
 }
 
@@ -63,6 +64,7 @@ function albumStatus(workflowId: string, key: AlbumKey, state: AlbumRulesState):
 function decisionStepOf(command: SequentialCommand): DecisionStep {
   const { decision } = command;
   if (command.type === 'media_settled') return { type: 'album.media_settled', decision, notice: command.notice };
+  if (command.type === 'edited') return { type: 'album.updated', decision, edit: command.edit };
   const record = { reviewReasons: command.reviewReasons, reviewResolved: command.reviewResolved };
   return command.late
     ? {
@@ -80,7 +82,7 @@ function decisionStepOf(command: SequentialCommand): DecisionStep {
  */
 export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumStatus | null> {
   const { workflowId } = workflowInfo();
-  const { key, timings } = input;
+  const { key, timings, profile } = input;
   const inbox = new ChildrenInbox();
   const downloads = new Downloads();
   const timer = new DeadlineTimer();
@@ -89,7 +91,7 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
   let state = initialState();
   let restored = false;
 
-  const status = () => albumStatus(workflowId, key, state);
+  const status = () => albumStatus(workflowId, key, profile, state);
   setHandler(statusQuery, status);
   const albumBody = (): { album: AlbumStatus } | { albumKey: AlbumKey } => {
     const body = status();
@@ -102,7 +104,7 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
       if (command.type === 'download') {
         const { messageId, position, retry } = command;
         downloads.start({ ...key, messageId }, position, retry, (result) =>
-          apply(step(state, { type: 'download_settled', messageId, position, result }, timings)),
+          apply(step(state, { type: 'download_settled', messageId, position, result }, timings, profile)),
         );
       } else {
         commands.push(command);
@@ -110,7 +112,7 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     }
     ui.show(albumUiView(key, state));
   };
-  const handle = (event: AlbumEvent) => apply(step(state, event, timings));
+  const handle = (event: AlbumEvent) => apply(step(state, event, timings, profile));
 
   setHandler(
     retryDownloadsUpdate,
@@ -156,7 +158,7 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     apply({ state: rules, commands: pendingDownloads(rules) });
   } else {
     const prior = await loadPrior({ kind: 'album', key });
-    apply(restoreState(prior, Date.now(), timings));
+    apply(restoreState(prior, Date.now(), timings, profile));
   }
   restored = true;
 
@@ -168,7 +170,10 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     if (commands.length > 0) {
       const steps = commands.splice(0).map(decisionStepOf);
       const summary = steps
-        .map(({ type, decision, record }) => `${record ? `record #${decision.seq} (${decision.trigger}), ` : ''}notify ${type} #${decision.seq}`)
+        .map(
+          ({ type, decision, record, edit }) =>
+            `${record ? `record #${decision.seq} (${decision.trigger}), ` : ''}notify ${type} #${decision.seq}${edit ? ` (edit ${edit.version} of ${edit.messageId})` : ''}`,
+        )
         .join(', ');
       try {
         const { refused } = await recordAndNotify.executeWithOptions({ summary }, [{ workflowId, body: albumBody(), steps }]);

@@ -1,7 +1,7 @@
 // Types shared by the workflow, the activities, the dispatcher and the HTTP layer (and the one list
 // of late-item policies that the configuration validates against). Types only, but for that list.
 
-import type { AttachmentStatus } from '../src/http/schemas.js';
+import type { AttachmentStatus, EarlierVersion } from '../src/http/schemas.js';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -30,6 +30,7 @@ export type {
   ChildView,
   DecisionTrigger,
   DecisionView,
+  EarlierVersion,
   MediaSummary,
   ReviewReason,
   ReviewResolution,
@@ -47,11 +48,40 @@ export interface AlbumTimings {
   lateItemPolicy: LateItemPolicy;
 }
 
-/** An attachment as stored with its child; `url` may be absent (file too large for the platform). */
+/**
+ * An attachment as stored with its child; `url` may be absent (file too large for the platform). A
+ * Telegram file never has one: it is downloaded by its file id.
+ */
 export interface AttachmentRef {
   position: number;
   url: string | null;
   mimeType: string | null;
+  /** The Telegram file's `file_unique_id`; null for anything but Telegram media. */
+  telegramFileUniqueId: string | null;
+}
+
+/**
+ * What the platform of an album promises about it, carried in the workflow input so that the rules
+ * never look at a provider name.
+ */
+export interface AlbumProfile {
+  /** An album holds at most this many children (Telegram: 10): it is decided (`album_full`) once that many are present. Null: no limit. */
+  maxChildren: number | null;
+  /**
+   * How children are ordered: `index` — usable index, then sentAt, then message id; `message_id` —
+   * message ids as numbers (Telegram's grow within a chat), then sentAt.
+   */
+  childOrder: 'index' | 'message_id';
+}
+
+/** One edit of a child that some decision included, as `album.updated` (`"change": "edited"`) announces it. */
+export interface ChildEdit {
+  messageId: string;
+  /** 1 for the message's first edit, 2 for its second, … */
+  version: number;
+  caption: string | null;
+  previousCaption: string | null;
+  mediaReplaced: boolean;
 }
 
 /**
@@ -70,6 +100,8 @@ export interface ChildArrival {
   /** When the child was first stored (ISO 8601). */
   receivedAt: string;
   attachments: AttachmentRef[];
+  /** Versions that edits replaced, oldest first: a longer history is a newer version of the child. */
+  history: EarlierVersion[];
 }
 
 /** The payload of the `children` signal: every pending child of one album the dispatcher found. */
@@ -90,6 +122,7 @@ export interface DownloadResult {
 export interface AlbumWorkflowInput {
   key: AlbumKey;
   timings: AlbumTimings;
+  profile: AlbumProfile;
   /** State carried across continue-as-new; absent on a fresh start. Shape owned by the workflow. */
   carried?: JsonValue;
   /** Testing: continue-as-new after this many signals, so that path runs in tests. */

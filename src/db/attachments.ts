@@ -26,11 +26,27 @@ export function attachmentViewOf(row: AttachmentOutcomeColumns): AttachmentView 
 export interface StoredAttachment extends AttachmentView {
   messagePk: string;
   url: string | null;
+  kind: string | null;
+  mimeType: string | null;
+  declaredSize: number | null;
+  /** A Telegram file: what getFile takes, and the file's identity (an edit may replace it). */
+  telegramFile: { fileId: string; fileUniqueId: string } | null;
+}
+
+interface StoredAttachmentColumns extends AttachmentOutcomeColumns {
+  message_pk: string;
+  url: string | null;
+  kind: string | null;
+  mime_type: string | null;
+  declared_size: string | null;
+  telegram_file_id: string | null;
+  telegram_file_unique_id: string | null;
 }
 
 export async function findAttachment(pool: Pool, key: MessageKey, position: number): Promise<StoredAttachment | null> {
-  const { rows } = await pool.query<AttachmentOutcomeColumns & { message_pk: string; url: string | null }>(
-    `SELECT a.message_pk, a.position, a.url, a.status, a.content_type, a.bytes, a.sha256, a.error
+  const { rows } = await pool.query<StoredAttachmentColumns>(
+    `SELECT a.message_pk, a.position, a.url, a.kind, a.mime_type, a.declared_size, a.telegram_file_id, a.telegram_file_unique_id,
+            a.status, a.content_type, a.bytes, a.sha256, a.error
        FROM attachments a
        JOIN messages m ON m.id = a.message_pk
       WHERE m.workspace = $1 AND m.provider = $2 AND m.account_id = $3 AND m.conversation_id = $4
@@ -39,17 +55,40 @@ export async function findAttachment(pool: Pool, key: MessageKey, position: numb
   );
   const row = rows[0];
   if (!row) return null;
-  return { messagePk: row.message_pk, url: row.url, ...attachmentViewOf(row) };
+  const fileId = row.telegram_file_id;
+  const fileUniqueId = row.telegram_file_unique_id;
+  return {
+    messagePk: row.message_pk,
+    url: row.url,
+    kind: row.kind,
+    mimeType: row.mime_type,
+    declaredSize: row.declared_size === null ? null : Number(row.declared_size),
+    telegramFile: fileId !== null && fileUniqueId !== null ? { fileId, fileUniqueId } : null,
+    ...attachmentViewOf(row),
+  };
 }
 
-/** A download attempt's outcome, counted as an attempt. */
-export async function recordDownloadResult(pool: Pool, attachment: StoredAttachment, result: DownloadResult): Promise<void> {
-  await pool.query(
+/**
+ * A download attempt's outcome, counted as an attempt. False when an edit replaced the attachment's
+ * Telegram file since `attachment` was read: the outcome is the old file's and is not recorded.
+ */
+export async function recordDownloadResult(pool: Pool, attachment: StoredAttachment, result: DownloadResult): Promise<boolean> {
+  const { rowCount } = await pool.query(
     `UPDATE attachments
         SET status = $3, content_type = $4, bytes = $5, sha256 = $6, error = $7, attempts = attempts + 1, updated_at = now()
-      WHERE message_pk = $1 AND position = $2`,
-    [attachment.messagePk, attachment.position, result.status, result.contentType, result.bytes, result.sha256, result.error],
+      WHERE message_pk = $1 AND position = $2 AND telegram_file_unique_id IS NOT DISTINCT FROM $8`,
+    [
+      attachment.messagePk,
+      attachment.position,
+      result.status,
+      result.contentType,
+      result.bytes,
+      result.sha256,
+      result.error,
+      attachment.telegramFile?.fileUniqueId ?? null,
+    ],
   );
+  return rowCount === 1;
 }
 
 /** A failed attempt that will be retried: its error is shown meanwhile, the status stays pending. */

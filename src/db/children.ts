@@ -1,4 +1,5 @@
-import type { ChildArrival, JsonValue, MessageKey } from '../../workflows/types.js';
+import type { ChildArrival, EarlierVersion, JsonValue, MessageKey } from '../../workflows/types.js';
+import type { EventSource } from '../ingest/sources.js';
 import type { PoolClient } from './pool.js';
 
 type Queryable = Pick<PoolClient, 'query'>;
@@ -9,6 +10,8 @@ export interface QueuedChild {
   key: MessageKey;
   albumPk: string | null;
   albumId: string | null;
+  /** The route of the album's first child; null for a standalone message. */
+  albumSource: EventSource | null;
   arrival: ChildArrival;
 }
 
@@ -21,6 +24,7 @@ interface QueuedChildRow {
   conversation_id: string;
   message_id: string;
   album_id: string | null;
+  album_source: EventSource | null;
   album_meta: JsonValue | null;
   album_index: number | null;
   album_total: number | null;
@@ -29,19 +33,45 @@ interface QueuedChildRow {
   sent_at: Date | null;
   first_received_at: Date;
   attachments: ChildArrival['attachments'];
+  history: HistoryColumns[];
+}
+
+/** One `message_history` row as json_agg gives it (timestamps in PostgreSQL's text form). */
+export interface HistoryColumns {
+  caption: string | null;
+  media_replaced: boolean;
+  replaced_at: string;
+  recorded_at: string;
+}
+
+/** The earlier versions of a message, oldest first, as json_agg of `message_history` rows; '[]' when none. */
+export const historyColumn = `
+  COALESCE((SELECT json_agg(json_build_object('caption', h.caption, 'media_replaced', h.media_replaced,
+                                              'replaced_at', h.replaced_at, 'recorded_at', h.recorded_at) ORDER BY h.version)
+              FROM message_history h WHERE h.message_pk = m.id), '[]')`;
+
+export function earlierVersionOf(row: HistoryColumns): EarlierVersion {
+  return {
+    caption: row.caption,
+    mediaReplaced: row.media_replaced,
+    replacedAt: new Date(row.replaced_at).toISOString(),
+    recordedAt: new Date(row.recorded_at).toISOString(),
+  };
 }
 
 /** The stored children with these row ids, as their workflows receive them (in no particular order). */
 export async function loadChildren(client: Queryable, messagePks: string[]): Promise<QueuedChild[]> {
   const { rows } = await client.query<QueuedChildRow>(
     `SELECT m.id AS message_pk, m.album_pk, m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id,
-            al.album_id, m.album_meta, m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at,
+            al.album_id, al.source AS album_source, m.album_meta, m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at,
             m.first_received_at,
             COALESCE(
-              (SELECT json_agg(json_build_object('position', a.position, 'url', a.url, 'mimeType', a.mime_type)
+              (SELECT json_agg(json_build_object('position', a.position, 'url', a.url, 'mimeType', a.mime_type,
+                                                 'telegramFileUniqueId', a.telegram_file_unique_id)
                                ORDER BY a.position)
                  FROM attachments a WHERE a.message_pk = m.id),
-              '[]') AS attachments
+              '[]') AS attachments,
+            ${historyColumn} AS history
        FROM messages m
        LEFT JOIN albums al ON al.id = m.album_pk
       WHERE m.id = ANY($1::bigint[])`,
@@ -58,6 +88,7 @@ export async function loadChildren(client: Queryable, messagePks: string[]): Pro
     },
     albumPk: row.album_pk,
     albumId: row.album_id,
+    albumSource: row.album_source,
     arrival: {
       messageId: row.message_id,
       index: row.album_index,
@@ -68,6 +99,7 @@ export async function loadChildren(client: Queryable, messagePks: string[]): Pro
       sentAt: row.sent_at?.toISOString() ?? null,
       receivedAt: row.first_received_at.toISOString(),
       attachments: row.attachments,
+      history: row.history.map(earlierVersionOf),
     },
   }));
 }

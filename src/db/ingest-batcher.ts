@@ -2,7 +2,8 @@ import { performance } from 'node:perf_hooks';
 import type { IngestLimits } from '../config.js';
 import type { Logger } from '../log.js';
 import { ingestBatchSize } from '../metrics.js';
-import { storeDeliveries, type ChildDelivery, type Delivery, type EventRecord, type IngestResult } from './ingest.js';
+import { storeEdit, type StoredEdit } from './edits.js';
+import { storeDeliveries, type ChildDelivery, type Delivery, type EditDelivery, type EventRecord, type IngestResult } from './ingest.js';
 import { isUnavailable, type Pool } from './pool.js';
 
 export interface IngestBatcherOptions extends IngestLimits {
@@ -16,6 +17,11 @@ export interface IngestBatcherOptions extends IngestLimits {
 export interface IngestBatcher {
   storeChild(delivery: ChildDelivery): Promise<IngestResult>;
   recordEvent(event: EventRecord): Promise<void>;
+  /**
+   * Edits are rare and must read the child they change under a lock: each is written at once in a
+   * transaction of its own (src/db/edits.ts), under the same limits as the batches.
+   */
+  storeEdit(edit: EditDelivery): Promise<StoredEdit>;
   /** Deliveries gathered or being written. */
   readonly pending: number;
   /** Writes what is gathered at once, refuses new deliveries, and resolves when every batch has finished. */
@@ -50,15 +56,20 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
   const { pool, batchMaxRows, batchMaxWaitMs, maxPending, concurrentBatches, onQueued, logger } = options;
   const gathered: Waiting[] = [];
   const writing = new Set<Promise<void>>();
+  const editing = new Set<Promise<unknown>>();
   let writingDeliveries = 0;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
+  function refusal(): IngestSaturatedError | null {
+    if (closed) return new IngestSaturatedError('the ingress is shutting down');
+    if (gathered.length + writingDeliveries >= maxPending) return new IngestSaturatedError(`${maxPending} deliveries are already waiting for the database`);
+    return null;
+  }
+
   function submit(delivery: Delivery): Promise<IngestResult | null> {
-    if (closed) return Promise.reject(new IngestSaturatedError('the ingress is shutting down'));
-    if (gathered.length + writingDeliveries >= maxPending) {
-      return Promise.reject(new IngestSaturatedError(`${maxPending} deliveries are already waiting for the database`));
-    }
+    const refused = refusal();
+    if (refused) return Promise.reject(refused);
     return new Promise((resolve, reject) => {
       gathered.push({ delivery, gatheredAt: performance.now(), resolve, reject });
       startBatches();
@@ -125,13 +136,28 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
     async recordEvent(event) {
       await submit(event);
     },
+    async storeEdit(edit) {
+      const refused = refusal();
+      if (refused) throw refused;
+      writingDeliveries += 1;
+      const written = storeEdit(pool, edit);
+      editing.add(written);
+      try {
+        const { result, queued } = await written;
+        if (queued > 0) onQueued();
+        return result;
+      } finally {
+        editing.delete(written);
+        writingDeliveries -= 1;
+      }
+    },
     get pending() {
       return gathered.length + writingDeliveries;
     },
     async close() {
       closed = true;
       startBatches();
-      while (writing.size > 0) await Promise.all(writing);
+      while (writing.size > 0 || editing.size > 0) await Promise.allSettled([...writing, ...editing]);
     },
   };
 }

@@ -1,10 +1,9 @@
 import { albumKeyString, albumWorkflowId, childKeyString } from '../../workflows/keys.js';
 import type { AlbumKey } from '../../workflows/types.js';
 import type { AttachmentInput, ChildMessage } from '../ingest/child.js';
+import type { EventSource } from '../ingest/sources.js';
 import type { PoolClient } from './pool.js';
 
-/** Where a webhook came from: the `source` of its event id's scope (events table). */
-export type EventSource = 'unifyport' | 'telegram';
 
 type Queryable = Pick<PoolClient, 'query'>;
 
@@ -15,6 +14,12 @@ export interface ChildDelivery {
   type: string;
   raw: string;
   child: ChildMessage;
+}
+
+/** A new version of a child (a Telegram `edited_*` update): its caption and media as they are now. */
+export interface EditDelivery extends ChildDelivery {
+  /** The edit's `edit_date` (ISO 8601): only an edit newer than the one applied last changes the child. */
+  editedAt: string;
 }
 
 /** A verified event of another type: only the event is recorded. */
@@ -58,6 +63,9 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promi
  * delivery and becomes pending again), and each child that is new or gained a URL is queued in the
  * outbox.
  *
+ * An edit is stored this way only as the first delivery of its child (storeEdit, src/db/edits.ts): a new
+ * child takes its `edited_at`; a stored one is left as it is (storeEdit applies the edit).
+ *
  * One round trip per batch (it was eight, from BEGIN to COMMIT): on a busy machine each round trip waits
  * for the ingress and a PostgreSQL backend to be scheduled. A multi-row upsert may not
  * touch one row twice, so the deliveries of one event, child or attachment position are merged first
@@ -65,7 +73,7 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promi
  * every execution of this one statement visits the tables in the same order, so concurrent batches wait
  * for each other and do not deadlock. The statement is named: each connection parses and plans it once.
  */
-export async function storeDeliveries(db: Queryable, deliveries: readonly Delivery[]): Promise<StoredDeliveries> {
+export async function storeDeliveries(db: Queryable, deliveries: readonly (Delivery | EditDelivery)[]): Promise<StoredDeliveries> {
   const merged = mergeDeliveries(deliveries);
   const values = statementValues(merged);
   const { rows } = await db.query<StoredRow>({ name: 'albumflow_ingest', text: storeStatement, values });
@@ -95,7 +103,8 @@ interface StoredRow {
 /** What one statement writes: each event, album, child and attachment position once. */
 interface MergedDeliveries {
   events: Array<EventRecord & { deliveries: number }>;
-  albums: Map<string, AlbumKey>;
+  /** By workflow id, with the route of its first child. */
+  albums: Map<string, { key: AlbumKey; source: EventSource }>;
   /** By child key string, in the order of first delivery. */
   children: Map<string, MergedChild>;
   /** Each delivery's child key string, in delivery order; null for an event of another type. */
@@ -108,6 +117,8 @@ interface MergedChild {
   /** The workflow id of the first delivery's album; null for a standalone message. */
   albumWorkflowId: string | null;
   raw: string;
+  /** The first delivery's edit_date when it is an edit (stored as the child only if the child is new). */
+  editedAt: string | null;
   /** Index of the first delivery in the batch: the one reported as not a duplicate, if the child is new. */
   firstIndex: number;
   deliveries: number;
@@ -122,9 +133,9 @@ interface MergedChild {
  * each attachment position its first delivery's values, or, when that had no URL, the first URL
  * delivered later with the values missing so far. Pure.
  */
-function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
+function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): MergedDeliveries {
   const events = new Map<string, EventRecord & { deliveries: number }>();
-  const albums = new Map<string, AlbumKey>();
+  const albums = new Map<string, { key: AlbumKey; source: EventSource }>();
   const children = new Map<string, MergedChild>();
   const childKeys: Array<string | null> = [];
   deliveries.forEach((delivery, index) => {
@@ -138,18 +149,29 @@ function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
       return;
     }
 
-    const { child, raw } = delivery;
+    const { child, raw, source } = delivery;
     let albumId: string | null = null;
     if (child.albumKey) {
       albumId = albumWorkflowId(child.albumKey);
-      albums.set(albumId, child.albumKey);
+      if (!albums.has(albumId)) albums.set(albumId, { key: child.albumKey, source });
     }
     const childKey = childKeyString(child.key);
     childKeys.push(childKey);
     const merged = children.get(childKey);
     if (!merged) {
       const attachments = new Map(child.attachments.map((attachment) => [attachment.position, { ...attachment }]));
-      children.set(childKey, { child, albumWorkflowId: albumId, raw, firstIndex: index, deliveries: 1, caption: child.caption, sentAt: child.sentAt, attachments });
+      const editedAt = 'editedAt' in delivery ? delivery.editedAt : null;
+      children.set(childKey, {
+        child,
+        albumWorkflowId: albumId,
+        raw,
+        editedAt,
+        firstIndex: index,
+        deliveries: 1,
+        caption: child.caption,
+        sentAt: child.sentAt,
+        attachments,
+      });
       return;
     }
     merged.deliveries += 1;
@@ -166,6 +188,7 @@ function mergeDeliveries(deliveries: readonly Delivery[]): MergedDeliveries {
           mimeType: kept.mimeType ?? attachment.mimeType,
           declaredSize: kept.declaredSize ?? attachment.declaredSize,
           fileName: kept.fileName ?? attachment.fileName,
+          telegramFile: kept.telegramFile ?? attachment.telegramFile,
         });
       }
     }
@@ -181,17 +204,18 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
       events.map((e) => ({ workspace: e.workspace, source: e.source, event_id: e.eventId, type: e.type, raw: e.raw, deliveries: e.deliveries })),
     ),
     JSON.stringify(
-      [...albums.entries()].map(([workflowId, key]) => ({
+      [...albums.entries()].map(([workflowId, { key, source }]) => ({
         workspace: key.workspace,
         provider: key.provider,
         account_id: key.accountId,
         conversation_id: key.conversationId,
         album_id: key.albumId,
         workflow_id: workflowId,
+        source,
       })),
     ),
     JSON.stringify(
-      merged.map(({ child, albumWorkflowId, raw, deliveries, caption, sentAt }, i) => ({
+      merged.map(({ child, albumWorkflowId, raw, editedAt, deliveries, caption, sentAt }, i) => ({
         ord: i + 1,
         workspace: child.key.workspace,
         provider: child.key.provider,
@@ -205,24 +229,31 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
         metadata_invalid: child.album?.metadataInvalid ?? false,
         caption,
         sent_at: sentAt,
+        edited_at: editedAt,
         raw,
         deliveries,
       })),
     ),
     JSON.stringify(
-      merged.flatMap(({ attachments }, i) =>
-        [...attachments.values()].map((a) => ({
-          child_ord: i + 1,
-          position: a.position,
-          kind: a.kind,
-          url: a.url,
-          mime_type: a.mimeType,
-          declared_size: a.declaredSize,
-          file_name: a.fileName,
-        })),
-      ),
+      merged.flatMap(({ attachments }, i) => [...attachments.values()].map((a) => ({ child_ord: i + 1, ...attachmentRecord(a) }))),
     ),
   ];
+}
+
+/** An attachment as the statements read it from JSON: every column named. */
+export function attachmentRecord(a: AttachmentInput) {
+  return {
+    position: a.position,
+    kind: a.kind,
+    url: a.url,
+    mime_type: a.mimeType,
+    declared_size: a.declaredSize,
+    file_name: a.fileName,
+    telegram_file_id: a.telegramFile?.fileId ?? null,
+    telegram_file_unique_id: a.telegramFile?.fileUniqueId ?? null,
+    width: a.telegramFile?.width ?? null,
+    height: a.telegramFile?.height ?? null,
+  };
 }
 
 function eventOf(delivery: Delivery): EventRecord {
@@ -247,10 +278,10 @@ WITH events_in AS (
   ON CONFLICT (workspace, source, event_id) DO UPDATE
     SET delivery_count = events.delivery_count + EXCLUDED.delivery_count, last_received_at = now()
 ), stored_albums AS (
-  INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id)
-  SELECT a.workspace, a.provider, a.account_id, a.conversation_id, a.album_id, a.workflow_id
+  INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id, source)
+  SELECT a.workspace, a.provider, a.account_id, a.conversation_id, a.album_id, a.workflow_id, a.source
     FROM jsonb_to_recordset($2::jsonb)
-      AS a (workspace text, provider text, account_id text, conversation_id text, album_id text, workflow_id text)
+      AS a (workspace text, provider text, account_id text, conversation_id text, album_id text, workflow_id text, source text)
    ORDER BY a.workflow_id
   ON CONFLICT (workflow_id) DO UPDATE SET last_received_at = now()
   RETURNING id, workflow_id
@@ -258,28 +289,33 @@ WITH events_in AS (
   SELECT * FROM jsonb_to_recordset($3::jsonb)
     AS m (ord int, workspace text, provider text, account_id text, conversation_id text, message_id text,
           album_workflow_id text, album_meta jsonb, album_index int, album_total int, metadata_invalid bool,
-          caption text, sent_at timestamptz, raw text, deliveries int)
+          caption text, sent_at timestamptz, edited_at timestamptz, raw text, deliveries int)
 ), stored_children AS (
   INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
-                        album_index, album_total, metadata_invalid, caption, sent_at, raw, delivery_count)
+                        album_index, album_total, metadata_invalid, caption, sent_at, edited_at, raw, delivery_count)
   SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, a.id, m.album_meta,
-         m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.raw::jsonb, m.deliveries
+         m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.edited_at, m.raw::jsonb, m.deliveries
     FROM children_in m LEFT JOIN stored_albums a ON a.workflow_id = m.album_workflow_id
    ORDER BY m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id
   ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE
-    SET delivery_count = messages.delivery_count + EXCLUDED.delivery_count,
+    SET delivery_count = messages.delivery_count + CASE WHEN EXCLUDED.edited_at IS NULL THEN EXCLUDED.delivery_count ELSE 0 END,
         last_received_at = now(),
-        caption = COALESCE(messages.caption, EXCLUDED.caption),
+        -- A caption an edit set (even to none) is only ever changed by a newer edit.
+        caption = CASE WHEN messages.edited_at IS NULL AND EXCLUDED.edited_at IS NULL THEN COALESCE(messages.caption, EXCLUDED.caption)
+                       ELSE messages.caption END,
         sent_at = COALESCE(messages.sent_at, EXCLUDED.sent_at)
   RETURNING id, (xmax = 0) AS inserted, workspace, provider, account_id, conversation_id, message_id
 ), children AS (
   SELECT s.id, s.inserted, m.ord FROM stored_children s JOIN children_in m USING (workspace, provider, account_id, conversation_id, message_id)
 ), stored_attachments AS (
-  INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name, status)
+  INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name,
+                           telegram_file_id, telegram_file_unique_id, width, height, status)
   SELECT c.id, a.position, a.kind, a.url, a.mime_type, a.declared_size, a.file_name,
-         CASE WHEN a.url IS NULL THEN 'unavailable' ELSE 'pending' END
+         a.telegram_file_id, a.telegram_file_unique_id, a.width, a.height,
+         CASE WHEN a.url IS NULL AND a.telegram_file_id IS NULL THEN 'unavailable' ELSE 'pending' END
     FROM jsonb_to_recordset($4::jsonb)
-           AS a (child_ord int, position int, kind text, url text, mime_type text, declared_size bigint, file_name text)
+           AS a (child_ord int, position int, kind text, url text, mime_type text, declared_size bigint, file_name text,
+                 telegram_file_id text, telegram_file_unique_id text, width int, height int)
     JOIN children c ON c.ord = a.child_ord
    ORDER BY c.id, a.position
   ON CONFLICT (message_pk, position) DO UPDATE

@@ -63,3 +63,15 @@ export async function mediaSettledNotices(pool: Pool, workflowId: string, seq: n
   );
   return rows[0]!.notices;
 }
+
+/** By message id, the last version whose edit an `album.updated` (`"change": "edited"`) of the workflow announced. */
+export async function editNotices(pool: Pool, workflowId: string): Promise<Record<string, number>> {
+  const { rows } = await pool.query<{ message_id: string; version: number }>(
+    `SELECT payload->'edit'->>'messageId' AS message_id, max((payload->'edit'->>'version')::int) AS version
+       FROM notifications
+      WHERE workflow_id = $1 AND type = 'album.updated' AND payload->>'change' = 'edited'
+      GROUP BY 1`,
+    [workflowId],
+  );
+  return Object.fromEntries(rows.map((row) => [row.message_id, row.version]));
+}

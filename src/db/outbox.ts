@@ -26,19 +26,20 @@ export async function claimOutbox(client: PoolClient, limit: number): Promise<Ou
 }
 
 /**
- * Of these albums, the ones whose stored distinct children reach the largest `total` any of them
- * carries. It is a superset of the albums whose count trigger can fire now (the rules also want the
+ * Of these albums (by row id, with the most children their platform allows, null for no limit), the
+ * ones whose stored distinct children reach the largest `total` any of them carries, or that limit. It
+ * is a superset of the albums whose count trigger or `album_full` can fire now (the rules also want the
  * totals to agree and the indexes to be distinct), cheap enough for every pass: the dispatcher never
  * holds back a signal that may complete an album.
  */
-export async function albumsReachingLargestTotal(client: PoolClient, albumPks: string[]): Promise<Set<string>> {
-  if (albumPks.length === 0) return new Set();
+export async function albumsThatMayComplete(client: PoolClient, albums: ReadonlyMap<string, number | null>): Promise<Set<string>> {
+  if (albums.size === 0) return new Set();
   const { rows } = await client.query<{ album_pk: string }>(
-    `SELECT album_pk FROM messages
-      WHERE album_pk = ANY($1::bigint[])
-      GROUP BY album_pk
-     HAVING count(*) >= max(album_total)`,
-    [albumPks],
+    `SELECT m.album_pk FROM messages m
+       JOIN jsonb_to_recordset($1::jsonb) AS a (pk bigint, max_children int) ON a.pk = m.album_pk
+      GROUP BY m.album_pk, a.max_children
+     HAVING count(*) >= LEAST(max(m.album_total), a.max_children)`,
+    [JSON.stringify([...albums].map(([pk, maxChildren]) => ({ pk, max_children: maxChildren })))],
   );
   return new Set(rows.map((row) => row.album_pk));
 }

@@ -9,13 +9,17 @@ import type {
   ReviewReason,
   ReviewResolution,
 } from '../../workflows/types.js';
+import { albumProfileOf, type EventSource } from '../ingest/sources.js';
 import { attachmentViewOf, type AttachmentOutcomeColumns } from './attachments.js';
+import { earlierVersionOf, historyColumn, type HistoryColumns } from './children.js';
 import { decisionsOf } from './decisions.js';
 import type { Pool } from './pool.js';
 
 export interface AlbumRow {
   id: string;
   workflowId: string;
+  /** The route of its first child: what its platform promises (src/ingest/sources.ts). */
+  source: EventSource;
   state: AlbumState;
   reviewReasons: ReviewReason[];
   reviewResolved: ReviewResolution | null;
@@ -39,6 +43,7 @@ export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | n
   const { rows } = await pool.query<{
     id: string;
     workflow_id: string;
+    source: EventSource;
     state: AlbumState;
     review_reasons: ReviewReason[];
     review_resolved_at: Date | null;
@@ -46,7 +51,7 @@ export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | n
     first_received_at: Date;
     last_received_at: Date;
   }>(
-    `SELECT id, workflow_id, state, review_reasons, review_resolved_at, review_note, first_received_at, last_received_at
+    `SELECT id, workflow_id, source, state, review_reasons, review_resolved_at, review_note, first_received_at, last_received_at
        FROM albums WHERE workflow_id = $1`,
     [albumWorkflowId(key)],
   );
@@ -55,6 +60,7 @@ export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | n
   return {
     id: row.id,
     workflowId: row.workflow_id,
+    source: row.source,
     state: row.state,
     reviewReasons: row.review_reasons,
     reviewResolved: resolutionOf(row),
@@ -80,6 +86,7 @@ interface ChildRow {
   last_received_at: Date;
   delivery_count: number;
   attachments: AttachmentOutcomeColumns[];
+  history: HistoryColumns[];
 }
 
 const childColumns = `
@@ -88,7 +95,8 @@ const childColumns = `
   COALESCE((SELECT json_agg(json_build_object(
              'position', a.position, 'status', a.status, 'content_type', a.content_type,
              'bytes', a.bytes, 'sha256', a.sha256, 'error', a.error) ORDER BY a.position)
-            FROM attachments a WHERE a.message_pk = m.id), '[]') AS attachments`;
+            FROM attachments a WHERE a.message_pk = m.id), '[]') AS attachments,
+  ${historyColumn} AS history`;
 
 function toChild(row: ChildRow): StoredMessage {
   return {
@@ -104,6 +112,7 @@ function toChild(row: ChildRow): StoredMessage {
     deliveryCount: row.delivery_count,
     albumPk: row.album_pk,
     attachments: row.attachments.map(attachmentViewOf),
+    history: row.history.map(earlierVersionOf),
   };
 }
 
@@ -134,6 +143,7 @@ export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: 
     reviewReasons: album.reviewReasons,
     reviewResolved: album.reviewResolved,
     closed: album.state === 'closed',
+    childOrder: albumProfileOf(album.source).childOrder,
   });
 }
 
@@ -165,6 +175,7 @@ export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<A
     account_id: string;
     conversation_id: string;
     album_id: string;
+    source: EventSource;
     state: AlbumState;
     review_reasons: ReviewReason[];
     review_resolved_at: Date | null;
@@ -199,6 +210,7 @@ export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<A
   return rows.map((row) => ({
     id: row.id,
     workflowId: row.workflow_id,
+    source: row.source,
     key: {
       workspace: row.workspace,
       provider: row.provider,

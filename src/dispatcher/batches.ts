@@ -9,6 +9,7 @@ import type {
 } from '../../workflows/types.js';
 import type { QueuedChild } from '../db/children.js';
 import type { OutboxRow } from '../db/outbox.js';
+import { albumProfileOf } from '../ingest/sources.js';
 
 /** Bound the payload of one signal (Temporal refuses payloads over 2 MiB); an album with more pending children gets several signals. */
 export const maxChildrenPerSignal = 200;
@@ -86,5 +87,7 @@ function targetOf(child: QueuedChild, timings: AlbumTimings): SignalTarget {
     return { workflowType: workflowTypes.message, workflowId: messageWorkflowId(child.key), input: { key: child.key, timings } };
   }
   const key = { ...scopeOf(child), albumId: child.albumId };
-  return { workflowType: workflowTypes.album, workflowId: albumWorkflowId(key), input: { key, timings } };
+  // The album's id and source come from its row: both are set, or neither.
+  const profile = albumProfileOf(child.albumSource!);
+  return { workflowType: workflowTypes.album, workflowId: albumWorkflowId(key), input: { key, timings, profile } };
 }

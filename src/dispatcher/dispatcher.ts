@@ -1,10 +1,10 @@
 import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
-import { childrenSignal } from '../../workflows/definitions.js';
+import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
 import type { AlbumTimings } from '../../workflows/types.js';
 import { listen, type Listener } from '../db/listen.js';
 import { loadChildren } from '../db/children.js';
 import {
-  albumsReachingLargestTotal,
+  albumsThatMayComplete,
   claimOutbox,
   deferOutboxRows,
   deleteOutboxRows,
@@ -172,7 +172,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const batches = planSignals(rows, children, timings);
       const recent = batches.filter((batch) => throttle.nextSignalAt(batch.target.workflowId) > now);
       // The child that completes an album is what its decision waits for: it is never held back.
-      const completing = await albumsReachingLargestTotal(db, [...new Set(recent.flatMap((batch) => (batch.albumPk ? [batch.albumPk] : [])))]);
+      const albums = new Map(
+        recent.flatMap((batch) => (batch.albumPk && batch.target.workflowType === workflowTypes.album ? [[batch.albumPk, batch.target.input.profile.maxChildren] as const] : [])),
+      );
+      const completing = await albumsThatMayComplete(db, albums);
       const cooling = recent.filter((batch) => !(batch.albumPk && completing.has(batch.albumPk)));
       if (cooling.length > 0) {
         const until = Math.min(...cooling.map((batch) => throttle.nextSignalAt(batch.target.workflowId)));

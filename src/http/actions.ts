@@ -9,6 +9,7 @@ import { recordOperatorAction, recordReviewResolution } from '../db/actions.js';
 import { markRetried } from '../db/attachments.js';
 import type { Pool } from '../db/pool.js';
 import { findAlbum } from '../db/status.js';
+import { albumProfileOf } from '../ingest/sources.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
 import { HttpError } from './errors.js';
 import { AlbumParams, albumKeyOf, albumPath } from './params.js';
@@ -92,7 +93,7 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
     },
     async (request) => {
       const { key, album } = await albumOf(request.params);
-      const input: AlbumWorkflowInput = { key, timings: config.album };
+      const input: AlbumWorkflowInput = { key, timings: config.album, profile: albumProfileOf(album.source) };
       // A closed album's workflow is started again for the update: the new run loads the album from
       // PostgreSQL, takes the resolution and closes.
       const start = new WithStartWorkflowOperation(workflowTypes.album, {

@@ -17,7 +17,7 @@ import { actionRoutes } from './actions.js';
 import { handleError } from './errors.js';
 import { healthRoutes } from './health.js';
 import { statusRoutes } from './status.js';
-import { webhookRoutes } from './webhook.js';
+import { webhookIngress } from './webhook-ingress.js';
 import { consolePlugin } from '../ui/console.js';
 
 export interface AppDeps {
@@ -78,7 +78,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });
     await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal, embeddedServers: deps.embeddedServers ?? [] });
-    await open.register(webhookRoutes, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
+    await open.register(webhookIngress, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
     await open.register(signInRoutes, { tokens, codes: deps.signInCodes ?? new SignInCodes() });
   });
 

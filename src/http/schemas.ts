@@ -65,14 +65,26 @@ export const ReviewViewSchema = Type.Object({
 });
 export type ReviewView = Static<typeof ReviewViewSchema>;
 
+export const EarlierVersionSchema = Type.Object(
+  {
+    caption: Nullable(Type.String()),
+    mediaReplaced: Type.Boolean({ description: 'the edit that replaced this version also replaced the attachment' }),
+    replacedAt: Type.String({ format: 'date-time', description: "the edit's edit_date" }),
+    recordedAt: Type.String({ format: 'date-time', description: 'when albumflow stored that edit' }),
+  },
+  { description: 'A version of the message that an edit (Telegram edited_* update) replaced' },
+);
+export type EarlierVersion = Static<typeof EarlierVersionSchema>;
+
 /** What the album body shows of each child, and the message body of one. */
 const childFields = {
   index: AsReceived,
   total: AsReceived,
-  caption: Nullable(Type.String()),
+  caption: Nullable(Type.String({ description: 'as the latest edit left it, if the message was edited' })),
   sentAt: Nullable(Type.String()),
   receivedAt: Type.String(),
   attachments: Type.Array(AttachmentViewSchema),
+  history: Type.Array(EarlierVersionSchema, { description: 'earlier versions, oldest first; [] for a message never edited' }),
 };
 
 export const ChildViewSchema = Type.Object({ messageId: Type.String(), ...childFields });

@@ -113,6 +113,7 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
         lastReceivedAt: message.lastReceivedAt,
         deliveryCount: message.deliveryCount,
         attachments: message.attachments,
+        history: message.history,
         decisions,
       };
     },

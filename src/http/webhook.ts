@@ -2,20 +2,15 @@ import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebo
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Config } from '../config.js';
-import { isDataException, quarantine } from '../db/ingest.js';
-import { createIngestBatcher, IngestSaturatedError } from '../db/ingest-batcher.js';
-import { isUnavailable, type Pool } from '../db/pool.js';
-import { signatureFailuresTotal, webhooksTotal } from '../metrics.js';
+import { signatureFailuresTotal } from '../metrics.js';
 import { verifySignature, type VerifyFailure } from '../signature.js';
-import { HttpError } from './errors.js';
 import { ErrorBodySchema as ErrorBody } from './schemas.js';
 import { parseEvent } from '../ingest/unifyport.js';
+import type { Ingress } from './webhook-ingress.js';
 
 export interface WebhookOptions {
   config: Config;
-  pool: Pool;
-  /** Called once after each commit that queued children, so the outbox is drained at once. */
-  wakeDispatcher: () => void;
+  ingress: Ingress;
 }
 
 export const timestampHeader = 'x-unifyport-timestamp';
@@ -41,40 +36,17 @@ const signatureFailures: Record<VerifyFailure, (toleranceS: number) => string> =
   invalid_signature: () => `no v1= entry of ${signatureHeaderName} matches the body`,
 };
 
-const unstorableMessage = 'the event holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)';
-
-const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 'unsupported_media_type' };
+const unstorable = {
+  code: 'unstorable_event',
+  message: 'the event holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)',
+};
 
 /**
  * `POST /webhooks/unifyport/:workspace`: verifies the raw body, stores the child in a transaction shared
- * with concurrent requests (group commit) and answers 202 only after that commit. The raw-body parser is
- * registered here only.
+ * with concurrent requests (group commit) and answers 202 only after that commit.
  */
-export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app, { config, pool, wakeDispatcher }, done) => {
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, parsed) => parsed(null, body));
-
-  const outcomes = new WeakMap<FastifyRequest, string>();
-  function refuse(request: FastifyRequest, status: number, code: string, message: string, headers?: Record<string, string>) {
-    outcomes.set(request, code);
-    return new HttpError(status, code, message, headers);
-  }
-  function storageFailure(request: FastifyRequest, err: unknown): unknown {
-    if (err instanceof IngestSaturatedError) {
-      return refuse(request, 503, 'overloaded', 'too many events are waiting to be stored; retry later', { 'retry-after': '1' });
-    }
-    if (!isUnavailable(err)) return err;
-    return refuse(request, 503, 'database_unavailable', 'the database is unavailable; retry later', { 'retry-after': '5' });
-  }
-
-  const batcher = createIngestBatcher({ pool, ...config.ingest, onQueued: wakeDispatcher, logger: app.log });
-  app.addHook('onClose', () => batcher.close());
-
-  app.addHook('onResponse', async (request, reply) => {
-    const status = reply.statusCode;
-    const outcome = outcomes.get(request) ?? frameworkOutcomes[status] ?? (status >= 500 ? 'error' : 'rejected');
-    webhooksTotal.inc({ status: String(status), outcome });
-  });
+export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app, { config, ingress }, done) => {
+  const { batcher, refuse } = ingress;
 
   app.post(
     '/webhooks/unifyport/:workspace',
@@ -131,39 +103,22 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
         }
       }
 
-      const keepInQuarantine = async (code: string, message: string, detail = message): Promise<never> => {
-        try {
-          await quarantine(pool, { workspace, reason: code, detail, raw: body });
-        } catch (err) {
-          throw storageFailure(request, err);
-        }
-        request.log.warn({ workspace, reason: code }, 'event quarantined');
-        throw refuse(request, 400, code, message);
-      };
-
       const event = parseEvent(workspace, body);
-      if (event.kind === 'rejected') return keepInQuarantine(event.code, event.message);
+      if (event.kind === 'rejected') return ingress.quarantine(request, body, workspace, event.code, event.message);
 
       const raw = body.toString('utf8');
       if (event.kind === 'ignored') {
-        try {
-          await batcher.recordEvent({ workspace, source: 'unifyport', eventId: event.eventId, type: event.type, raw });
-        } catch (err) {
-          if (isDataException(err)) return keepInQuarantine('unstorable_event', unstorableMessage, (err as Error).message);
-          throw storageFailure(request, err);
-        }
-        outcomes.set(request, 'ignored');
+        await ingress.store(request, body, workspace, unstorable, () =>
+          batcher.recordEvent({ workspace, source: 'unifyport', eventId: event.eventId, type: event.type, raw }),
+        );
+        ingress.count(request, 'ignored');
         return reply.code(202).send({ status: 'ignored' as const });
       }
 
-      let stored;
-      try {
-        stored = await batcher.storeChild({ source: 'unifyport', eventId: event.eventId, type: event.type, raw, child: event.child });
-      } catch (err) {
-        if (isDataException(err)) return keepInQuarantine('unstorable_event', unstorableMessage, (err as Error).message);
-        throw storageFailure(request, err);
-      }
-      outcomes.set(request, stored.duplicate ? 'duplicate' : 'accepted');
+      const stored = await ingress.store(request, body, workspace, unstorable, () =>
+        batcher.storeChild({ source: 'unifyport', eventId: event.eventId, type: event.type, raw, child: event.child }),
+      );
+      ingress.count(request, stored.duplicate ? 'duplicate' : 'accepted');
       request.log.debug({ childKey: stored.childKey, albumKey: stored.albumKey, duplicate: stored.duplicate }, 'child stored');
       return reply.code(202).send({ status: 'accepted' as const, ...stored });
     },

@@ -29,8 +29,8 @@ export interface AttachmentInput {
   mimeType: string | null;
   declaredSize: number | null;
   fileName: string | null;
-  /** Present for Telegram media only (which never has a URL). */
-  telegramFile?: TelegramFile;
+  /** Telegram media only (which never has a URL); null for everything else. */
+  telegramFile: TelegramFile | null;
 }
 
 export interface AlbumMetadata {

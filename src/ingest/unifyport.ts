@@ -141,5 +141,6 @@ function attachment(value: unknown, position: number): AttachmentInput {
     mimeType: nonEmptyString(item.mime_type),
     declaredSize: nonNegativeSafeInteger(item.size),
     fileName: nonEmptyString(item.file_name),
+    telegramFile: null,
   };
 }

@@ -80,11 +80,16 @@ type CallResult<T> =
   | { ok: true; result: T; description: string | null }
   | { ok: false; status: number; description: string | null; retryAfter: number | null };
 
+/** `text` with the secret part of the bot token (after the bot id and `:`) replaced, as is and URL-encoded. */
+export function redactToken(text: string, token: string): string {
+  const secretPart = token.slice(token.indexOf(':') + 1);
+  if (secretPart === '') return text;
+  return text.split(secretPart).join('[redacted]').split(encodeURIComponent(secretPart)).join('[redacted]');
+}
+
 export function createBotApi({ apiRoot, token, callTimeoutMs = 30_000 }: BotApiOptions): BotApi {
   const host = hostOf(apiRoot);
-  const secretPart = token.slice(token.indexOf(':') + 1);
-  const scrub = (text: string) =>
-    secretPart === '' ? text : text.split(secretPart).join('[redacted]').split(encodeURIComponent(secretPart)).join('[redacted]');
+  const scrub = (text: string) => redactToken(text, token);
   const fail = (message: string, retryable: boolean) => new BotApiError(scrub(message), retryable);
 
   /** A failure of fetch itself: the caller's abort stays the caller's; anything else is described here. */

@@ -1,0 +1,112 @@
+import crypto from 'node:crypto';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Config } from '../config.js';
+import type { EventSource } from '../ingest/sources.js';
+import { parseUpdate } from '../ingest/telegram.js';
+import { ErrorBodySchema as ErrorBody } from './schemas.js';
+import type { Ingress } from './webhook-ingress.js';
+
+export interface TelegramWebhookOptions {
+  config: Config;
+  ingress: Ingress;
+}
+
+/** What Telegram sends the `secret_token` of setWebhook in. */
+export const secretTokenHeader = 'x-telegram-bot-api-secret-token';
+
+const unstorable = {
+  code: 'unstorable_update',
+  message: 'the update holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)',
+};
+
+/** Both sides hashed first, so that the comparison takes the same time whatever their lengths. */
+function secretTokenMatches(sent: string, expected: string): boolean {
+  const digest = (text: string) => crypto.createHash('sha256').update(text).digest();
+  return crypto.timingSafeEqual(digest(sent), digest(expected));
+}
+
+/**
+ * `POST /webhooks/telegram/:workspace/:bot` (DESIGN §9), the webhook a bot's setWebhook points at:
+ * checks the secret token, parses the Update with its own parser (src/ingest/telegram.ts), stores it
+ * through the same group commit as the UnifyPort route, and answers 200 with an empty body once it is
+ * committed — a JSON body would be taken by Telegram as a Bot API method call.
+ */
+export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhookOptions> = (app, { config, ingress }, done) => {
+  const { batcher, refuse } = ingress;
+  const botOf = (workspace: string, name: string) => config.telegram.bots.get(workspace)?.get(name);
+
+  app.post(
+    '/webhooks/telegram/:workspace/:bot',
+    {
+      schema: {
+        summary: 'Receive a Telegram Update (the bot’s webhook)',
+        description:
+          'Body: one Telegram Update as `application/json`, at most MAX_BODY_BYTES, with the bot’s `secret_token` in ' +
+          `\`${secretTokenHeader}\`. 200 with an empty body means the update is committed (a new child, a redelivery, ` +
+          'an edit, or an update recorded without a child). 503 with Retry-After: the database is unavailable, or ' +
+          'too many updates are waiting to be stored; Telegram delivers the update again later.',
+        tags: ['ingress'],
+        params: Type.Object({
+          workspace: Type.String({ description: 'A workspace of TELEGRAM_BOTS' }),
+          bot: Type.String({ description: 'A bot name of TELEGRAM_BOTS[workspace]' }),
+        }),
+        headers: Type.Object({ [secretTokenHeader]: Type.Optional(Type.String({ description: 'The secret_token given to setWebhook' })) }),
+        response: {
+          200: Type.Unknown({ description: 'Committed; the body is empty' }),
+          400: ErrorBody,
+          401: ErrorBody,
+          404: ErrorBody,
+          413: ErrorBody,
+          415: ErrorBody,
+          500: ErrorBody,
+          503: ErrorBody,
+        },
+      },
+      onRequest: (request, _reply, next) => {
+        const { workspace, bot } = request.params;
+        if (botOf(workspace, bot)) return next();
+        next(refuse(request, 404, 'unknown_bot', `TELEGRAM_BOTS has no bot "${bot}" in workspace "${workspace}"`));
+      },
+    },
+    async (request, reply) => {
+      const { workspace } = request.params;
+      const bot = botOf(workspace, request.params.bot)!;
+      const sent = request.headers[secretTokenHeader];
+      if (typeof sent !== 'string' || sent === '') {
+        throw refuse(request, 401, 'missing_secret_token', `the ${secretTokenHeader} header is required`);
+      }
+      if (!secretTokenMatches(sent, bot.secretToken)) {
+        throw refuse(request, 401, 'invalid_secret_token', `${secretTokenHeader} is not this bot's secret token`);
+      }
+      if (!Buffer.isBuffer(request.body)) throw refuse(request, 415, 'unsupported_media_type', 'the body must be application/json');
+      const body = request.body;
+
+      const update = parseUpdate(workspace, bot.id, body);
+      if (update.kind === 'rejected') return ingress.quarantine(request, body, workspace, update.code, update.message);
+
+      const raw = body.toString('utf8');
+      const source: EventSource = 'telegram';
+      if (update.kind === 'ignored') {
+        await ingress.store(request, body, workspace, unstorable, () =>
+          batcher.recordEvent({ workspace, source, eventId: update.eventId, type: update.type, raw }),
+        );
+        ingress.count(request, 'ignored');
+      } else if (update.kind === 'child') {
+        const stored = await ingress.store(request, body, workspace, unstorable, () =>
+          batcher.storeChild({ source, eventId: update.eventId, type: update.type, raw, child: update.child }),
+        );
+        ingress.count(request, stored.duplicate ? 'duplicate' : 'accepted');
+      } else {
+        // An edit without a usable edit_date is taken as made when it arrived.
+        const editedAt = update.editedAt ?? new Date().toISOString();
+        const stored = await ingress.store(request, body, workspace, unstorable, () =>
+          batcher.storeEdit({ source, eventId: update.eventId, type: update.type, raw, child: update.child, editedAt }),
+        );
+        ingress.count(request, stored.outcome === 'stale' ? 'duplicate' : 'edited');
+      }
+      return reply.code(200).send();
+    },
+  );
+  done();
+};

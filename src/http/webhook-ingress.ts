@@ -1,0 +1,89 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
+import { isDataException, quarantine } from '../db/ingest.js';
+import { createIngestBatcher, IngestSaturatedError, type IngestBatcher } from '../db/ingest-batcher.js';
+import { isUnavailable, type Pool } from '../db/pool.js';
+import { webhooksTotal } from '../metrics.js';
+import { HttpError } from './errors.js';
+import { telegramWebhookRoutes } from './telegram-webhook.js';
+import { webhookRoutes } from './webhook.js';
+
+export interface WebhookIngressOptions {
+  config: Config;
+  pool: Pool;
+  /** Called once after each commit that queued children, so the outbox is drained at once. */
+  wakeDispatcher: () => void;
+}
+
+/** What the webhook routes share: one group commit, the outcome each request is counted under, and the 503 and 400 answers. */
+export interface Ingress {
+  batcher: IngestBatcher;
+  /** Counts the request under this outcome (`accepted`, `ignored`, …) when it is answered. */
+  count: (request: FastifyRequest, outcome: string) => void;
+  /** An error answer, counted under its code. */
+  refuse: (request: FastifyRequest, status: number, code: string, message: string, headers?: Record<string, string>) => HttpError;
+  /** Runs `store`, answering 503 when the database cannot take it; a value PostgreSQL refuses (class 22) is quarantined as `unstorable`. */
+  store: <T>(request: FastifyRequest, body: Buffer, workspace: string, unstorable: { code: string; message: string }, store: () => Promise<T>) => Promise<T>;
+  /** Stores a verified body that cannot become a child, byte for byte, and answers 400 with `code`. */
+  quarantine: (request: FastifyRequest, body: Buffer, workspace: string, code: string, message: string, detail?: string) => Promise<never>;
+}
+
+const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 'unsupported_media_type' };
+
+/**
+ * The webhook routes (UnifyPort's and Telegram's), each verifying its own way, in one plugin: the raw-body
+ * parser is registered here only, and both routes store through one group commit (src/db/ingest-batcher.ts),
+ * so their rows share transactions.
+ */
+export const webhookIngress: FastifyPluginAsyncTypebox<WebhookIngressOptions> = async (app, { config, pool, wakeDispatcher }) => {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, parsed) => parsed(null, body));
+
+  const outcomes = new WeakMap<FastifyRequest, string>();
+  const batcher = createIngestBatcher({ pool, ...config.ingest, onQueued: wakeDispatcher, logger: app.log });
+  app.addHook('onClose', () => batcher.close());
+  app.addHook('onResponse', async (request, reply) => {
+    const status = reply.statusCode;
+    const outcome = outcomes.get(request) ?? frameworkOutcomes[status] ?? (status >= 500 ? 'error' : 'rejected');
+    webhooksTotal.inc({ status: String(status), outcome });
+  });
+
+  const refuse: Ingress['refuse'] = (request, status, code, message, headers) => {
+    outcomes.set(request, code);
+    return new HttpError(status, code, message, headers);
+  };
+  const storageFailure = (request: FastifyRequest, err: unknown): unknown => {
+    if (err instanceof IngestSaturatedError) {
+      return refuse(request, 503, 'overloaded', 'too many events are waiting to be stored; retry later', { 'retry-after': '1' });
+    }
+    if (!isUnavailable(err)) return err;
+    return refuse(request, 503, 'database_unavailable', 'the database is unavailable; retry later', { 'retry-after': '5' });
+  };
+  const keep: Ingress['quarantine'] = async (request, body, workspace, code, message, detail = message) => {
+    try {
+      await quarantine(pool, { workspace, reason: code, detail, raw: body });
+    } catch (err) {
+      throw storageFailure(request, err);
+    }
+    request.log.warn({ workspace, reason: code }, 'event quarantined');
+    throw refuse(request, 400, code, message);
+  };
+  const ingress: Ingress = {
+    batcher,
+    count: (request, outcome) => outcomes.set(request, outcome),
+    refuse,
+    quarantine: keep,
+    store: async (request, body, workspace, unstorable, store) => {
+      try {
+        return await store();
+      } catch (err) {
+        if (isDataException(err)) return keep(request, body, workspace, unstorable.code, unstorable.message, (err as Error).message);
+        throw storageFailure(request, err);
+      }
+    },
+  };
+
+  await app.register(webhookRoutes, { config, ingress });
+  await app.register(telegramWebhookRoutes, { config, ingress });
+};
