@@ -12,6 +12,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumKey, AlbumWorkflowInput, ChildArrival, JsonValue, MessageKey } from '../../workflows/types.js';
+import { albumProfileOf } from '../../src/ingest/sources.js';
 import { unique } from './env.js';
 
 export interface TestChild {
@@ -104,9 +105,9 @@ export async function signalAlbum(
   config: Config,
   key: AlbumKey,
   children: ChildArrival[],
-  options: Pick<AlbumWorkflowInput, 'continueAsNewAfterSignals'> = {},
+  options: Partial<Pick<AlbumWorkflowInput, 'continueAsNewAfterSignals' | 'profile'>> = {},
 ): Promise<WorkflowHandleWithSignaledRunId> {
-  const input: AlbumWorkflowInput = { key, timings: config.album, ...options };
+  const input: AlbumWorkflowInput = { key, timings: config.album, profile: albumProfileOf('unifyport'), ...options };
   return client.workflow.signalWithStart(workflowTypes.album, {
     workflowId: albumWorkflowId(key),
     taskQueue: config.temporal.taskQueue,

@@ -83,13 +83,13 @@ export interface TestWorker {
 }
 
 /** A real worker on the config's task queue, running the run's pre-bundled workflow code. */
-export async function startTestWorker(config: Config, pool: Pool): Promise<TestWorker> {
+export async function startTestWorker(config: Config, pool: Pool, logger: Logger = testLogger(config)): Promise<TestWorker> {
   const connection = await connectWorker({ address: config.temporal.address! });
   const worker = await createAlbumWorker({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    activities: createActivities({ pool, config, logger: testLogger(config) }),
+    activities: createActivities({ pool, config, logger }),
     workflowBundle: { codePath: inject('workflowBundlePath') },
   });
   const running = worker.run();

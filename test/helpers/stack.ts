@@ -3,6 +3,8 @@ import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher } from '../../src/dispatcher/dispatcher.js';
 import { buildApp, type App } from '../../src/http/app.js';
+import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
+import type { Logger } from '../../src/log.js';
 import { signatureHeader } from '../../src/signature.js';
 import { freshDatabase, startTestWorker, testClient, testConfig, testLogger, testPool, unique, type TestWorker } from './env.js';
 
@@ -57,17 +59,30 @@ export interface Stack {
   worker: TestWorker;
   /** Signs and posts an event to this stack's workspace. */
   post(event: unknown): Promise<{ statusCode: number; body: Record<string, unknown> }>;
+  /**
+   * Posts a Telegram Update to a bot of TELEGRAM_BOTS[workspace] with that bot's secret token (or the
+   * `secretToken` given, or none with null), as Telegram does.
+   */
+  telegram(update: unknown, options: { bot: string; secretToken?: string | null }): Promise<{ statusCode: number; body: string }>;
   close(): Promise<void>;
 }
 
-export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
+/**
+ * `env` may be a function of the stack's workspace (for TELEGRAM_BOTS); `logger` receives what every part
+ * of the stack logs (default: the test logger).
+ */
+export async function startStack(
+  env: Record<string, string> | ((workspace: string) => Record<string, string>) = {},
+  options: { logger?: Logger } = {},
+): Promise<Stack> {
   const workspace = unique('ws');
   const secret = 'stack-secret';
-  const config = testConfig({ DATABASE_URL: await freshDatabase(), WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }), ...env });
-  const logger = testLogger(config);
+  const extra = typeof env === 'function' ? env(workspace) : env;
+  const config = testConfig({ DATABASE_URL: await freshDatabase(), WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }), ...extra });
+  const logger = options.logger ?? testLogger(config);
   const pool = testPool(config);
   const client = await testClient(config);
-  const worker = await startTestWorker(config, pool);
+  const worker = await startTestWorker(config, pool, logger);
   const dispatcher = createDispatcher({
     pool,
     client,
@@ -101,6 +116,17 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
         payload,
       });
       return { statusCode: response.statusCode, body: response.json() };
+    },
+    async telegram(update, { bot, secretToken }) {
+      const configured = config.telegram.bots.get(workspace)?.get(bot)?.secretToken;
+      const sent = secretToken === undefined ? configured : secretToken;
+      const response = await app.inject({
+        method: 'POST',
+        url: `/webhooks/telegram/${encodeURIComponent(workspace)}/${encodeURIComponent(bot)}`,
+        headers: { 'content-type': 'application/json', ...(sent === null || sent === undefined ? {} : { [secretTokenHeader]: sent }) },
+        payload: typeof update === 'string' ? update : JSON.stringify(update),
+      });
+      return { statusCode: response.statusCode, body: response.body };
     },
     async close() {
       await app.close();

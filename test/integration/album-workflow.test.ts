@@ -1,9 +1,7 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { decisionsOf } from '../../src/db/decisions.js';
-import { albumChildren, findAlbum } from '../../src/db/status.js';
-import { buildAlbumView } from '../../workflows/album-view.js';
+import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import type { AlbumStatus } from '../../workflows/types.js';
@@ -46,15 +44,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
   /** The body the status endpoint builds from PostgreSQL once the workflow closed. */
   async function viewFromPostgres(status: AlbumStatus): Promise<AlbumStatus> {
     const album = (await findAlbum(pool, status.key))!;
-    return buildAlbumView({
-      workflowId: album.workflowId,
-      key: status.key,
-      children: await albumChildren(pool, album.id),
-      decisions: await decisionsOf(pool, album.workflowId),
-      reviewReasons: album.reviewReasons,
-      reviewResolved: album.reviewResolved,
-      closed: album.state === 'closed',
-    });
+    return albumStatusFromDatabase(pool, album, status.key);
   }
 
   it('deduplicates redelivered children, accepts any order, decides once on the expected count and settles media', async () => {

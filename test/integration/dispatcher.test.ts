@@ -11,7 +11,7 @@ import type { ChildrenBatch } from '../../workflows/types.js';
 import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('disp');
-const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held'] as const;
+const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held', 'telegram'] as const;
 const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
 
 let config = testConfig();
@@ -29,6 +29,7 @@ beforeAll(async () => {
   config = testConfig({
     DATABASE_URL: await freshDatabase(),
     WORKSPACE_SECRETS: JSON.stringify(Object.fromEntries(Object.values(ws).map((w) => [w, []]))),
+    TELEGRAM_BOTS: JSON.stringify({ [ws.telegram]: { bot: { token: '7000000001:AAH-dispatcher-test-token', secretToken: 'dispatcher-secret' } } }),
   });
   pool = testPool(config);
   client = await testClient(config);
@@ -167,7 +168,8 @@ describe('dispatcher', () => {
       caption: 'third',
       sentAt: '2026-09-29T10:00:00.000Z',
       receivedAt: receivedAt.get('m2'),
-      attachments: [{ position: 0, url: 'https://media.example/m2.jpg', mimeType: 'image/jpeg' }],
+      attachments: [{ position: 0, url: 'https://media.example/m2.jpg', mimeType: 'image/jpeg', telegramFileUniqueId: null }],
+      history: [],
     });
     expect(children.find((c) => c.messageId === 'm0')).toMatchObject({
       index: 0,
@@ -189,6 +191,8 @@ describe('dispatcher', () => {
     expect(defaultPayloadConverter.fromPayload(started!.input!.payloads![0]!)).toEqual({
       key: { workspace: w, provider: 'telegram', accountId: 'acc', conversationId: 'conv', albumId: 'a1' },
       timings: config.album,
+      // A UnifyPort album, whatever its provider: the profile comes with the route.
+      profile: { maxChildren: null, childOrder: 'index' },
     });
 
     expect((await signalsSentTotal.get()).values[0]?.value).toBe(sentBefore + 1);
@@ -234,6 +238,38 @@ describe('dispatcher', () => {
     expect(held).toHaveLength(1);
     expect(held[0]!.available_at.getTime() - Date.now()).toBeGreaterThan(30_000);
     await Promise.all(['complete', 'open'].map((album) => client.workflow.getHandle(albumId(w, album)).terminate('test done').catch(() => undefined)));
+  });
+
+  it('never holds back the tenth child of a Telegram album (album_full)', async () => {
+    const w = ws.telegram;
+    const d = dispatcher({ minSignalIntervalMs: 60_000 });
+    const post = async (messageId: number, group: string) => {
+      const update = {
+        update_id: messageId,
+        message: { message_id: messageId, chat: { id: 42, type: 'private' }, date: 1790676000, media_group_id: group, photo: [{ file_id: `f${messageId}`, file_unique_id: `u${messageId}`, width: 9, height: 9 }] },
+      };
+      const response = await app.inject({
+        method: 'POST',
+        url: `/webhooks/telegram/${w}/bot`,
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'dispatcher-secret' },
+        payload: JSON.stringify(update),
+      });
+      expect(response.statusCode).toBe(200);
+    };
+    const telegramAlbum = (group: string) => `album:${w}:telegram:7000000001:42:${group}`;
+    for (let id = 1; id <= 8; id++) await post(id, 'full');
+    await post(100, 'open');
+    await d.drainOnce();
+    await post(9, 'full');
+    await post(10, 'full');
+    await post(101, 'open');
+    await d.drainOnce();
+
+    const batches = async (workflowId: string) => (await signalsOf(client, workflowId)).map((batch) => batch.children.length);
+    expect(await batches(telegramAlbum('full'))).toEqual([8, 2]);
+    expect(await batches(telegramAlbum('open'))).toEqual([1]);
+    expect(await outboxRows(w)).toHaveLength(1);
+    await Promise.all(['full', 'open'].map((group) => client.workflow.getHandle(telegramAlbum(group)).terminate('test done').catch(() => undefined)));
   });
 
   it('sends held-back children when their interval ends, even after passes that found nothing to send', async () => {

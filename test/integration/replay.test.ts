@@ -2,7 +2,7 @@ import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
 import { loadHistories } from '../helpers/albums.js';
 
-// Histories of real runs (regenerate with `UPDATE_HISTORIES=1 npx vitest run test/integration/album-workflow`).
+// Histories of real runs (regenerate with `UPDATE_HISTORIES=1 npx vitest run test/integration/album-workflow test/integration/telegram`).
 // Once a version is deployed, a workflow change that cannot replay one of them ships behind `patched()`
 // (docs/reliability.md, "Changing workflow code").
 describe('replaying saved workflow histories with the current workflow code', () => {
@@ -17,6 +17,8 @@ describe('replaying saved workflow histories with the current workflow code', ()
         'album-late-item',
         'album-quiet-period',
         'album-review',
+        'album-telegram-edit-after-close',
+        'album-telegram-edited',
         'album-worker-restart',
         'message-standalone',
       ]),

@@ -12,11 +12,12 @@ import {
   type ChildRecord,
   type Transition,
 } from '../../workflows/album-rules.js';
-import { buildAlbumView, buildMessageView, type ViewChild } from '../../workflows/album-view.js';
-import type { AlbumTimings, AttachmentView, ChildArrival, DecisionView, DownloadResult, JsonValue } from '../../workflows/types.js';
+import { buildAlbumView, buildMessageView, viewChildOf, type ViewChild } from '../../workflows/album-view.js';
+import type { AlbumProfile, AlbumTimings, EarlierVersion, AttachmentView, ChildArrival, DecisionView, DownloadResult, JsonValue } from '../../workflows/types.js';
 
 const t0 = Date.parse('2026-09-29T10:00:00.000Z');
 const timings: AlbumTimings = { quietPeriodMs: 100, maxWaitMs: 1_000, lateWindowMs: 5_000, lateItemPolicy: 'refresh' };
+const unifyport: AlbumProfile = { maxChildren: null, childOrder: 'index' };
 
 interface ChildSpec {
   index?: number | null;
@@ -39,7 +40,8 @@ function child(messageId: string, spec: ChildSpec = {}): ChildArrival {
     caption: null,
     sentAt: spec.sentAt ?? null,
     receivedAt: new Date(t0).toISOString(),
-    attachments: (spec.urls ?? []).map((url, position) => ({ position, url, mimeType: 'image/jpeg' })),
+    attachments: (spec.urls ?? []).map((url, position) => ({ position, url, mimeType: 'image/jpeg', telegramFileUniqueId: null })),
+    history: [],
   };
 }
 
@@ -58,11 +60,11 @@ function settle(messageId: string, position: number, result: DownloadResult = do
 }
 
 /** Applies events in order; returns the final state and every command, in order. */
-function run(events: AlbumEvent[], options: { timings?: AlbumTimings; from?: AlbumRulesState } = {}): Transition {
+function run(events: AlbumEvent[], options: { timings?: AlbumTimings; from?: AlbumRulesState; profile?: AlbumProfile } = {}): Transition {
   let state = options.from ?? initialState();
   const commands: AlbumCommand[] = [];
   for (const event of events) {
-    const transition = step(state, event, options.timings ?? timings);
+    const transition = step(state, event, options.timings ?? timings, options.profile ?? unifyport);
     state = transition.state;
     commands.push(...transition.commands);
   }
@@ -75,6 +77,24 @@ function decisionsOf(commands: AlbumCommand[]) {
 
 function ids(state: AlbumRulesState): string[] {
   return state.children.map((c) => c.arrival.messageId);
+}
+
+/** Delivery plan: every child at least once, some up to three times, shuffled, then cut into batches. */
+function deliveries<T>(items: T[]): fc.Arbitrary<T[][]> {
+  return fc
+    .array(fc.integer({ min: 1, max: 3 }), { minLength: items.length, maxLength: items.length })
+    .chain((copies) => {
+      const all = items.flatMap((item, i) => Array<T>(copies[i]!).fill(item));
+      return fc.tuple(
+        fc.shuffledSubarray(all, { minLength: all.length }),
+        fc.array(fc.integer({ min: 1, max: 4 }), { minLength: all.length, maxLength: all.length }),
+      );
+    })
+    .map(([order, sizes]) => {
+      const batches: T[][] = [];
+      for (let at = 0, i = 0; at < order.length; at += sizes[i]!, i += 1) batches.push(order.slice(at, at + sizes[i]!));
+      return batches;
+    });
 }
 
 describe('album rules: triggers', () => {
@@ -190,7 +210,7 @@ describe('album rules: metadata problems flag review and drop nothing', () => {
 describe('album rules: redelivery', () => {
   it('changes nothing when every child of a batch is known', () => {
     const { state } = run([arrive(t0, child('a', { index: 0, total: 3, urls: ['https://x/a'] }))]);
-    const again = step(state, arrive(t0 + 50, child('a', { index: 0, total: 3, urls: ['https://x/a'] }), child('a')), timings);
+    const again = step(state, arrive(t0 + 50, child('a', { index: 0, total: 3, urls: ['https://x/a'] }), child('a')), timings, unifyport);
     expect(again.state).toBe(state);
     expect(again.commands).toEqual([]);
   });
@@ -319,14 +339,14 @@ describe('album rules: a redelivery that brings a URL', () => {
     expect(commands.map((c) => c.type)).toEqual(['decide', 'media_settled']);
     expect(state.children[0]?.attachments[0]?.status).toBe('unavailable');
 
-    const again = step(state, arrive(t0 + 50, child('a', { index: 0, total: 1, urls: ['https://x/a'] })), timings);
+    const again = step(state, arrive(t0 + 50, child('a', { index: 0, total: 1, urls: ['https://x/a'] })), timings, unifyport);
     expect(again.commands).toEqual([{ type: 'download', messageId: 'a', position: 0, retry: false }]);
     expect(again.state.children).toHaveLength(1);
     expect(again.state.children[0]?.attachments[0]?.status).toBe('pending');
     expect(again.state.children[0]?.arrival.attachments[0]?.url).toBe('https://x/a');
     expect(again.state.decisions).toEqual(state.decisions);
 
-    const settled = step(again.state, settle('a', 0), timings);
+    const settled = step(again.state, settle('a', 0), timings, unifyport);
     expect(settled.commands).toEqual([{ type: 'media_settled', decision: state.decisions[0], notice: 2 }]);
     expect(settled.state.children[0]?.attachments[0]?.status).toBe('downloaded');
   });
@@ -342,7 +362,7 @@ describe('album rules: a redelivery that brings a URL', () => {
 
   it('takes a new attachment position of a known child, and the caption it lacked', () => {
     const { state } = run([arrive(t0, { ...child('a', { urls: ['https://x/1'] }), caption: null })]);
-    const again = step(state, arrive(t0 + 1, { ...child('a', { urls: ['https://x/1', 'https://x/2'] }), caption: 'hello' }), timings);
+    const again = step(state, arrive(t0 + 1, { ...child('a', { urls: ['https://x/1', 'https://x/2'] }), caption: 'hello' }), timings, unifyport);
     expect(again.commands).toEqual([{ type: 'download', messageId: 'a', position: 1, retry: false }]);
     expect(again.state.children[0]?.arrival.caption).toBe('hello');
     expect(again.state.children[0]?.attachments.map((a) => a.status)).toEqual(['pending', 'pending']);
@@ -350,7 +370,7 @@ describe('album rules: a redelivery that brings a URL', () => {
 
   it('keeps a URL it has, and the outcome of a download that already ran', () => {
     const { state } = run([arrive(t0, child('a', { urls: ['https://x/1'] })), settle('a', 0)]);
-    const again = step(state, arrive(t0 + 1, child('a', { urls: ['https://x/other'] })), timings);
+    const again = step(state, arrive(t0 + 1, child('a', { urls: ['https://x/other'] })), timings, unifyport);
     expect(again.state).toBe(state);
     expect(again.commands).toEqual([]);
   });
@@ -367,7 +387,7 @@ describe('album rules: operator actions', () => {
       settle('b', 0, expired),
     ]);
     expect(state.mediaSettled).toEqual({ seq: 1, sent: 1, reopened: false });
-    const retried = step(state, { type: 'downloads_retried' }, timings);
+    const retried = step(state, { type: 'downloads_retried' }, timings, unifyport);
     expect(retried.commands).toEqual([
       { type: 'download', messageId: 'a', position: 0, retry: true },
       { type: 'download', messageId: 'b', position: 0, retry: true },
@@ -379,7 +399,7 @@ describe('album rules: operator actions', () => {
 
   it('has nothing to retry when nothing failed', () => {
     const { state } = run([arrive(t0, child('a', { urls: ['https://x/a'] })), settle('a', 0)]);
-    const retried = step(state, { type: 'downloads_retried' }, timings);
+    const retried = step(state, { type: 'downloads_retried' }, timings, unifyport);
     expect(retried).toEqual({ state, commands: [] });
   });
 
@@ -387,7 +407,7 @@ describe('album rules: operator actions', () => {
     const { state } = run([arrive(t0, child('a', { index: 0, total: 3 }), child('b', { index: 0, total: 3 }))]);
     expect(state.reviewReasons).toEqual(['duplicate_index']);
     expect(reviewRequired(state)).toBe(true);
-    const resolved = step(state, { type: 'review_resolved', now: t0 + 5, note: 'checked' }, timings).state;
+    const resolved = step(state, { type: 'review_resolved', now: t0 + 5, note: 'checked' }, timings, unifyport).state;
     expect(resolved.reviewResolved).toEqual({ at: new Date(t0 + 5).toISOString(), note: 'checked' });
     expect(reviewRequired(resolved)).toBe(false);
 
@@ -403,7 +423,7 @@ describe('album rules: operator actions', () => {
     const review = { ...timings, lateItemPolicy: 'review' as const };
     const decided = run([arrive(t0, child('a', { index: 0, total: 1 })), arrive(t0 + 1, child('b', { index: 1 }))], { timings: review }).state;
     const late = run([tick(t0 + 200)], { from: decided, timings: review }).state;
-    const resolved = step(late, { type: 'review_resolved', now: t0 + 300, note: 'fine' }, review).state;
+    const resolved = step(late, { type: 'review_resolved', now: t0 + 300, note: 'fine' }, review, unifyport).state;
     expect(reviewRequired(resolved)).toBe(false);
     const again = run([arrive(t0 + 400, child('c', { index: 2 }))], { from: resolved, timings: review }).state;
     expect(reviewRequired(again)).toBe(true);
@@ -420,19 +440,20 @@ describe('album rules: restore from PostgreSQL', () => {
   const b = child('b', { index: 1, total: 2, urls: ['https://x/b'] });
 
   it('closes at once when nothing new is stored and the window is over', () => {
-    const { state, commands } = restoreState({ decisions: [first], children: [stored(a), stored(b)], reviewReasons: [], reviewResolved: null, mediaSettledNotices: 1 }, t0 + 60_000, timings);
+    const { state, commands } = restoreState({ decisions: [first], children: [stored(a), stored(b)], reviewReasons: [], reviewResolved: null, mediaSettledNotices: 1, editNotices: {} }, t0 + 60_000, timings, unifyport);
     expect(state.phase).toBe('closed');
     expect(commands).toEqual([]);
-    const redelivered = step(state, arrive(t0 + 60_001, a), timings);
+    const redelivered = step(state, arrive(t0 + 60_001, a), timings, unifyport);
     expect(redelivered.state).toBe(state);
   });
 
   it('treats a stored child no decision includes as late and resumes pending downloads', () => {
     const c = child('c', { index: 2, urls: ['https://x/c'] });
     const { state, commands } = restoreState(
-      { decisions: [first], children: [stored(a), stored(b, 'pending'), stored(c, 'pending')], reviewReasons: ['duplicate_index'], reviewResolved: null, mediaSettledNotices: 0 },
+      { decisions: [first], children: [stored(a), stored(b, 'pending'), stored(c, 'pending')], reviewReasons: ['duplicate_index'], reviewResolved: null, mediaSettledNotices: 0, editNotices: {} },
       t0 + 60_000,
       { ...timings, lateItemPolicy: 'review' },
+      unifyport,
     );
     expect(commands).toEqual([
       { type: 'download', messageId: 'b', position: 0, retry: false },
@@ -447,7 +468,7 @@ describe('album rules: restore from PostgreSQL', () => {
   });
 
   it('collects stored children afresh when no decision exists', () => {
-    const { state, commands } = restoreState({ decisions: [], children: [stored(a, 'pending'), stored(b, 'pending')], reviewReasons: [], reviewResolved: null, mediaSettledNotices: 0 }, t0, timings);
+    const { state, commands } = restoreState({ decisions: [], children: [stored(a, 'pending'), stored(b, 'pending')], reviewReasons: [], reviewResolved: null, mediaSettledNotices: 0, editNotices: {} }, t0, timings, unifyport);
     expect(decisionsOf(commands).map((d) => d.decision.trigger)).toEqual(['expected_count_reached']);
     expect(state.decisions).toHaveLength(1);
   });
@@ -460,24 +481,6 @@ describe('album rules: properties', () => {
   const consistentAlbum = fc.integer({ min: 1, max: messageIds.length }).chain((n) =>
     fc.tuple(fc.constant(n), fc.array(fc.boolean(), { minLength: n, maxLength: n }), fc.array(fc.nat(5_000), { minLength: n, maxLength: n })),
   );
-
-  /** Delivery plan: every child at least once, some up to three times, shuffled, then cut into batches. */
-  function deliveries<T>(items: T[]): fc.Arbitrary<T[][]> {
-    return fc
-      .array(fc.integer({ min: 1, max: 3 }), { minLength: items.length, maxLength: items.length })
-      .chain((copies) => {
-        const all = items.flatMap((item, i) => Array<T>(copies[i]!).fill(item));
-        return fc.tuple(
-          fc.shuffledSubarray(all, { minLength: all.length }),
-          fc.array(fc.integer({ min: 1, max: 4 }), { minLength: all.length, maxLength: all.length }),
-        );
-      })
-      .map(([order, sizes]) => {
-        const batches: T[][] = [];
-        for (let at = 0, i = 0; at < order.length; at += sizes[i]!, i += 1) batches.push(order.slice(at, at + sizes[i]!));
-        return batches;
-      });
-  }
 
   it('yields the same distinct set and first decision for any interleaving and duplication of a consistent album', () => {
     fc.assert(
@@ -544,7 +547,7 @@ describe('album rules: properties', () => {
     let now = t0;
     const commands: AlbumCommand[] = [];
     const apply = (event: AlbumEvent) => {
-      const transition = step(state, event, scenarioTimings);
+      const transition = step(state, event, scenarioTimings, unifyport);
       state = transition.state;
       commands.push(...transition.commands);
     };
@@ -595,7 +598,7 @@ describe('album rules: properties', () => {
         const { state } = playScenario(children, batches, gaps, extras, policy);
         const known = children[pick % children.length]!;
         const snapshot = structuredClone(state);
-        const again = step(state, arrive(t0 + later, known, known), { ...timings, lateItemPolicy: policy });
+        const again = step(state, arrive(t0 + later, known, known), { ...timings, lateItemPolicy: policy }, unifyport);
         expect(again.commands).toEqual([]);
         expect(again.state).toBe(state);
         expect(state).toEqual(snapshot);
@@ -612,13 +615,13 @@ describe('album rules: properties', () => {
         const lacking = known.attachments.filter((ref) => ref.url === null).map((ref) => ref.position);
         const withUrls = { ...known, attachments: known.attachments.map((ref) => ({ ...ref, url: ref.url ?? `https://x/late-${ref.position}` })) };
         const scenarioTimings = { ...timings, lateItemPolicy: policy };
-        const again = step(state, arrive(t0 + later, withUrls, withUrls), scenarioTimings);
+        const again = step(state, arrive(t0 + later, withUrls, withUrls), scenarioTimings, unifyport);
         const record = state.children.find((c) => c.arrival.messageId === known.messageId)!;
         const reopened = lacking.filter((position) => record.attachments.find((a) => a.position === position)?.status === 'unavailable');
         expect(again.commands).toEqual(reopened.map((position) => ({ type: 'download', messageId: known.messageId, position, retry: false })));
         expect(again.state.decisions).toEqual(state.decisions);
         expect(again.state.children.map((c) => c.arrival.messageId)).toEqual(state.children.map((c) => c.arrival.messageId));
-        const twice = step(again.state, arrive(t0 + later + 1, withUrls), scenarioTimings);
+        const twice = step(again.state, arrive(t0 + later + 1, withUrls), scenarioTimings, unifyport);
         expect(twice.commands).toEqual([]);
       }),
       { numRuns: 200 },
@@ -634,13 +637,206 @@ describe('album rules: properties', () => {
           now += gaps[i % gaps.length]!;
           const before = structuredClone(state);
           const event = extras[i % extras.length] === 'tick' ? tick(now) : arrive(now, ...batch);
-          const next = step(state, event, { ...timings, lateItemPolicy: policy }).state;
+          const next = step(state, event, { ...timings, lateItemPolicy: policy }, unifyport).state;
           expect(state).toEqual(before);
           state = next;
         });
         expect(children.length).toBeGreaterThan(0);
       }),
       { numRuns: 100 },
+    );
+  });
+});
+
+describe('album rules: Telegram albums (the profile in the workflow input)', () => {
+  const telegram: AlbumProfile = { maxChildren: 10, childOrder: 'message_id' };
+
+  /** A Telegram child: a numeric message id, no index or total, one file with no URL. */
+  function photo(messageId: number, spec: { sentAt?: string; caption?: string | null; fileUniqueId?: string; history?: EarlierVersion[] } = {}): ChildArrival {
+    return {
+      ...child(String(messageId), { albumMeta: null, sentAt: spec.sentAt ?? new Date(t0).toISOString() }),
+      caption: spec.caption ?? null,
+      attachments: [{ position: 0, url: null, mimeType: null, telegramFileUniqueId: spec.fileUniqueId ?? `file-${messageId}` }],
+      history: spec.history ?? [],
+    };
+  }
+  const ids10 = Array.from({ length: 10 }, (_, i) => i + 1);
+
+  it('decides album_full at the tenth distinct child, before the quiet period, in numeric message_id order', () => {
+    const nine = run([arrive(t0, ...ids10.slice(0, 9).map((id) => photo(id))), arrive(t0 + 10, photo(3))], { profile: telegram });
+    expect(decisionsOf(nine.commands)).toEqual([]);
+    const full = run([arrive(t0 + 20, photo(10))], { from: nine.state, profile: telegram });
+    expect(decisionsOf(full.commands).map((d) => [d.decision.trigger, d.decision.decidedAt, d.decision.childMessageIds])).toEqual([
+      ['album_full', new Date(t0 + 20).toISOString(), ids10.map(String)],
+    ]);
+    expect(run([arrive(t0 + 20, photo(10))], { from: nine.state }).commands.some((c) => c.type === 'decide')).toBe(false);
+  });
+
+  it('downloads a Telegram file that has no URL instead of calling it unavailable', () => {
+    const { state, commands } = run([arrive(t0, photo(7))], { profile: telegram });
+    expect(state.children[0]?.attachments[0]?.status).toBe('pending');
+    expect(commands).toContainEqual({ type: 'download', messageId: '7', position: 0, retry: false });
+  });
+
+  it('orders children by message_id as numbers, then sentAt', () => {
+    const late = '2026-09-29T11:00:00.000Z';
+    const { commands } = run([arrive(t0, photo(10), photo(100, { sentAt: late }), photo(9, { sentAt: late }), photo(11)), tick(t0 + 100)], {
+      profile: telegram,
+    });
+    expect(decisionsOf(commands)[0]?.decision.childMessageIds).toEqual(['9', '10', '11', '100']);
+  });
+
+  const version = (caption: string | null, mediaReplaced = false, recordedAt = t0 + 500): EarlierVersion => ({
+    caption,
+    mediaReplaced,
+    replacedAt: new Date(recordedAt).toISOString(),
+    recordedAt: new Date(recordedAt).toISOString(),
+  });
+
+  function decidedAlbum() {
+    return run([arrive(t0, photo(1, { caption: 'trip' }), photo(2)), tick(t0 + 100), settle('1', 0), settle('2', 0)], { profile: telegram });
+  }
+
+  it('announces each edit of a decided child once, with the caption it set and the one it replaced', () => {
+    const decided = decidedAlbum();
+    const [first] = decisionsOf(decided.commands);
+    const edited = run([arrive(t0 + 500, photo(1, { caption: 'trip (day 1)', history: [version('trip')] }))], { from: decided.state, profile: telegram });
+    expect(edited.commands).toEqual([
+      { type: 'edited', decision: first!.decision, edit: { messageId: '1', version: 1, caption: 'trip (day 1)', previousCaption: 'trip', mediaReplaced: false } },
+    ]);
+    expect(edited.state.children[0]?.arrival.caption).toBe('trip (day 1)');
+    expect(edited.state.decisions).toEqual(decided.state.decisions);
+
+    const twice = run([arrive(t0 + 600, photo(1, { caption: null, history: [version('trip'), version('trip (day 1)')] }))], {
+      from: edited.state,
+      profile: telegram,
+    });
+    expect(twice.commands).toEqual([
+      { type: 'edited', decision: first!.decision, edit: { messageId: '1', version: 2, caption: null, previousCaption: 'trip (day 1)', mediaReplaced: false } },
+    ]);
+    expect(twice.state.children[0]?.arrival.caption).toBeNull();
+  });
+
+  it('changes nothing for a redelivered or an older version of an edited child', () => {
+    const decided = decidedAlbum();
+    const edited = run([arrive(t0 + 500, photo(1, { caption: 'new', history: [version('trip')] }))], { from: decided.state, profile: telegram });
+    const again = step(edited.state, arrive(t0 + 600, photo(1, { caption: 'new', history: [version('trip')] })), timings, telegram);
+    expect(again.commands).toEqual([]);
+    expect(again.state).toBe(edited.state);
+    const older = step(edited.state, arrive(t0 + 700, photo(1, { caption: 'trip' })), timings, telegram);
+    expect(older.commands).toEqual([]);
+    expect(older.state).toBe(edited.state);
+  });
+
+  it('downloads a replaced file again and announces the media settled once more', () => {
+    const decided = decidedAlbum();
+    expect(decided.commands.filter((c) => c.type === 'media_settled')).toHaveLength(1);
+    const replaced = run([arrive(t0 + 500, photo(2, { fileUniqueId: 'other', caption: 'new photo', history: [version(null, true)] }))], {
+      from: decided.state,
+      profile: telegram,
+    });
+    expect(replaced.commands.map((c) => c.type)).toEqual(['download', 'edited']);
+    expect(replaced.state.children[1]?.attachments[0]?.status).toBe('pending');
+    const settled = run([settle('2', 0)], { from: replaced.state, profile: telegram });
+    expect(settled.commands).toEqual([{ type: 'media_settled', decision: decided.state.decisions[0], notice: 2 }]);
+  });
+
+  it('takes an edit of a child no decision includes yet without announcing it', () => {
+    const { state } = run([arrive(t0, photo(1, { caption: 'a' }))], { profile: telegram });
+    const edited = run([arrive(t0 + 10, photo(1, { caption: 'b', history: [version('a', false, t0 + 10)] }))], { from: state, profile: telegram });
+    expect(edited.commands).toEqual([]);
+    expect(edited.state.children[0]?.arrival.caption).toBe('b');
+    const decided = run([tick(t0 + 110)], { from: edited.state, profile: telegram });
+    expect(decisionsOf(decided.commands)).toHaveLength(1);
+    expect(decided.commands.some((c) => c.type === 'edited')).toBe(false);
+  });
+
+  it('on a fresh run, announces the edits stored after the latest decision that no run announced', () => {
+    const decision: DecisionView = { seq: 1, trigger: 'quiet_period', childMessageIds: ['1', '2', '3'], decidedAt: new Date(t0 + 100).toISOString() };
+    const stored = (arrival: ChildArrival): ChildRecord => ({
+      arrival,
+      attachments: [{ position: 0, status: 'downloaded', contentType: 'image/jpeg', bytes: 3, sha256: 'abc', error: null }],
+    });
+    const { commands } = restoreState(
+      {
+        decisions: [decision],
+        children: [
+          stored(photo(1, { caption: 'c', history: [version('a', false, t0 + 50), version('b', false, t0 + 200)] })),
+          stored(photo(2, { caption: 'y', history: [version('x', false, t0 + 300)] })),
+          stored(photo(3, { caption: 'q', history: [version('p', false, t0 + 400)] })),
+        ],
+        reviewReasons: [],
+        reviewResolved: null,
+        mediaSettledNotices: 1,
+        editNotices: { '3': 1 },
+      },
+      t0 + 10_000,
+      timings,
+      telegram,
+    );
+    expect(commands.flatMap((c) => (c.type === 'edited' ? [[c.edit.messageId, c.edit.version, c.edit.caption]] : []))).toEqual([
+      ['1', 2, 'c'],
+      ['2', 1, 'y'],
+    ]);
+  });
+
+  /** Telegram albums: 10 to 14 distinct numeric message ids, their dates in any order, delivered in batches with duplicates. */
+  const telegramAlbum = fc
+    .uniqueArray(fc.integer({ min: 1, max: 5_000 }), { minLength: 10, maxLength: 14 })
+    .chain((ids) => fc.tuple(fc.constant(ids), fc.array(fc.nat(600), { minLength: ids.length, maxLength: ids.length })))
+    .map(([ids, seconds]) => ids.map((id, i) => photo(id, { sentAt: new Date(t0 + seconds[i]! * 1000).toISOString() })));
+
+  it('decides album_full exactly when the tenth distinct child arrives, with every child present then', () => {
+    fc.assert(
+      fc.property(
+        telegramAlbum.chain((children) => fc.tuple(fc.constant(children), deliveries(children), fc.array(fc.integer({ min: 0, max: 99 })))),
+        ([, batches, gaps]) => {
+          let state = initialState();
+          let now = t0;
+          const seen = new Set<string>();
+          let expected: { at: number; ids: Set<string> } | null = null;
+          const decisions: DecisionView[] = [];
+          batches.forEach((batch, i) => {
+            now += gaps[i % Math.max(gaps.length, 1)] ?? 0;
+            for (const arrival of batch) seen.add(arrival.messageId);
+            if (!expected && seen.size >= 10) expected = { at: now, ids: new Set(seen) };
+            const transition = step(state, arrive(now, ...batch), timings, telegram);
+            state = transition.state;
+            decisions.push(...decisionsOf(transition.commands).map((c) => c.decision));
+          });
+          const first = decisions[0]!;
+          expect(expected).not.toBeNull();
+          expect(first.trigger).toBe('album_full');
+          expect(first.decidedAt).toBe(new Date(expected!.at).toISOString());
+          expect(new Set(first.childMessageIds)).toEqual(expected!.ids);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('lists the children of every decision, and of the view, in numeric message_id order whatever their dates', () => {
+    fc.assert(
+      fc.property(telegramAlbum, fc.integer({ min: 1, max: 9 }), (children, decidedWith) => {
+        const first = run([arrive(t0, ...children.slice(0, decidedWith)), tick(t0 + 1_000)], { profile: telegram });
+        const late = run([arrive(t0 + 2_000, ...children.slice(decidedWith)), tick(t0 + 3_000)], { from: first.state, profile: telegram });
+        const numeric = (ids: string[]) => [...ids].sort((a, b) => Number(a) - Number(b));
+        const decisions = [...decisionsOf(first.commands), ...decisionsOf(late.commands)].map((c) => c.decision);
+        expect(decisions.map((d) => d.trigger)).toEqual(['quiet_period', 'late_item']);
+        for (const decision of decisions) expect(decision.childMessageIds).toEqual(numeric(decision.childMessageIds));
+        const view = buildAlbumView({
+          workflowId: 'album:x',
+          key: { workspace: 'ws', provider: 'telegram', accountId: '1', conversationId: '2', albumId: '3' },
+          children: late.state.children.map(viewChildOf),
+          decisions: late.state.decisions,
+          reviewReasons: [],
+          reviewResolved: null,
+          closed: false,
+          childOrder: telegram.childOrder,
+        });
+        expect(view.children.map((c) => c.messageId)).toEqual(numeric(children.map((c) => c.messageId)));
+      }),
+      { numRuns: 200 },
     );
   });
 });
@@ -665,6 +861,7 @@ describe('album view', () => {
     sentAt: null,
     receivedAt: '2026-09-29T10:00:00Z',
     attachments: [],
+    history: [],
     ...spec,
   });
 
@@ -684,6 +881,7 @@ describe('album view', () => {
       reviewReasons: ['invalid_metadata'],
       reviewResolved: null,
       closed: false,
+      childOrder: 'index',
     });
     expect(view.children.map((c) => [c.messageId, c.index])).toEqual([
       ['y', 0],
@@ -716,6 +914,7 @@ describe('album view', () => {
       reviewReasons: ['late_item', 'total_conflict', 'late_item'],
       reviewResolved: null,
       closed: true,
+      childOrder: 'index',
     });
     expect(view.media).toEqual({ total: 6, pending: 1, downloaded: 2, failed: 1, expired: 1, unavailable: 1 });
     expect(view.expectedTotal).toBe(3);
@@ -739,6 +938,7 @@ describe('album view', () => {
       reviewReasons: [],
       reviewResolved: null,
       closed: false,
+      childOrder: 'index',
     });
     expect(view.expectedTotal).toBeNull();
     expect(view.expectedCountReached).toBe(false);

@@ -14,6 +14,7 @@ function stored(messagePk: string, albumId: string | null, overrides: Partial<Qu
     key,
     albumPk: albumId === null ? null : `pk-${albumId}`,
     albumId,
+    albumSource: albumId === null ? null : 'unifyport',
     arrival: {
       messageId: key.messageId,
       index: null,
@@ -24,6 +25,7 @@ function stored(messagePk: string, albumId: string | null, overrides: Partial<Qu
       sentAt: null,
       receivedAt: '2026-09-29T10:00:00.000Z',
       attachments: [],
+      history: [],
     },
   };
 }
@@ -40,7 +42,7 @@ describe('planSignals', () => {
       ['messageWorkflow', 'message:ws:whatsapp:acc:conv:m2', ['m2'], ['11']],
       ['albumWorkflow', 'album:ws:whatsapp:acc:other:alb', ['m4'], ['13']],
     ]);
-    expect(batches[0]!.target.input).toEqual({ key: { ...scope, albumId: 'alb' }, timings });
+    expect(batches[0]!.target.input).toEqual({ key: { ...scope, albumId: 'alb' }, timings, profile: { maxChildren: null, childOrder: 'index' } });
     expect(batches[1]!.target.input).toEqual({ key: { ...scope, messageId: 'm2' }, timings });
     expect(batches[0]!.scope).toEqual(scope);
   });

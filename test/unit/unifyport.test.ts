@@ -49,7 +49,7 @@ describe('parseEvent', () => {
         album: { raw: { id: 'alb_1', index: 0, total: 3 }, index: 0, total: 3, metadataInvalid: false },
         caption: 'caption',
         sentAt: '2026-09-29T10:00:00.000Z',
-        attachments: [{ position: 0, kind: 'image', url: 'https://x/a.jpg', mimeType: 'image/jpeg', declaredSize: 1234, fileName: 'a.jpg' }],
+        attachments: [{ position: 0, kind: 'image', url: 'https://x/a.jpg', mimeType: 'image/jpeg', declaredSize: 1234, fileName: 'a.jpg', telegramFile: null }],
       },
     });
   });
@@ -155,9 +155,9 @@ describe('parseEvent', () => {
       ),
     );
     expect(parsed.attachments).toEqual([
-      { position: 0, kind: 'video', url: null, mimeType: null, declaredSize: null, fileName: null },
-      { position: 1, kind: null, url: null, mimeType: null, declaredSize: null, fileName: null },
-      { position: 2, kind: null, url: 'https://x/b', mimeType: null, declaredSize: null, fileName: null },
+      { position: 0, kind: 'video', url: null, mimeType: null, declaredSize: null, fileName: null, telegramFile: null },
+      { position: 1, kind: null, url: null, mimeType: null, declaredSize: null, fileName: null, telegramFile: null },
+      { position: 2, kind: null, url: 'https://x/b', mimeType: null, declaredSize: null, fileName: null, telegramFile: null },
     ]);
     expect(child(parseEvent(workspace, body(childEvent({ attachments: { url: 'x' } })))).attachments).toEqual([]);
   });
