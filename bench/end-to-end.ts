@@ -1,4 +1,4 @@
-// End to end, per complete album of a phase: the last new child's 202 at the load generator → the
+// End to end, per complete album of a phase: the last new child's acknowledgement at the load generator → the
 // album's first decision recorded in PostgreSQL, and → the `album.media_settled` notification of that
 // decision stored (every attachment of its children downloaded or given up). Pure.
 import type { RequestRecord } from './load.js';
@@ -23,7 +23,7 @@ export function endToEnd(phase: string, records: readonly RequestRecord[], outco
   const albums = new Map<string, Album>();
   for (const record of records) {
     const workflowId = workflowIdOf(record);
-    if (record.status !== 202 || workflowId === null) continue;
+    if (!record.accepted || workflowId === null) continue;
     const album = albums.get(workflowId) ?? { size: record.albumSize, hasTotal: record.albumHasTotal, lastAck: 0, accepted: new Set<string>() };
     album.accepted.add(record.messageId);
     if (record.duplicate === false) album.lastAck = Math.max(album.lastAck, record.ackAt);

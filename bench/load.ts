@@ -1,6 +1,7 @@
 // The load generator, run as its own process by bench/run.ts: keep-alive HTTP with bounded
-// concurrency, each body signed with the workspace secret when it is sent. It receives one phase at
-// a time over IPC and answers with every request's timings and outcome.
+// concurrency, each body signed with the workspace secret when it is sent (or, to the Telegram route,
+// sent with the bot's secret token). It receives one phase at a time over IPC and answers with every
+// request's timings and outcome.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { signatureHeader } from '../src/signature.js';
@@ -12,6 +13,8 @@ export interface LoadPhase {
   workspace: string;
   secret: string;
   workload: WorkloadOptions;
+  /** Post to this bot's Telegram webhook (the workload then makes Telegram Updates) instead of the UnifyPort route. */
+  telegram?: { bot: string; secretToken: string };
   /** Requests per second, or null for a closed loop (as fast as the server answers). */
   rate: number | null;
   durationMs: number;
@@ -34,7 +37,9 @@ export interface RequestRecord {
   ackAt: number;
   /** HTTP status, or 0 when no response came (connection error, timeout). */
   status: number;
-  /** From a 202 body: the child was already stored. */
+  /** Committed: a 202 from the UnifyPort route, a 200 from the Telegram route. */
+  accepted: boolean;
+  /** From a 202 body: the child was already stored; for a Telegram Update (an empty answer), whether it was a redelivery. */
   duplicate: boolean | null;
   albumKey: string | null;
   error?: string;
@@ -97,7 +102,11 @@ class Slots {
 
 export async function runPhase(phase: LoadPhase): Promise<PhaseResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: phase.concurrency });
-  const target = new URL(`/webhooks/unifyport/${encodeURIComponent(phase.workspace)}`, phase.url);
+  const { telegram } = phase;
+  const route = telegram
+    ? `/webhooks/telegram/${encodeURIComponent(phase.workspace)}/${encodeURIComponent(telegram.bot)}`
+    : `/webhooks/unifyport/${encodeURIComponent(phase.workspace)}`;
+  const target = new URL(route, phase.url);
   const workload = new Workload(phase.workload);
   const records: RequestRecord[] = [];
   const slots = new Slots(phase.concurrency);
@@ -108,11 +117,13 @@ export async function runPhase(phase: LoadPhase): Promise<PhaseResult> {
   const send = async (request: ChildRequest, intendedAt: number) => {
     const sentAt = now();
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const headers = {
-      'content-type': 'application/json',
-      'x-unifyport-timestamp': timestamp,
-      'x-unifyport-signature': signatureHeader(phase.secret, timestamp, request.body),
-    };
+    const headers: Record<string, string> = telegram
+      ? { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': telegram.secretToken }
+      : {
+          'content-type': 'application/json',
+          'x-unifyport-timestamp': timestamp,
+          'x-unifyport-signature': signatureHeader(phase.secret, timestamp, request.body),
+        };
     const record: RequestRecord = {
       albumId: request.albumId,
       messageId: request.messageId,
@@ -123,6 +134,7 @@ export async function runPhase(phase: LoadPhase): Promise<PhaseResult> {
       sentAt,
       ackAt: 0,
       status: 0,
+      accepted: false,
       duplicate: null,
       albumKey: null,
     };
@@ -130,8 +142,13 @@ export async function runPhase(phase: LoadPhase): Promise<PhaseResult> {
       const response = await post(agent, target, headers, request.body);
       record.ackAt = now();
       record.status = response.status;
-      if (response.status === 202) {
+      if (telegram && response.status === 200) {
+        record.accepted = true;
+        record.duplicate = request.redelivery;
+        record.albumKey = request.albumKey;
+      } else if (!telegram && response.status === 202) {
         const body = JSON.parse(response.text) as { duplicate?: boolean; albumKey?: string | null };
+        record.accepted = true;
         record.duplicate = body.duplicate ?? null;
         record.albumKey = body.albumKey ?? null;
       }

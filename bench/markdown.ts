@@ -62,6 +62,28 @@ export function renderMarkdown(report: BenchReport): string {
     ),
   );
   lines.push('');
+  lines.push('### 2b. The Telegram route beside the UnifyPort route (the whole app, same albums, same offered rate)');
+  lines.push('');
+  const { telegram } = report;
+  const routeRow = (route: string, rate: number, stats: StepStats): Cell[] => [
+    route,
+    `${rate} req/s`,
+    stats.acceptedPerS,
+    `${cell(stats.ackMs.p50)} / ${cell(stats.ackMs.p90)} / ${cell(stats.ackMs.p99)} / ${cell(stats.ackMs.max)}`,
+    failures(stats),
+  ];
+  lines.push(
+    telegram
+      ? table(
+          ['route', 'offered', 'acknowledged req/s', 'ack p50 / p90 / p99 / max ms', 'failures'],
+          [
+            routeRow('UnifyPort (202 with a body)', telegram.rate, telegram.unifyport),
+            routeRow('Telegram (200, empty body)', telegram.rate, telegram.telegram),
+          ],
+        )
+      : 'Not measured (the telegram phase did not run).',
+  );
+  lines.push('');
   lines.push('### 3. End to end: last child\'s 202 → recorded decision, and → its media settled');
   lines.push('');
   const spread = (p: Percentiles | null) => (p === null ? '–' : `${cell(p.p50)} / ${cell(p.p99)} / ${cell(p.max)}`);
@@ -224,6 +246,11 @@ Method:
   as fast as the server answers. The load generator shares the two cores with everything else.
 - **Ack latency** is the load generator's send → 202 answer. **Req/s** counts 202 answers over the
   step's wall time.
+- **Telegram route.** The first offered rate runs twice more against the whole app, the same seeded
+  albums each time: as UnifyPort events, then as a bot's Telegram Updates to
+  \`POST /webhooks/telegram/<workspace>/<bot>\` (secret token, no signature; answered 200 with an
+  empty body). Their files are documents over the cloud Bot API's 20 MB limit, so they are
+  \`unavailable\` at once and no download leaves the machine; a 10-item album is decided \`album_full\`.
 - **Media.** Every child of the sustained and burst phases has one attachment with a URL on the bench's
   media server (bench/media/server.ts, its own process): real JPEG, PNG and WebP images and MP4-like
   files of 120 KB–3 MB, about 0.5 MB on average, made with sharp from seeded pixels when it starts (none

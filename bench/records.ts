@@ -12,7 +12,7 @@ export function acceptedChildren(records: readonly RequestRecord[]): Map<string,
   const byWorkflow = new Map<string, Set<string>>();
   for (const record of records) {
     const workflowId = workflowIdOf(record);
-    if (record.status !== 202 || workflowId === null) continue;
+    if (!record.accepted || workflowId === null) continue;
     const children = byWorkflow.get(workflowId) ?? new Set<string>();
     children.add(record.messageId);
     byWorkflow.set(workflowId, children);
@@ -28,7 +28,7 @@ export function childCount(byWorkflow: Map<string, Set<string>>): number {
 
 /** New children accepted (redeliveries not counted). */
 export function newChildren(records: readonly RequestRecord[]): number {
-  return records.filter((r) => r.status === 202 && r.duplicate === false).length;
+  return records.filter((r) => r.accepted && r.duplicate === false).length;
 }
 
 /** `<workflow id> <message id>` of the expected children that no decision includes. */

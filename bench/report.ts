@@ -21,10 +21,10 @@ export function percentiles(values: readonly number[]): Percentiles {
 export interface StepStats {
   /** Requests the load generator sent. */
   sent: number;
-  /** 202 answers (new children and redeliveries). */
+  /** Acknowledgements (new children and redeliveries): 202 from the UnifyPort route, 200 from the Telegram route. */
   accepted: number;
   duplicates: number;
-  /** Non-202 answers and requests without an answer, by status ("0" = no answer). */
+  /** Other answers and requests without an answer, by status ("0" = no answer). */
   failures: Record<string, number>;
   /** From the first intended send to the last answer. */
   durationS: number;
@@ -35,9 +35,9 @@ export interface StepStats {
 }
 
 export function stepStats(records: readonly RequestRecord[], truncated: boolean): StepStats {
-  const accepted = records.filter((r) => r.status === 202);
+  const accepted = records.filter((r) => r.accepted);
   const failures: Record<string, number> = {};
-  for (const r of records) if (r.status !== 202) failures[String(r.status)] = (failures[String(r.status)] ?? 0) + 1;
+  for (const r of records) if (!r.accepted) failures[String(r.status)] = (failures[String(r.status)] ?? 0) + 1;
   const first = Math.min(...records.map((r) => r.intendedAt));
   const last = Math.max(...records.map((r) => r.ackAt));
   const durationS = records.length > 0 ? (last - first) / 1000 : 0;
@@ -68,6 +68,15 @@ export interface IngestStep {
    * after the ceiling, so both do the same work with no pipeline on the cores.
    */
   ingressAlone?: { stats: StepStats; throughputRatio: number | null; p99Ratio: number | null };
+}
+
+/** The Telegram route and the UnifyPort route under the same load of the whole app. */
+export interface TelegramStep {
+  /** Offered rate, requests/s. */
+  rate: number;
+  concurrency: number;
+  unifyport: StepStats;
+  telegram: StepStats;
 }
 
 export interface EndToEnd {
@@ -166,6 +175,8 @@ export interface BenchReport {
   versions: Record<string, string>;
   configuration: Record<string, unknown>;
   ingest: IngestStep[];
+  /** Null when the telegram phase did not run. */
+  telegram: TelegramStep | null;
   endToEnd: EndToEnd[];
   /** The phase held to the end-to-end target. */
   sustainedPhase: string;

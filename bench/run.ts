@@ -1,5 +1,5 @@
 // `npm run bench`: starts the whole stack on this machine (bench/stack.ts), runs the phases
-// (bench/phases/: ingest, sustained, burst, scale), checks correctness, and reports as JSON under
+// (bench/phases/: ingest, telegram, sustained, burst, scale), checks correctness, and reports as JSON under
 // bench/results/ and as a section appended to BENCHMARKS.md. Everything it started is stopped and its
 // databases dropped, also on failure and Ctrl-C.
 import crypto from 'node:crypto';
@@ -15,6 +15,7 @@ import { PhaseContext } from './phases/context.js';
 import { runIngest } from './phases/ingest.js';
 import { runScale } from './phases/scale.js';
 import { runSustained } from './phases/sustained.js';
+import { runTelegram } from './phases/telegram.js';
 import { countLogProblems } from './processes.js';
 import { attachmentOutcomes, mediaSettledOf } from './queries.js';
 import { acceptedChildren } from './records.js';
@@ -42,6 +43,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const stack = await startStack(options, runTag, runDir, closers);
     const ctx = new PhaseContext(options, stack);
     const ingest = await runIngest(ctx);
+    const telegram = await runTelegram(ctx);
     const sustainedPhase = await runSustained(ctx);
     const burstPhase = await runBurst(ctx);
     const scale = await runScale(ctx);
@@ -99,6 +101,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
         profile: options.profile,
       },
       ingest,
+      telegram,
       endToEnd: endToEndFigures,
       sustainedPhase,
       temporalCost: ctx.appPhases.map((phase) => phase.cost),

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type pg from 'pg';
+import { defaultTelegramApiRoot } from '../src/config.js';
 import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } from '../src/db/pool.js';
 import { pickPort } from '../src/embedded/ports.js';
 import { startDevServer } from '../src/embedded/temporal.js';
@@ -44,6 +45,8 @@ export interface Stack {
   taskQueue: string;
   workspace: string;
   secret: string;
+  /** The bot of TELEGRAM_BOTS[workspace] the Telegram step posts to. */
+  telegram: { bot: string; botId: string; secretToken: string };
   worker: ManagedProcess;
   ingress: ManagedProcess;
   ceiling: ManagedProcess;
@@ -105,6 +108,8 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const mediaDir = path.join(runDir, 'media');
   closers.push('the downloaded media', () => fs.promises.rm(mediaDir, { recursive: true, force: true }));
   const metricsToken = crypto.randomBytes(32).toString('base64url');
+  const telegram = { bot: 'bench', botId: '7000000099', secretToken: crypto.randomBytes(24).toString('hex') };
+  const telegramToken = `${telegram.botId}:${crypto.randomBytes(24).toString('base64url')}`;
   const albumEnv = {
     ...inherited,
     API_TOKENS: JSON.stringify({ [metricsToken]: ['*'] }),
@@ -113,6 +118,9 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     TEMPORAL_ADDRESS: temporalAddress,
     TEMPORAL_TASK_QUEUE: taskQueue,
     WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }),
+    // The cloud Bot API (unreachable here): the Telegram step's files are over its 20 MB limit, so none is fetched.
+    TELEGRAM_BOTS: JSON.stringify({ [workspace]: { [telegram.bot]: { token: telegramToken, secretToken: telegram.secretToken } } }),
+    TELEGRAM_API_ROOT: defaultTelegramApiRoot,
     QUIET_PERIOD_MS: String(options.quietPeriodMs),
     MAX_WAIT_MS: String(options.maxWaitMs),
     LATE_WINDOW_MS: String(options.lateWindowMs),
@@ -195,6 +203,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     taskQueue,
     workspace,
     secret,
+    telegram,
     worker,
     ingress,
     ceiling,

@@ -1,6 +1,7 @@
 // The bench's traffic: UnifyPort `message.received` events for albums of several children, in
 // shuffled order, some redelivered, each child's attachment on the bench's media server or without a
-// URL. Deterministic for a seed; pure (no I/O, no clock).
+// URL; or the same albums as a Telegram bot's webhook receives them. Deterministic for a seed; pure
+// (no I/O, no clock).
 import type { MediaFile } from './media/catalogue.js';
 
 export interface AlbumShape {
@@ -28,6 +29,14 @@ export interface WorkloadOptions {
   maxAlbums?: number;
   /** Each child's attachment is one of these files (drawn by weight) at a URL of its own; unset: no URL. */
   media?: ServedMedia;
+  /** Send the albums as Telegram Updates of this bot instead (no total; the albums' keys are known from the request). */
+  telegram?: TelegramAlbums;
+}
+
+/** Whose Telegram albums the workload makes: the key of each album is `<workspace>:telegram:<bot id>:<chat>:<album>`. */
+export interface TelegramAlbums {
+  workspace: string;
+  botId: string;
 }
 
 /** The media server as the workload uses it: where it is and what it serves. */
@@ -44,6 +53,8 @@ export interface ChildRequest {
   albumSize: number;
   albumHasTotal: boolean;
   redelivery: boolean;
+  /** A Telegram Update's album key (its answer is an empty body); null for UnifyPort events, whose 202 names it. */
+  albumKey: string | null;
 }
 
 /** Requests sent at the same intended instant. */
@@ -116,6 +127,37 @@ export function childEvent(input: {
         attachments: [attachment],
         album,
       },
+    },
+  });
+}
+
+/** A number of the phase's id prefix, below 100,000 (FNV-1a). */
+function phaseNumber(idPrefix: string): number {
+  let hash = 0x811c9dc5;
+  for (const char of idPrefix) hash = Math.imul(hash ^ char.charCodeAt(0), 0x01000193) >>> 0;
+  return hash % 100_000;
+}
+
+/**
+ * A Telegram Update of one album item: a document over the cloud Bot API's 20 MB download limit, so it is
+ * `unavailable` at once and no download reaches the network.
+ */
+export function telegramUpdate(input: { updateId: number; chatId: number; albumId: string; messageId: number; index: number }): string {
+  return JSON.stringify({
+    update_id: input.updateId,
+    message: {
+      message_id: input.messageId,
+      chat: { id: input.chatId, type: 'private' },
+      date: Math.floor(sentAtBase / 1000) + input.index,
+      media_group_id: input.albumId,
+      document: {
+        file_id: `${input.albumId}-${input.messageId}`,
+        file_unique_id: `u-${input.albumId}-${input.messageId}`,
+        file_name: `scan-${input.index}.pdf`,
+        mime_type: 'application/pdf',
+        file_size: 25 * 1024 * 1024,
+      },
+      ...(input.index === 0 ? { caption: `album ${input.albumId}` } : {}),
     },
   });
 }
@@ -195,11 +237,12 @@ export class Workload {
   }
 
   private createAlbum(): OpenAlbum {
-    const { idPrefix, albums } = this.options;
+    const { idPrefix, albums, telegram } = this.options;
     const number = this.albumsCreated++;
     const size = albums.minChildren + Math.floor(this.random() * (albums.maxChildren - albums.minChildren + 1));
     const hasTotal = this.random() < albums.totalShare;
     const albumId = `${idPrefix}-a${number}`;
+    if (telegram) return this.telegramAlbum(telegram, number, albumId, size);
     const provider = hasTotal ? 'whatsapp' : 'telegram';
     const conversationId = `conv-${number % 50}`;
     const children: ChildRequest[] = [];
@@ -221,6 +264,27 @@ export class Workload {
         albumSize: size,
         albumHasTotal: hasTotal,
         redelivery: false,
+        albumKey: null,
+      });
+    }
+    return { pending: shuffle(children, this.random) };
+  }
+
+  /** The album in a chat of its own, message ids 1…size (a chat's ids grow); chats and update ids differ between phases. */
+  private telegramAlbum({ workspace, botId }: TelegramAlbums, number: number, albumId: string, size: number): OpenAlbum {
+    const chatId = phaseNumber(this.options.idPrefix) * 1_000_000 + number;
+    const albumKey = [workspace, 'telegram', botId, String(chatId), albumId].map(encodeURIComponent).join(':');
+    const children: ChildRequest[] = [];
+    for (let index = 0; index < size; index++) {
+      const messageId = index + 1;
+      children.push({
+        body: telegramUpdate({ updateId: chatId * 100 + messageId, chatId, albumId, messageId, index }),
+        albumId,
+        messageId: String(messageId),
+        albumSize: size,
+        albumHasTotal: false,
+        redelivery: false,
+        albumKey,
       });
     }
     return { pending: shuffle(children, this.random) };

@@ -60,6 +60,12 @@ describe('npm run bench, tiny', () => {
       expect(isNumber(alone?.stats.ackMs.p99) && isNumber(alone.throughputRatio) && isNumber(alone.p99Ratio)).toBe(true);
     }
 
+    for (const side of [report.telegram?.unifyport, report.telegram?.telegram]) {
+      expect(side?.accepted).toBeGreaterThan(0);
+      expect(side?.failures).toEqual({});
+      expect(isNumber(side?.ackMs.p50) && isNumber(side.ackMs.p99)).toBe(true);
+    }
+
     const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
     expect(sustained).toBeDefined();
     const decidedAlbums = report.endToEnd.flatMap((e) => [e.withTotal, e.withoutTotal]).filter((side) => side.albums > 0);
@@ -119,7 +125,7 @@ describe('npm run bench, tiny', () => {
     const markdown = fs.readFileSync(benchmarksPath, 'utf8');
     expect(markdown).toMatch(/^# Benchmarks/);
     expect(markdown).toContain(outcome.markdown);
-    for (const heading of ['### Targets', '### 1–2. Ingest', '### 3. End to end', '### 4. Temporal cost', '### 5. Scale', '### 6. Correctness', '### 7. Temporal counts']) {
+    for (const heading of ['### Targets', '### 1–2. Ingest', '### 2b. The Telegram route', '### 3. End to end', '### 4. Temporal cost', '### 5. Scale', '### 6. Correctness', '### 7. Temporal counts']) {
       expect(markdown).toContain(heading);
     }
   });
