@@ -1,4 +1,6 @@
+import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
 import { checkInvariants, isQuiet, type CheckReport } from './harness/invariants.js';
 import { LoadGenerator } from './harness/load.js';
 import { MemoryWatch } from './harness/memory.js';
@@ -28,15 +30,23 @@ describe('fault suite: two ingresses and two workers under signed load while the
   let stack: Stack;
   let load: LoadGenerator;
   let memory: MemoryWatch;
+  let botApi: FakeBotApi;
   const faults: Fault[] = [];
   let startedAt = 0;
+  const bot = { id: '7000000042', token: `7000000042:AAH${crypto.randomBytes(16).toString('hex')}`, secretToken: 'faults-telegram-secret' };
 
   beforeAll(async () => {
+    botApi = await startFakeBotApi();
+    botApi.addBot(bot.token);
     stack = await startStack({
       ingresses: 2,
       workers: 2,
       media: { bytes: 96 * 1024, durationMs: () => 400 + Math.random() * 1_200 },
       notifyDelayMs: () => 150 + Math.random() * 500,
+      env: {
+        TELEGRAM_API_ROOT: botApi.url,
+        TELEGRAM_BOTS: JSON.stringify({ [workspace]: { faults: { token: bot.token, secretToken: bot.secretToken } } }),
+      },
     });
     load = new LoadGenerator({
       workspace,
@@ -45,6 +55,13 @@ describe('fault suite: two ingresses and two workers under signed load while the
       mediaUrl: (path) => stack.media.url(path),
       albumsPerSecond: 3,
       maxInFlight: 24,
+      telegram: {
+        bot: 'faults',
+        botId: bot.id,
+        secretToken: bot.secretToken,
+        share: 0.3,
+        serveFile: (fileId) => botApi.addFile(bot.token, fileId, { content: crypto.createHash('sha256').update(fileId).digest() }),
+      },
     });
     memory = new MemoryWatch([...stack.ingresses, ...stack.workers]);
   }, 300_000);
@@ -53,6 +70,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
     load?.stop();
     memory?.stop();
     await stack?.teardown();
+    await botApi?.close();
   }, 120_000);
 
   async function inject(name: string, breakAndRepair: () => Promise<string>): Promise<void> {
@@ -63,7 +81,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
     await pause(3_000);
   }
 
-  it('keeps every acknowledged child, decides it, notifies album.ready once and downloads each file once', async () => {
+  it('keeps every acknowledged child (UnifyPort and Telegram), decides it, notifies album.ready once and downloads each file once', async () => {
     startedAt = Date.now();
     memory.start();
     load.start();
@@ -121,7 +139,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
     await load.drain(180_000);
     const quiet = await waitFor(async () => isQuiet(stack.pool, load), 360_000, 2_000);
     memory.stop();
-    const report: CheckReport = await checkInvariants({ pool: stack.pool, workspace, load, media: stack.media, receiver: stack.receiver });
+    const report: CheckReport = await checkInvariants({ pool: stack.pool, workspace, load, media: stack.media, receiver: stack.receiver, botApi });
     const elapsed = Date.now() - startedAt;
 
     const phases = ['warm-up', ...faults.map((f) => f.name), 'cool-down and redeliveries'];
@@ -135,8 +153,8 @@ describe('fault suite: two ingresses and two workers under signed load while the
         fault ? `t+${seconds(fault.at - startedAt)}` : '',
         fault ? seconds(fault.recoveredAt - fault.at) : '',
         String(attempts.length),
-        String(attempts.filter((a) => a.status === 202).length),
-        String(attempts.filter((a) => a.status !== 202).length),
+        String(attempts.filter((a) => a.acknowledged).length),
+        String(attempts.filter((a) => !a.acknowledged).length),
         `${acknowledgedChildren.filter((c) => report.checked.has(c.childKey)).length}/${acknowledgedChildren.length}`,
         violations === 0 ? 'ok' : `${violations} violation(s)`,
         fault?.note ?? '',
@@ -144,13 +162,14 @@ describe('fault suite: two ingresses and two workers under signed load while the
     });
     const finalViolations = report.violations.filter((v) => v.phase === 'final').length;
     const acknowledged = [...load.children.values()].filter((c) => c.acked).length;
+    const telegramChildren = [...load.children.values()].filter((c) => c.telegramFileId !== null);
     rows.push([
       'all (final checks)',
       `t+${seconds(elapsed)}`,
       '',
       String(load.attempts.length),
-      String(load.attempts.filter((a) => a.status === 202).length),
-      String(load.attempts.filter((a) => a.status !== 202).length),
+      String(load.attempts.filter((a) => a.acknowledged).length),
+      String(load.attempts.filter((a) => !a.acknowledged).length),
       `${report.checked.size}/${acknowledged}`,
       finalViolations === 0 ? 'ok' : `${finalViolations} violation(s)`,
       quiet.done ? 'quiet' : `not quiet: ${quiet.detail}`,
@@ -159,11 +178,13 @@ describe('fault suite: two ingresses and two workers under signed load while the
       [
         '',
         'albumflow fault suite',
-        formatTable(['fault injected', 'when', 'outage', 'requests', '202', 'refused/failed', 'children checked', 'result', 'note'], rows),
+        formatTable(['fault injected', 'when', 'outage', 'requests', 'acked', 'refused/failed', 'children checked', 'result', 'note'], rows),
         '',
         `children sent ${load.children.size}, acknowledged ${acknowledged}, checked ${report.checked.size}; albums ${report.albums}, ` +
           `decisions ${report.decisions}, files downloaded ${report.downloads} (${report.interruptedFetches} fetches cut by kills), ` +
           `notifications ${stack.receiver.deliveries.length} (${report.notificationRedeliveries} same-id redeliveries)`,
+        `of them Telegram: children ${telegramChildren.length} (checked ${telegramChildren.filter((c) => report.checked.has(c.childKey)).length}), ` +
+          `caption edits ${telegramChildren.filter((c) => c.editedCaption !== null).length}, getFile calls ${botApi.calls('getFile').length}`,
         `peak memory: ingress ${megabytes(memory.peakOf('ingress'))}, worker ${megabytes(memory.peakOf('worker'))}; ` +
           `unexpected process exits ${[...stack.ingresses, ...stack.workers].reduce((n, p) => n + p.unexpectedExits, 0)}`,
         ...report.violations.slice(0, 40).map((v) => `  [${v.phase}] ${v.message}`),
@@ -176,6 +197,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
     expect(load.unacknowledged()).toBe(0);
     expect(report.checked.size).toBe(acknowledged);
     expect(acknowledged).toBe(load.children.size);
+    expect(telegramChildren.length).toBeGreaterThan(0);
     expect(faults.find((f) => f.name.startsWith('PostgreSQL'))?.note).not.toMatch(/^0 answered/);
     expect([...stack.ingresses, ...stack.workers].map((p) => [p.name, p.unexpectedExits])).toEqual(
       [...stack.ingresses, ...stack.workers].map((p) => [p.name, 0]),

@@ -18,6 +18,8 @@ export interface FakeFile {
 }
 
 export interface RecordedRequest {
+  /** When it arrived (ms since the epoch). */
+  at: number;
   method: string;
   /** As requested, token included. */
   path: string;
@@ -146,7 +148,7 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
     request.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
       const url = new URL(request.url ?? '/', 'http://fake');
-      requests.push({ method: request.method ?? '', path: url.pathname + url.search, headers: request.headers, body });
+      requests.push({ at: Date.now(), method: request.method ?? '', path: url.pathname + url.search, headers: request.headers, body });
 
       const route = routeOf(url.pathname);
       const answer = route ? scripted.get(route)?.shift() : undefined;

@@ -1,4 +1,5 @@
 import type { Pool } from '../../../src/db/pool.js';
+import type { FakeBotApi } from '../../helpers/fake-bot-api.js';
 import { childKeyString } from '../../../workflows/keys.js';
 import type { LoadGenerator, SentChild } from './load.js';
 import type { Fetch, MediaServer, NotifyReceiver } from './servers.js';
@@ -25,6 +26,9 @@ export interface CheckReport {
 interface StoredMessage {
   messageId: string;
   albumWorkflowId: string | null;
+  caption: string | null;
+  /** Earlier versions kept by edits. */
+  versions: number;
 }
 
 interface DecisionRow {
@@ -49,8 +53,11 @@ async function storedMessages(pool: Pool, workspace: string): Promise<Map<string
     conversation_id: string;
     message_id: string;
     album_workflow_id: string | null;
+    caption: string | null;
+    versions: number;
   }>(
-    `SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, al.workflow_id AS album_workflow_id
+    `SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, al.workflow_id AS album_workflow_id, m.caption,
+            (SELECT count(*)::int FROM message_history h WHERE h.message_pk = m.id) AS versions
        FROM messages m LEFT JOIN albums al ON al.id = m.album_pk WHERE m.workspace = $1`,
     [workspace],
   );
@@ -63,7 +70,7 @@ async function storedMessages(pool: Pool, workspace: string): Promise<Map<string
         conversationId: row.conversation_id,
         messageId: row.message_id,
       });
-      return [key, { messageId: row.message_id, albumWorkflowId: row.album_workflow_id }];
+      return [key, { messageId: row.message_id, albumWorkflowId: row.album_workflow_id, caption: row.caption, versions: row.versions }];
     }),
   );
 }
@@ -107,7 +114,8 @@ async function latestDecisions(pool: Pool): Promise<Map<string, Set<string>>> {
 /**
  * The invariants of the fault suite, checked once everything is quiet: every acknowledged child is stored
  * and in its album's latest decision; decisions are well formed; one `album.ready` per album; no attachment
- * fetched after it was marked downloaded; outbox empty; no refusal of valid traffic but 503.
+ * fetched (or, for a Telegram file, asked of getFile) after it was marked downloaded; a Telegram edit's
+ * caption stored, the earlier one in the history; outbox empty; no refusal of valid traffic but 503.
  */
 export async function checkInvariants(input: {
   pool: Pool;
@@ -115,8 +123,10 @@ export async function checkInvariants(input: {
   load: LoadGenerator;
   media: MediaServer;
   receiver: NotifyReceiver;
+  /** The fake Bot API the Telegram traffic's files come from. */
+  botApi?: FakeBotApi;
 }): Promise<CheckReport> {
-  const { pool, workspace, load, media, receiver } = input;
+  const { pool, workspace, load, media, receiver, botApi } = input;
   const violations: Violation[] = [];
   const childFailures = new Map<string, string[]>();
   const fail = (child: SentChild, message: string) => {
@@ -147,6 +157,11 @@ export async function checkInvariants(input: {
   );
   const fetchesByPath = new Map<string, Fetch[]>();
   for (const fetch of media.fetches) fetchesByPath.set(fetch.path, [...(fetchesByPath.get(fetch.path) ?? []), fetch]);
+  const getFileTimes = new Map<string, number[]>();
+  for (const request of botApi?.calls('getFile') ?? []) {
+    const fileId = (JSON.parse(request.body) as { file_id?: string }).file_id ?? '';
+    getFileTimes.set(fileId, [...(getFileTimes.get(fileId) ?? []), request.at]);
+  }
 
   for (const child of load.children.values()) {
     if (child.refusedWith !== null) fail(child, `valid traffic refused with HTTP ${child.refusedWith}`);
@@ -164,12 +179,22 @@ export async function checkInvariants(input: {
     else if (!latest?.child_message_ids.includes(child.messageId)) fail(child, `missing from the latest decision #${latest?.seq}`);
 
     const attachment = attachments.get(child.childKey);
-    const expectedStatus = child.attachmentPath === null ? 'unavailable' : 'downloaded';
+    const expectedStatus = child.attachmentPath === null && child.telegramFileId === null ? 'unavailable' : 'downloaded';
     if (!attachment) fail(child, 'attachment row missing');
     else if (attachment.status !== expectedStatus) fail(child, `attachment ${attachment.status}, not ${expectedStatus}`);
-    else if (child.attachmentPath !== null) {
-      const refetched = (fetchesByPath.get(child.attachmentPath) ?? []).filter((f) => f.startedAt > attachment.updated_at.getTime());
+    else {
+      const fetchedAt =
+        child.attachmentPath !== null
+          ? (fetchesByPath.get(child.attachmentPath) ?? []).map((f) => f.startedAt)
+          : child.telegramFileId !== null
+            ? (getFileTimes.get(child.telegramFileId) ?? [])
+            : [];
+      const refetched = fetchedAt.filter((at) => at > attachment.updated_at.getTime());
       if (refetched.length > 0) fail(child, `attachment fetched ${refetched.length} time(s) after it was marked downloaded`);
+    }
+    // An edit that overtook its message (the message retried through an outage) is stored as the child: no earlier version.
+    if (child.editedCaption !== null && (row.caption !== child.editedCaption || row.versions > 1)) {
+      fail(child, `edited to "${child.editedCaption}", stored as "${row.caption}" with ${row.versions} earlier version(s)`);
     }
   }
 
@@ -194,8 +219,16 @@ export async function checkInvariants(input: {
       }
       const dropped = [...previous].filter((id) => !ids.has(id));
       if (dropped.length > 0) global(`${where}: drops children of the previous decision: ${dropped.join(', ')}`);
-      const expected = workflowId.startsWith('message:') ? ['standalone'] : i === 0 ? ['expected_count_reached', 'quiet_period', 'max_wait'] : ['late_item'];
+      const telegram = workflowId.startsWith(`album:${encodeURIComponent(workspace)}:telegram:`);
+      const expected = workflowId.startsWith('message:')
+        ? ['standalone']
+        : i > 0
+          ? ['late_item']
+          : telegram
+            ? ['quiet_period', 'max_wait', 'album_full']
+            : ['expected_count_reached', 'quiet_period', 'max_wait'];
       if (!expected.includes(decision.trigger)) global(`${where}: trigger ${decision.trigger}`);
+      if (decision.trigger === 'album_full' && ids.size < 10) global(`${where}: album_full with ${ids.size} children`);
       previous = ids;
     });
   }

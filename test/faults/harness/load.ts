@@ -2,14 +2,18 @@ import crypto from 'node:crypto';
 import { signatureHeader } from '../../../src/signature.js';
 import { albumKeyString, childKeyString } from '../../../workflows/keys.js';
 
-/** One child message the load generator sends until an ingress answers 202 (as a webhook sender retries). */
+/** One child message the load generator sends until an ingress acknowledges it (as a webhook sender retries). */
 export interface SentChild {
   childKey: string;
   albumKey: string | null;
   messageId: string;
   /** Null when the child's attachment was sent without a URL (`unavailable`, nothing to download). */
   attachmentPath: string | null;
-  /** Phase of the first 202, null while unacknowledged. */
+  /** A Telegram child's file, downloaded through the fake Bot API's getFile (it has no URL). */
+  telegramFileId: string | null;
+  /** The caption a Telegram edit of the child set, once that edit was acknowledged too. */
+  editedCaption: string | null;
+  /** Phase of the first acknowledgement, null while unacknowledged. */
   ackedIn: string | null;
   acked: boolean;
   /** A 4xx answer, never retried (valid traffic must not get one). */
@@ -22,6 +26,8 @@ export interface Attempt {
   at: number;
   /** HTTP status, or 0 when no answer came (connection refused or reset). */
   status: number;
+  /** A 202 (UnifyPort) or a 200 (Telegram): the delivery is committed. */
+  acknowledged: boolean;
   /** The row the 202 names (a 202 for the wrong child is a failure of its own). */
   answeredKey?: string;
 }
@@ -31,6 +37,10 @@ interface Delivery {
   body: string;
   dueAt: number;
   retries: number;
+  /** Posted to the Telegram route (answered 200) rather than UnifyPort's (202). */
+  telegram: boolean;
+  /** The edit's caption when this delivery is an edit of the child. */
+  edit?: string | null;
 }
 
 export interface AlbumShape {
@@ -45,9 +55,21 @@ export interface AlbumShape {
   mediaEvery?: number;
 }
 
+/** A bot of TELEGRAM_BOTS[workspace] whose webhook gets a share of the albums as Telegram Updates. */
+export interface TelegramTarget {
+  bot: string;
+  botId: string;
+  secretToken: string;
+  /** Share of the generated albums sent as Telegram albums. */
+  share: number;
+  /** Makes the fake Bot API serve this file to the bot. */
+  serveFile: (fileId: string) => void;
+}
+
 export interface LoadOptions {
   workspace: string;
   secret: string;
+  telegram?: TelegramTarget;
   /** Ingress base URLs; requests go round-robin. */
   targets: string[];
   /** Builds the attachment URL of a media path. */
@@ -61,7 +83,9 @@ const chance = (p: number) => Math.random() < p;
 /**
  * Signed UnifyPort traffic: albums of 1–10 children (half of them with a total), standalone messages,
  * deliveries shuffled and spread over a second and a half, a fifth of them redelivered (same or new event
- * id). Every child is retried until it gets a 202; every attempt is recorded with the phase it was sent in.
+ * id). With a Telegram bot, a share of the albums are Telegram Updates instead (no total, numeric
+ * message ids, files behind getFile, redeliveries with the same update_id, a caption edit of some).
+ * Every child is retried until it is acknowledged; every attempt is recorded with the phase it was sent in.
  */
 export class LoadGenerator {
   readonly children = new Map<string, SentChild>();
@@ -71,6 +95,7 @@ export class LoadGenerator {
   private inFlight = 0;
   private next = 0;
   private albums = 0;
+  private nextUpdateId = 1;
   private generating: NodeJS.Timeout | undefined;
   private pumping: NodeJS.Timeout | undefined;
   private readonly run = crypto.randomBytes(3).toString('hex');
@@ -84,7 +109,9 @@ export class LoadGenerator {
       credit += (this.options.albumsPerSecond * tickMs) / 1000;
       for (; credit >= 1; credit -= 1) {
         const standalone = chance(0.1);
-        this.addAlbum({ size: standalone ? 1 : 1 + crypto.randomInt(10), standalone, withTotal: !standalone && chance(0.5) });
+        const size = standalone ? 1 : 1 + crypto.randomInt(10);
+        if (this.options.telegram && chance(this.options.telegram.share)) this.addTelegramAlbum({ size, standalone });
+        else this.addAlbum({ size, standalone, withTotal: !standalone && chance(0.5) });
       }
     }, tickMs);
     this.pumping = setInterval(() => this.pump(), 20);
@@ -144,6 +171,8 @@ export class LoadGenerator {
         albumKey,
         messageId,
         attachmentPath,
+        telegramFileId: null,
+        editedCaption: null,
         ackedIn: null,
         acked: false,
         refusedWith: null,
@@ -168,10 +197,63 @@ export class LoadGenerator {
         });
       const eventId = `evt-${this.run}-${number}-${index}`;
       const dueAt = now + crypto.randomInt(spreadMs + 1);
-      this.queue.push({ child, body: event(eventId), dueAt, retries: 0 });
+      this.queue.push({ child, body: event(eventId), dueAt, retries: 0, telegram: false });
       if (chance(redeliveryRate)) {
         const again = chance(0.5) ? eventId : `${eventId}-again`;
-        this.queue.push({ child, body: event(again), dueAt: dueAt + crypto.randomInt(3_000), retries: 0 });
+        this.queue.push({ child, body: event(again), dueAt: dueAt + crypto.randomInt(3_000), retries: 0, telegram: false });
+      }
+    }
+  }
+
+  /**
+   * Queues a Telegram album (or a standalone photo) as its bot's webhook receives it: one chat of its
+   * own, message ids 1…size, a photo each; a fifth redelivered with the same update_id; a third of the
+   * albums get an edit of their first item's caption a few seconds later.
+   */
+  addTelegramAlbum({ size, standalone, spreadMs = 1_500 }: { size: number; standalone: boolean; spreadMs?: number }): void {
+    const telegram = this.options.telegram!;
+    const number = this.albums++;
+    const now = Date.now();
+    const chatId = 1_000_000 + number;
+    const scope = { workspace: this.options.workspace, provider: 'telegram', accountId: telegram.botId, conversationId: String(chatId) };
+    const group = `g-${this.run}-${number}`;
+    const albumKey = standalone ? null : albumKeyString({ ...scope, albumId: group });
+    const date = Math.floor(now / 1000);
+    const message = (messageId: number, caption: string | null, fileId: string) => ({
+      message_id: messageId,
+      chat: { id: chatId, type: 'private' },
+      date,
+      ...(standalone ? {} : { media_group_id: group }),
+      photo: [{ file_id: fileId, file_unique_id: `u-${fileId}`, width: 1280, height: 960 }],
+      ...(caption === null ? {} : { caption }),
+    });
+    const edited = !standalone && chance(1 / 3);
+    for (let messageId = 1; messageId <= size; messageId++) {
+      const fileId = `f-${this.run}-${number}-${messageId}`;
+      telegram.serveFile(fileId);
+      const caption = messageId === 1 ? `album ${number}` : null;
+      const child: SentChild = {
+        childKey: childKeyString({ ...scope, messageId: String(messageId) }),
+        albumKey,
+        messageId: String(messageId),
+        attachmentPath: null,
+        telegramFileId: fileId,
+        editedCaption: null,
+        ackedIn: null,
+        acked: false,
+        refusedWith: null,
+      };
+      this.children.set(child.childKey, child);
+      const updateId = this.nextUpdateId++;
+      const body = JSON.stringify({ update_id: updateId, message: message(messageId, caption, fileId) });
+      const dueAt = now + crypto.randomInt(spreadMs + 1);
+      this.queue.push({ child, body, dueAt, retries: 0, telegram: true });
+      if (chance(0.2)) this.queue.push({ child, body, dueAt: dueAt + crypto.randomInt(3_000), retries: 0, telegram: true });
+      if (edited && messageId === 1) {
+        const editCaption = `album ${number} (edited)`;
+        const edit = { ...message(messageId, editCaption, fileId), edit_date: date + 60 };
+        const editBody = JSON.stringify({ update_id: this.nextUpdateId++, edited_message: edit });
+        this.queue.push({ child, body: editBody, dueAt: now + spreadMs + crypto.randomInt(4_000), retries: 0, telegram: true, edit: editCaption });
       }
     }
   }
@@ -188,28 +270,40 @@ export class LoadGenerator {
     }
   }
 
-  private async send(delivery: Delivery): Promise<void> {
-    const { targets, workspace, secret } = this.options;
-    const target = targets[this.next++ % targets.length]!;
+  /** The request of one delivery: UnifyPort's signed with the workspace secret, Telegram's with the bot's secret token. */
+  private request(delivery: Delivery, target: string): { url: string; headers: Record<string, string> } {
+    const { workspace, secret, telegram } = this.options;
+    if (delivery.telegram) {
+      return {
+        url: `${target}/webhooks/telegram/${workspace}/${telegram!.bot}`,
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': telegram!.secretToken },
+      };
+    }
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const attempt: Attempt = { childKey: delivery.child.childKey, phase: this.phase, at: Date.now(), status: 0 };
+    return {
+      url: `${target}/webhooks/unifyport/${workspace}`,
+      headers: {
+        'content-type': 'application/json',
+        'x-unifyport-timestamp': timestamp,
+        'x-unifyport-signature': signatureHeader(secret, timestamp, delivery.body),
+      },
+    };
+  }
+
+  private async send(delivery: Delivery): Promise<void> {
+    const target = this.options.targets[this.next++ % this.options.targets.length]!;
+    const attempt: Attempt = { childKey: delivery.child.childKey, phase: this.phase, at: Date.now(), status: 0, acknowledged: false };
     this.attempts.push(attempt);
     try {
-      const response = await fetch(`${target}/webhooks/unifyport/${workspace}`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-unifyport-timestamp': timestamp,
-          'x-unifyport-signature': signatureHeader(secret, timestamp, delivery.body),
-        },
-        body: delivery.body,
-        signal: AbortSignal.timeout(20_000),
-      });
+      const { url, headers } = this.request(delivery, target);
+      const response = await fetch(url, { method: 'POST', headers, body: delivery.body, signal: AbortSignal.timeout(20_000) });
       attempt.status = response.status;
       const answer = (await response.json().catch(() => ({}))) as { childKey?: string };
-      if (response.status === 202) {
-        attempt.answeredKey = answer.childKey;
-        if (!delivery.child.acked) {
+      if (response.status === (delivery.telegram ? 200 : 202)) {
+        attempt.acknowledged = true;
+        if (!delivery.telegram) attempt.answeredKey = answer.childKey;
+        if (delivery.edit !== undefined) delivery.child.editedCaption = delivery.edit;
+        else if (!delivery.child.acked) {
           delivery.child.acked = true;
           delivery.child.ackedIn = attempt.phase;
         }
