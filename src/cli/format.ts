@@ -1,4 +1,4 @@
-import type { AlbumListBody, AlbumStatus, AttachmentView, DecisionView, MessageStatus } from '../http/schemas.js';
+import type { AlbumListBody, AlbumStatus, AttachmentView, DecisionView, EarlierVersion, MessageStatus } from '../http/schemas.js';
 
 export function plural(count: number, noun: string, nouns = `${noun}s`): string {
   return `${count} ${count === 1 ? noun : nouns}`;
@@ -21,6 +21,17 @@ const text = (value: unknown): string => (value === null || value === undefined 
 
 function attachmentsCell(attachments: AttachmentView[]): string {
   return attachments.map((a) => `#${a.position} ${a.status}${a.error ? ` (${a.error})` : ''}`).join(', ') || '-';
+}
+
+/** A caption as it is now, marked when edits replaced earlier ones. */
+function captionCell(caption: string | null, history: EarlierVersion[]): string {
+  return history.length === 0 ? text(caption) : `${text(caption)} (edited ${plural(history.length, 'time')})`;
+}
+
+function historyLines(history: EarlierVersion[]): string[] {
+  return history.map(
+    (version, i) => `  version ${i + 1}:    ${text(version.caption)} (replaced ${version.replacedAt}${version.mediaReplaced ? ', with its media' : ''})`,
+  );
 }
 
 function decisionsTable(decisions: DecisionView[]): string {
@@ -49,7 +60,7 @@ export function formatAlbum(album: AlbumStatus): string {
     '',
     table(
       ['index', 'message', 'caption', 'sent at', 'attachments'],
-      album.children.map((c) => [text(c.index), c.messageId, text(c.caption), text(c.sentAt), attachmentsCell(c.attachments)]),
+      album.children.map((c) => [text(c.index), c.messageId, captionCell(c.caption, c.history), text(c.sentAt), attachmentsCell(c.attachments)]),
     ),
     '',
     decisionsTable(album.decisions),
@@ -61,7 +72,8 @@ export function formatMessage(message: MessageStatus): string {
     `Message ${message.key.messageId}  (${message.key.provider} / account ${message.key.accountId} / conversation ${message.key.conversationId}, workspace ${message.key.workspace})`,
     `workflow id:    ${message.workflowId}`,
     `album:          ${message.albumKey ? `${message.albumKey.albumId} (index ${text(message.index)}, total ${text(message.total)})` : 'none (standalone)'}`,
-    `caption:        ${text(message.caption)}`,
+    `caption:        ${captionCell(message.caption, message.history)}`,
+    ...historyLines(message.history),
     `sent at:        ${text(message.sentAt)}`,
     `received:       ${message.receivedAt} (${plural(message.deliveryCount, 'delivery', 'deliveries')}, last ${message.lastReceivedAt})`,
     `attachments:    ${attachmentsCell(message.attachments)}`,
