@@ -2,12 +2,14 @@ import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/log.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
 import type { AlbumStatus, AttachmentView } from '../../workflows/types.js';
 import { eventually, saveHistory, storedDecisions, storedNotifications } from '../helpers/albums.js';
 import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
+import { testPool } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { editOf, fileContent, fileIdOf, messageOf, serveFiles, telegramFixture, variant, type Update } from '../helpers/telegram.js';
 
@@ -146,6 +148,31 @@ describe('the Telegram webhook: answers', () => {
     const answer = await fast.telegram('{"message": {"message_id": 1}}', { bot: 'shop' });
     expect([answer.statusCode, errorCode(answer.body)]).toEqual([400, 'invalid_update']);
     expect(await count(fast, 'quarantine')).toBe(before + 1);
+  });
+
+  it('answers 503 while PostgreSQL is unavailable, for a child, an edit and an update without a child', async () => {
+    const deadPool = testPool({ ...fast.config, databaseUrl: 'postgresql://nobody@127.0.0.1:1/none' });
+    const broken = await buildApp({ config: fast.config, pool: deadPool, temporal: fast.client, wakeDispatcher: () => undefined, logger });
+    try {
+      for (const update of [...telegramFixture('photo-album').slice(0, 1), ...telegramFixture('edited-caption'), ...telegramFixture('text-message')]) {
+        const response = await broken.inject({
+          method: 'POST',
+          url: `/webhooks/telegram/${fast.workspace}/shop`,
+          headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': shopSecret },
+          payload: JSON.stringify(update),
+        });
+        expect([response.statusCode, errorCode(response.body), response.headers['retry-after']]).toEqual([503, 'database_unavailable', '5']);
+      }
+    } finally {
+      await broken.close();
+      await deadPool.end();
+    }
+  });
+
+  it('is documented in the OpenAPI document with its answers', async () => {
+    const spec = (await fast.app.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, { post?: { responses: Record<string, unknown> } }> }>();
+    const route = spec.paths['/webhooks/telegram/{workspace}/{bot}']?.post;
+    expect(Object.keys(route?.responses ?? {}).sort()).toEqual(['200', '400', '401', '404', '413', '415', '500', '503']);
   });
 
   it('records a text message and an unknown update type, answers 200 and stores no child', async () => {
