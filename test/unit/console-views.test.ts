@@ -26,6 +26,7 @@ function album(overrides: Partial<AlbumStatus> = {}): AlbumStatus {
         sentAt: '2026-09-29T10:00:00.000Z',
         receivedAt: '2026-09-29T10:00:01.000Z',
         attachments: [{ position: 0, status: 'failed', contentType: null, bytes: null, sha256: null, error: hostile }],
+        history: [],
       },
       {
         messageId: hostile,
@@ -35,6 +36,7 @@ function album(overrides: Partial<AlbumStatus> = {}): AlbumStatus {
         sentAt: null,
         receivedAt: '2026-09-29T10:05:00.000Z',
         attachments: [{ position: 0, status: 'downloaded', contentType: 'image/jpeg', bytes: 2048, sha256: 'a'.repeat(64), error: null }],
+        history: [],
       },
     ],
     decisions: [
