@@ -13,6 +13,17 @@ export const ErrorBodySchema = Type.Object(
 );
 export type ErrorBody = Static<typeof ErrorBodySchema>;
 
+/** The error answers of a webhook route (refusal, quarantine, body limits, outage). */
+export const webhookErrorResponses = {
+  400: ErrorBodySchema,
+  401: ErrorBodySchema,
+  404: ErrorBodySchema,
+  413: ErrorBodySchema,
+  415: ErrorBodySchema,
+  500: ErrorBodySchema,
+  503: ErrorBodySchema,
+};
+
 const scope = {
   workspace: Type.String(),
   provider: Type.String(),

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { Config } from '../config.js';
 import type { EventSource } from '../ingest/sources.js';
 import { parseUpdate } from '../ingest/telegram.js';
-import { ErrorBodySchema as ErrorBody } from './schemas.js';
+import { webhookErrorResponses } from './schemas.js';
 import type { Ingress } from './webhook-ingress.js';
 
 export interface TelegramWebhookOptions {
@@ -54,13 +54,7 @@ export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhook
         headers: Type.Object({ [secretTokenHeader]: Type.Optional(Type.String({ description: 'The secret_token given to setWebhook' })) }),
         response: {
           200: Type.Unknown({ description: 'Committed; the body is empty' }),
-          400: ErrorBody,
-          401: ErrorBody,
-          404: ErrorBody,
-          413: ErrorBody,
-          415: ErrorBody,
-          500: ErrorBody,
-          503: ErrorBody,
+          ...webhookErrorResponses,
         },
       },
       onRequest: (request, _reply, next) => {

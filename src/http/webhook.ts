@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { Config } from '../config.js';
 import { signatureFailuresTotal } from '../metrics.js';
 import { verifySignature, type VerifyFailure } from '../signature.js';
-import { ErrorBodySchema as ErrorBody } from './schemas.js';
+import { webhookErrorResponses } from './schemas.js';
 import { parseEvent } from '../ingest/unifyport.js';
 import type { Ingress } from './webhook-ingress.js';
 
@@ -66,13 +66,7 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
         }),
         response: {
           202: Type.Union([Accepted, Ignored]),
-          400: ErrorBody,
-          401: ErrorBody,
-          404: ErrorBody,
-          413: ErrorBody,
-          415: ErrorBody,
-          500: ErrorBody,
-          503: ErrorBody,
+          ...webhookErrorResponses,
         },
       },
       onRequest: (request, _reply, next) => {

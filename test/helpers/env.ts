@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import pg from 'pg';
@@ -65,6 +66,18 @@ export function testConfig(env: Record<string, string> = {}): Config {
 
 export function testLogger(config: Config): Logger {
   return createLogger({ level: config.logLevel, format: 'json', name: 'test' });
+}
+
+/** A logger whose JSON lines are kept in `lines` (to search them for secrets). */
+export function capturedLogger(name: string, level = 'trace'): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  return { logger: createLogger({ level, format: 'json', name, destination }), lines };
 }
 
 export function testPool(config: Config, max = 5): Pool {

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
@@ -14,9 +13,8 @@ import type { RouteAccessEntry } from '../../src/http/access/plugin.js';
 import { sessionCookie, SignInCodes } from '../../src/http/access/session.js';
 import { tokenHash } from '../../src/http/access/tokens.js';
 import { buildApp, type App } from '../../src/http/app.js';
-import { createLogger } from '../../src/log.js';
 import { startService } from '../../src/service.js';
-import { testClient, testConfig, testPool, unique } from '../helpers/env.js';
+import { capturedLogger, testClient, testConfig, testPool, unique } from '../helpers/env.js';
 
 const workspaceA = unique('ws-a');
 const workspaceB = unique('ws-b');
@@ -26,14 +24,7 @@ const adminToken = unique('token-for-every-workspace');
 const allTokens = { [tokenA]: [workspaceA], [tokenB]: [workspaceB], [adminToken]: ['*'] };
 
 /** Every log line the apps of this file write; searched for secrets at the end. */
-const logLines: string[] = [];
-const logStream = new Writable({
-  write(chunk: Buffer, _encoding, done) {
-    logLines.push(chunk.toString('utf8'));
-    done();
-  },
-});
-const logger = createLogger({ level: 'trace', format: 'json', name: 'access-test', destination: logStream });
+const { logger, lines: logLines } = capturedLogger('access-test');
 /** Every secret value a request of this file carried: none may reach the log. */
 const secrets = new Set<string>(Object.keys(allTokens));
 

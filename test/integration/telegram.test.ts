@@ -1,15 +1,13 @@
 import crypto from 'node:crypto';
-import { Writable } from 'node:stream';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
-import { createLogger } from '../../src/log.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
 import type { AlbumStatus, AttachmentView } from '../../workflows/types.js';
 import { eventually, saveHistory, storedDecisions, storedNotifications } from '../helpers/albums.js';
 import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
-import { testPool } from '../helpers/env.js';
+import { capturedLogger, testPool } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { editOf, fileContent, fileIdOf, messageOf, serveFiles, telegramFixture, variant, type Update } from '../helpers/telegram.js';
 
@@ -22,14 +20,7 @@ const shop = '7000000001';
 const other = '7000000002';
 
 /** Every log line every part of a stack wrote, kept to search for the token. */
-const logLines: string[] = [];
-const capture = new Writable({
-  write(chunk: Buffer, _encoding, done) {
-    logLines.push(chunk.toString('utf8'));
-    done();
-  },
-});
-const logger = createLogger({ level: 'debug', format: 'json', name: 'telegram-test', destination: capture });
+const { logger, lines: logLines } = capturedLogger('telegram-test', 'debug');
 
 /** Every status body the tests fetched, kept to search for the token. */
 const statusBodies: string[] = [];
@@ -211,18 +202,6 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     expect(notifications.filter((n) => n.type === 'album.ready')).toHaveLength(1);
   });
 
-  it('builds a photo + video album and a document album, each file with its own type', async () => {
-    const mixed = telegramFixture('photo-video-album');
-    const documents = telegramFixture('document-album');
-    serveFiles(api, shopToken, [...mixed, ...documents]);
-    await send(fast, [...mixed, ...documents]);
-    const mixedAlbum = await settledAlbum(fast, albumKeyOf(fast, mixed[0]!), 2);
-    expect(mixedAlbum.children.map((c) => c.attachments[0]?.contentType)).toEqual(['image/jpeg', 'video/mp4']);
-    const documentAlbum = await settledAlbum(fast, albumKeyOf(fast, documents[0]!), 3);
-    expect(documentAlbum.children.map((c) => c.attachments[0]?.status)).toEqual(['downloaded', 'downloaded', 'downloaded']);
-    expect(documentAlbum.children[0]?.caption).toBe('Itinerary');
-  });
-
   it('keeps the same media_group_id in two chats and for two bots as three albums', async () => {
     const base = variant(telegramFixture('photo-album'), 1_000, (message) => {
       message.media_group_id = 'shared-group';
@@ -248,16 +227,22 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     expect(api.calls('getFile', otherToken)).toHaveLength(3);
   });
 
-  it('builds a channel post album and a business album (its chat scoped by the business connection)', async () => {
-    const channel = telegramFixture('channel-post-album');
-    const business = telegramFixture('business-album');
-    serveFiles(api, shopToken, [...channel, ...business]);
-    await send(fast, [...channel, ...business]);
-    const channelAlbum = await settledAlbum(fast, albumKeyOf(fast, channel[0]!), 2);
-    expect(channelAlbum.children[0]?.caption).toBe('Morning light');
-    const connection = messageOf(business[0]!).business_connection_id as string;
-    const businessKey = albumKeyOf(fast, business[0]!, shop, `${connection}:${messageOf(business[0]!).chat.id}`);
-    expect((await settledAlbum(fast, businessKey, 2)).media.downloaded).toBe(2);
+  it.each([
+    { fixture: 'photo-video-album', types: ['image/jpeg', 'video/mp4'], captions: ['Sunset, and the boat', null] },
+    { fixture: 'document-album', types: ['application/pdf', 'application/pdf', 'application/zip'], captions: ['Itinerary', 'Tickets', null] },
+    { fixture: 'channel-post-album', types: ['image/jpeg', 'image/jpeg'], captions: ['Morning light', null] },
+    // A business account's chat is scoped by its connection: it is not the bot's chat with the same id.
+    { fixture: 'business-album', types: ['image/jpeg', 'image/jpeg'], captions: ['Is this the right part?', null], business: true },
+  ])('builds a $fixture, each file downloaded with its type', async ({ fixture, types, captions, business }) => {
+    const updates = telegramFixture(fixture);
+    serveFiles(api, shopToken, updates);
+    await send(fast, updates);
+    const first = messageOf(updates[0]!);
+    const conversation = business ? `${first.business_connection_id as string}:${first.chat.id}` : String(first.chat.id);
+    const album = await settledAlbum(fast, albumKeyOf(fast, updates[0]!, shop, conversation), types.length);
+    expect(album.children.map((c) => [c.attachments[0]?.status, c.attachments[0]?.contentType])).toEqual(types.map((type) => ['downloaded', type]));
+    expect(album.children.map((c) => c.caption)).toEqual(captions);
+    expect(album.decisions.map((d) => d.trigger)).toEqual(['quiet_period']);
   });
 
   it('stores a standalone photo as a message of its own and downloads it', async () => {
