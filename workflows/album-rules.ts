@@ -1,5 +1,5 @@
 // The album decision rules (docs/design.md, "When an album is decided") as a pure, deterministic state machine:
-// step(state, event, timings) → { state, commands }. The album workflow drives it; it never reads
+// step(state, event, timings, profile) → { state, commands }. The album workflow drives it; it never reads
 // the clock, never mutates its input, and everything it keeps is plain JSON (carried across
 // continue-as-new).
 //

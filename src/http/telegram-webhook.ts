@@ -27,7 +27,7 @@ function secretTokenMatches(sent: string, expected: string): boolean {
 }
 
 /**
- * `POST /webhooks/telegram/:workspace/:bot` (DESIGN §9), the webhook a bot's setWebhook points at:
+ * `POST /webhooks/telegram/:workspace/:bot` (docs/telegram.md), the webhook a bot's setWebhook points at:
  * checks the secret token, parses the Update with its own parser (src/ingest/telegram.ts), stores it
  * through the same group commit as the UnifyPort route, and answers 200 with an empty body once it is
  * committed — a JSON body would be taken by Telegram as a Bot API method call.
