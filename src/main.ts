@@ -10,11 +10,13 @@ await run({ http: true, dispatcher: true, worker: true }, ({ urls }, config) => 
   const workspaces = [...config.workspaceSecrets.keys()];
   const workspace = workspaces[0] ?? '<workspace>';
   const generated = config.apiTokens === undefined;
+  const telegramBots = [...config.telegram.bots].flatMap(([ws, bots]) => [...bots.keys()].map((bot) => ({ ws, bot })));
   return [
     '',
     'albumflow is running',
     `  console           ${urls.console ?? ''}   ${generated ? `(a single-use sign-in link, valid for ${signInCodeLifetimeMs / 60_000} minutes)` : '(sign in with a token of API_TOKENS)'}`,
     `  webhook      POST ${http}/webhooks/unifyport/${workspace}`,
+    ...telegramBots.map(({ ws, bot }) => `  Telegram     POST ${http}/webhooks/telegram/${encodeURIComponent(ws)}/${encodeURIComponent(bot)}   (npx albumflow telegram set-webhook --workspace ${ws} --bot ${bot} …)`),
     `  status       GET  ${http}/workspaces/${workspace}/albums   (one album: …/albums/<provider>/<account>/<conversation>/<album>)`,
     `  API token         ${generated ? `${adminTokenPath(config.dataDir)} (npx albumflow reads it)` : 'a token of API_TOKENS'}, sent as Authorization: Bearer <token>`,
     `  API docs          ${http}/docs`,
@@ -22,7 +24,7 @@ await run({ http: true, dispatcher: true, worker: true }, ({ urls }, config) => 
     `  Temporal UI       ${urls.temporalUi ? `${urls.temporalUi}/namespaces/${namespace}/workflows` : '(see your Temporal server)'}`,
     `  Temporal          ${urls.temporal}${config.temporal.address ? '' : ` (embedded dev server, state in ${config.dataDir}/temporal.db)`}`,
     urls.database ? `  PostgreSQL        ${urls.database} (embedded, data in ${config.dataDir}/postgres, password in ${config.dataDir}/postgres.password)` : '',
-    workspaces.length === 0 ? '  No workspace is configured: set WORKSPACE_SECRETS=\'{"demo":["demo-secret"]}\' to accept webhooks.' : '',
+    workspaces.length === 0 && telegramBots.length === 0 ? '  No workspace is configured: set WORKSPACE_SECRETS=\'{"demo":["demo-secret"]}\' to accept webhooks.' : '',
     'Press Ctrl-C to stop.',
     '',
   ]

@@ -4,9 +4,10 @@ import type { AttachmentDetails } from '../db/console.js';
 import type { AlbumStatus, AttachmentStatus, AttachmentView, DecisionTrigger, ReviewReason } from '../../workflows/types.js';
 import { consolePaths, temporalWorkflowUrl } from './paths.js';
 
-/** A caption a child had before an edit (Telegram's `edited_*` updates, docs/telegram.md). */
+/** A caption a child had until an edit replaced it (Telegram's `edited_*` updates, docs/telegram.md). */
 export interface CaptionEdit {
   caption: string | null;
+  /** When the edit that replaced it was made. */
   editedAt: string;
 }
 
@@ -61,8 +62,6 @@ export interface AlbumPageModel {
 export interface AlbumPageInput {
   album: AlbumStatus;
   details: readonly AttachmentDetails[];
-  /** Earlier captions of the children that were edited, by message id, oldest first. */
-  edits?: ReadonlyMap<string, readonly CaptionEdit[]>;
   version: string;
   pollMs: number;
   temporalUi: { url: string | undefined; namespace: string };
@@ -119,7 +118,7 @@ export function albumPageModel(input: AlbumPageInput): AlbumPageModel {
       attachments: child.attachments.map((attachment) =>
         attachmentModel(album.key.workspace, child.messageId, attachment, detailsByAttachment.get(`${child.messageId}\u0000${attachment.position}`)),
       ),
-      edits: input.edits?.get(child.messageId) ?? [],
+      edits: child.history.map((earlier) => ({ caption: earlier.caption, editedAt: earlier.replacedAt })),
     };
   });
   return {

@@ -48,14 +48,13 @@ function album(overrides: Partial<AlbumStatus> = {}): AlbumStatus {
   };
 }
 
-function renderAlbum(status: AlbumStatus, edits?: Map<string, { caption: string | null; editedAt: string }[]>): string {
+function renderAlbum(status: AlbumStatus): string {
   const model = albumPageModel({
     album: status,
     details: [{ messageId: hostile, position: 0, kind: 'image', fileName: hostile, declaredMimeType: 'image/jpeg' }],
     version: 'v1',
     pollMs: 2000,
     temporalUi: { url: 'http://127.0.0.1:8233', namespace: 'default' },
-    ...(edits ? { edits } : {}),
   });
   return renderPage('album', { title: 'Album', signedIn: true }, model);
 }
@@ -95,7 +94,9 @@ describe('console pages', () => {
 
   it('show a child’s earlier captions when it was edited, and no history slot otherwise', () => {
     expect(renderAlbum(album())).not.toContain('class="edits"');
-    const page = renderAlbum(album(), new Map([['m1', [{ caption: `old ${hostile}`, editedAt: '2026-09-29T10:01:00.000Z' }]]]));
+    const edited = album();
+    edited.children[0]!.history = [{ caption: `old ${hostile}`, mediaReplaced: false, replacedAt: '2026-09-29T10:01:00.000Z', recordedAt: '2026-09-29T10:01:00.100Z' }];
+    const page = renderAlbum(edited);
     expect(page).toContain('<summary>edited 1 time</summary>');
     expect(page).toContain(`<q class="caption">old ${escaped}</q>`);
   });
