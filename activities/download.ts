@@ -5,13 +5,14 @@ import https from 'node:https';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import pLimit from 'p-limit';
 import type { Readable } from 'node:stream';
 import type { TelegramBot } from '../src/config.js';
 import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../src/db/attachments.js';
 import { downloadsTotal } from '../src/metrics.js';
 import { BotApiError, createBotApi, redactToken } from '../src/telegram/bot-api.js';
 import { childKeyString } from '../workflows/keys.js';
-import type { AttachmentStatus, DownloadResult, MessageKey } from '../workflows/types.js';
+import type { AttachmentStatus, DownloadRequest, DownloadResult, MessageKey } from '../workflows/types.js';
 import type { Logger } from '../src/log.js';
 import type { ActivityDeps } from './index.js';
 import {
@@ -24,12 +25,18 @@ import {
 } from './network-guard.js';
 
 export interface DownloadInput {
-  key: MessageKey;
-  position: number;
+  /** The attachments of one activity, each with its outcome at the same place of the result. */
+  attachments: DownloadRequest[];
   /** The workflow's last retry attempt: a transient failure then is recorded as `failed` instead of retried. */
   finalAttempt: number;
-  /** An operator's retry: an attachment PostgreSQL still records as failed or expired is tried again. */
-  retry: boolean;
+}
+
+/**
+ * What the activity heartbeats: the outcome of every attachment settled so far (null: not yet), so that
+ * a retried attempt takes them as they are and fetches none of them again.
+ */
+export interface DownloadProgress {
+  settled: Array<DownloadResult | null>;
 }
 
 export interface DownloadLimits {
@@ -40,6 +47,8 @@ export interface DownloadLimits {
   /** One whole attempt, redirects and body included. */
   attemptTimeoutMs: number;
   maxRedirects: number;
+  /** Files one worker fetches at once, across all its download activities. */
+  concurrentFetches: number;
 }
 
 export const defaultDownloadLimits: DownloadLimits = {
@@ -47,7 +56,15 @@ export const defaultDownloadLimits: DownloadLimits = {
   idleTimeoutMs: 30_000,
   attemptTimeoutMs: 300_000,
   maxRedirects: 5,
+  concurrentFetches: 100,
 };
+
+/**
+ * How often a download activity heartbeats its progress while its files download: the heartbeat says the
+ * worker lives; each file's connection, silence and attempt limits say it progresses. A heartbeat that
+ * reaches Temporal is a billable action, so an activity done sooner sends none (but before a retry).
+ */
+const heartbeatIntervalMs = 10_000;
 
 export interface DownloadOptions {
   /** Defaults to system DNS and config.media.allowPrivateNetworks. */
@@ -190,7 +207,6 @@ async function openMedia(rawUrl: string, network: NetworkPolicy, attempt: AbortC
   let url = parseUrl(rawUrl);
   for (let redirects = 0; ; redirects++) {
     const target = await vetTarget(url, network);
-    Context.current().heartbeat({ bytes: 0 });
     const response = await get(url, target, attempt, limits);
     const status = response.statusCode ?? 0;
     if (status >= 200 && status < 300) return response;
@@ -219,7 +235,7 @@ function sourceOf(response: http.IncomingMessage): MediaSource {
   return { body: response, contentLength: declared === undefined ? null : Number(declared), contentType: response.headers['content-type'] ?? null };
 }
 
-/** Streams the body into `tempPath`, hashing and counting as it goes; heartbeats the bytes so far and calls `onChunk`. */
+/** Streams the body into `tempPath`, hashing and counting as it goes; calls `onChunk` after each chunk. */
 async function writeBody(source: MediaSource, tempPath: string, maxBytes: number, onChunk: () => void): Promise<{ sha256: string; bytes: number }> {
   if (source.contentLength !== null && source.contentLength > maxBytes) {
     source.body.destroy();
@@ -235,7 +251,6 @@ async function writeBody(source: MediaSource, tempPath: string, maxBytes: number
       hash.update(chunk);
       await file.write(chunk);
       onChunk();
-      Context.current().heartbeat({ bytes });
     }
     await file.sync();
   } finally {
@@ -275,6 +290,7 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
   const network = options.network ?? networkPolicy(config.media.allowPrivateNetworks);
   const limits: DownloadLimits = { ...defaultDownloadLimits, ...options.limits };
   const tempDir = mediaTempDir(mediaDir);
+  const fetchLimit = pLimit(limits.concurrentFetches);
 
   /** Opens the source within one attempt (its abort, its time limit) and stores what it sends. */
   async function fetchToStore(row: StoredAttachment, open: (attempt: AbortController) => Promise<MediaSource>, onChunk = () => {}): Promise<StoredMedia> {
@@ -358,7 +374,7 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
    * The outcome of one attempt for the attachment as it is stored now: null when it is known already
    * (downloaded, or terminal and not retried); otherwise the outcome to record.
    */
-  async function attemptDownload(row: StoredAttachment, { key, finalAttempt, retry }: DownloadInput, log: Logger): Promise<DownloadResult | null> {
+  async function attemptDownload(row: StoredAttachment, { key, retry }: DownloadRequest, finalAttempt: number, log: Logger): Promise<DownloadResult | null> {
     if (row.status === 'downloaded' && row.sha256 && (await fileExists(mediaPath(mediaDir, row.sha256)))) return null;
     const retried = retry && (row.status === 'failed' || row.status === 'expired');
     if (row.status !== 'pending' && row.status !== 'downloaded' && !retried) return null;
@@ -366,7 +382,7 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
     if (!url && !telegramFile) return failure('unavailable', 'the platform sent no URL for this attachment');
 
     try {
-      const stored = url ? await fetchUrl(row, url) : await fetchTelegramFile(row, key, telegramFile!);
+      const stored = await fetchLimit(() => (url ? fetchUrl(row, url) : fetchTelegramFile(row, key, telegramFile!)));
       log.debug({ bytes: stored.bytes, sha256: stored.sha256 }, 'attachment downloaded');
       return { status: 'downloaded', ...stored, error: null };
     } catch (err) {
@@ -387,32 +403,80 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
       }
       log.warn({ error: message, attempt: Context.current().info.attempt }, 'attachment download failed; will retry');
       await recordDownloadRetry(pool, row, message);
-      throw ApplicationFailure.retryable(message, 'MediaDownloadRetryable');
+      throw new TransientDownloadError(message);
     }
   }
 
-  async function downloadAttachment(input: DownloadInput): Promise<DownloadResult> {
-    const { key, position } = input;
+  /**
+   * One attachment: its stored outcome when it has one (a downloaded file is never fetched again), else
+   * one attempt, recorded. Throws a TransientDownloadError for a failure that a later attempt may not have.
+   */
+  async function downloadOne(request: DownloadRequest, finalAttempt: number): Promise<DownloadResult> {
+    const { key, position } = request;
     const log = logger.child({ workflowId: Context.current().info.workflowExecution?.workflowId, attachment: childKeyString(key), position });
     // An edit may replace a Telegram file while it downloads: the outcome is then the old file's, and
     // the attachment is read and downloaded again.
     for (let replaced = 0; ; replaced++) {
       const row = await findAttachment(pool, key, position);
-      if (!row) {
-        throw ApplicationFailure.nonRetryable(`no attachment ${position} is stored for message ${childKeyString(key)}`, 'AttachmentNotFound');
-      }
-      const result = await attemptDownload(row, input, log);
+      if (!row) return failure('failed', `no attachment ${position} is stored for message ${childKeyString(key)}`);
+      const result = await attemptDownload(row, request, finalAttempt, log);
       if (result === null) return resultOf(row);
       if (await recordDownloadResult(pool, row, result)) {
         downloadsTotal.inc({ outcome: result.status });
         return result;
       }
-      if (replaced === maxReplacements) {
-        throw ApplicationFailure.retryable('the attachment was replaced by an edit during each of its downloads', 'MediaDownloadRetryable');
-      }
+      if (replaced === maxReplacements) throw new TransientDownloadError('the attachment was replaced by an edit during each of its downloads');
       log.info('the attachment was replaced by an edit during its download; downloading the new file');
     }
   }
 
-  return { downloadAttachment };
+  /**
+   * Downloads the attachments of one activity at once (within the worker's fetch limit), keeping the
+   * outcome of each as it settles and heartbeating them. When some failed transiently, the attempt fails
+   * and Temporal retries it: the retry takes the heartbeated outcomes (and PostgreSQL's) as they are and
+   * fetches only the rest.
+   */
+  async function downloadAttachments({ attachments, finalAttempt }: DownloadInput): Promise<DownloadResult[]> {
+    const context = Context.current();
+    const previous = context.info.heartbeatDetails as Partial<DownloadProgress> | undefined;
+    const progress: DownloadProgress = {
+      settled: attachments.map((_, i) => (previous?.settled?.length === attachments.length ? (previous.settled[i] ?? null) : null)),
+    };
+    const heartbeat = () => context.heartbeat(progress);
+    const beating = setInterval(heartbeat, heartbeatIntervalMs);
+    const final = context.info.attempt >= finalAttempt;
+    const transient: string[] = [];
+    let cancelled: CancelledFailure | undefined;
+    try {
+      // Every attachment's attempt ends before this one does: a retry never fetches a file while it still downloads.
+      await Promise.all(
+        attachments.map(async (request, i) => {
+          if (progress.settled[i]) return;
+          try {
+            progress.settled[i] = await downloadOne(request, finalAttempt);
+          } catch (err) {
+            if (err instanceof CancelledFailure) {
+              cancelled = err;
+              return;
+            }
+            // A failure that downloadOne could not record (PostgreSQL unreachable): failed on the final attempt, else retried.
+            if (final) progress.settled[i] = failure('failed', errorMessage(err));
+            else transient.push(`${childKeyString(request.key)} #${request.position}: ${errorMessage(err)}`);
+          }
+        }),
+      );
+    } finally {
+      clearInterval(beating);
+    }
+    if (cancelled) throw cancelled;
+    if (transient.length > 0) {
+      // The retry reads these outcomes: the SDK sends a failed attempt's last heartbeat with its failure.
+      heartbeat();
+      const message = `${transient.length} of ${attachments.length} attachments will be tried again: ${transient.join('; ')}`;
+      throw ApplicationFailure.retryable(message.slice(0, 2000), 'MediaDownloadRetryable');
+    }
+    return progress.settled as DownloadResult[];
+  }
+
+  return { downloadAttachments };
 }

@@ -5,11 +5,15 @@ import type { createActivities } from '../activities/index.js';
 
 type Activities = ReturnType<typeof createActivities>;
 
-/** Download attempts per attachment; the last one records a transient failure as `failed`. */
+/** Download attempts per activity; the last one records a transient failure as `failed`. */
 export const downloadFinalAttempt = 5;
 
-export const { downloadAttachment } = proxyActivities<Activities>({
-  startToCloseTimeout: '6 minutes',
+/**
+ * One attempt downloads a batch of attachments at once; each file has its own attempt limit (five
+ * minutes) within the worker's fetch limit, so the attempt's own limit leaves room for waiting files.
+ */
+export const { downloadAttachments } = proxyActivities<Activities>({
+  startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '1 minute',
   retry: { maximumAttempts: downloadFinalAttempt, initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });

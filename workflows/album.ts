@@ -21,7 +21,7 @@ import { DeadlineTimer } from './deadline-timer.js';
 import { resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
 import { Downloads } from './downloads.js';
 import { TemporalUi } from './temporal-ui.js';
-import type { AlbumKey, AlbumProfile, AlbumStatus, AlbumWorkflowInput, JsonValue } from './types.js';
+import type { AlbumKey, AlbumProfile, AlbumStatus, AlbumWorkflowInput, DownloadRequest, JsonValue } from './types.js';
 
 type SequentialCommand = Exclude<AlbumCommand, { type: 'download' }>;
 
@@ -84,7 +84,7 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
   const { workflowId } = workflowInfo();
   const { key, timings, profile } = input;
   const inbox = new ChildrenInbox();
-  const downloads = new Downloads();
+  const downloads = new Downloads(input.oneDownloadActivityPerAttachment ? 1 : undefined);
   const timer = new DeadlineTimer();
   const ui = new TemporalUi();
   const commands: SequentialCommand[] = [];
@@ -100,16 +100,14 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
 
   const apply = (transition: Transition) => {
     state = transition.state;
+    const requests: DownloadRequest[] = [];
     for (const command of transition.commands) {
-      if (command.type === 'download') {
-        const { messageId, position, retry } = command;
-        downloads.start({ ...key, messageId }, position, retry, (result) =>
-          apply(step(state, { type: 'download_settled', messageId, position, result }, timings, profile)),
-        );
-      } else {
-        commands.push(command);
-      }
+      if (command.type === 'download') requests.push({ key: { ...key, messageId: command.messageId }, position: command.position, retry: command.retry });
+      else commands.push(command);
     }
+    downloads.start(requests, ({ key: { messageId }, position }, result) =>
+      apply(step(state, { type: 'download_settled', messageId, position, result }, timings, profile)),
+    );
     ui.show(albumUiView(key, state));
   };
   const handle = (event: AlbumEvent) => apply(step(state, event, timings, profile));

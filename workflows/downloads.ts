@@ -1,6 +1,6 @@
 import { ActivityFailure } from '@temporalio/workflow';
-import { downloadAttachment, downloadFinalAttempt } from './activities.js';
-import type { DownloadResult, MessageKey } from './types.js';
+import { downloadAttachments, downloadFinalAttempt } from './activities.js';
+import type { DownloadRequest, DownloadResult } from './types.js';
 
 /** The message of an activity's failure (its cause's, when the activity threw), for logs and statuses. */
 export function failureMessage(err: unknown): string {
@@ -9,34 +9,60 @@ export function failureMessage(err: unknown): string {
 }
 
 /**
- * Download activities started at once per workflow, at most; Temporal refuses a workflow task that would
- * leave more than 2,000 activities pending (a 10,000-photo album), so the rest wait for a free place.
+ * Attachments downloading at once per workflow, at most: one album of 10,000 photos does not take every
+ * fetch of its worker (nor leave thousands of activities pending); the rest wait for a free place.
  */
 export const maxDownloadsInFlight = 100;
 
-/** One download activity per attachment, started at once (or as soon as a place frees up); a download that fails for good counts as `failed`. */
+/** Attachments one download activity takes at most (a few activities share a large signal's). */
+export const maxAttachmentsPerActivity = 25;
+
+type OnSettled = (request: DownloadRequest, result: DownloadResult) => void;
+
+/**
+ * Downloads attachments with one activity per batch of them: the attachments of one signal (one
+ * transition of the rules) travel together, and those waiting for a free place travel with the next batch.
+ * A batch whose activity fails for good settles each of its attachments as `failed`.
+ */
 export class Downloads {
-  /** Downloads started or waiting, not settled yet. */
+  /** Attachments requested and not settled yet. */
   inFlight = 0;
   private running = 0;
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Array<{ request: DownloadRequest; onSettled: OnSettled }> = [];
 
-  /** `retry`: an operator's retry, which starts over even where PostgreSQL says failed or expired. */
-  start(key: MessageKey, position: number, retry: boolean, onSettled: (result: DownloadResult) => void): void {
-    this.inFlight += 1;
-    const launch = () => {
-      this.running += 1;
-      void downloadAttachment
-        .executeWithOptions({ summary: `download ${key.messageId} #${position}` }, [{ key, position, finalAttempt: downloadFinalAttempt, retry }])
-        .catch((err: unknown): DownloadResult => ({ status: 'failed', contentType: null, bytes: null, sha256: null, error: failureMessage(err) }))
-        .then((result) => {
-          this.running -= 1;
-          this.inFlight -= 1;
-          onSettled(result);
-          this.waiting.shift()?.();
-        });
-    };
-    if (this.running >= maxDownloadsInFlight) this.waiting.push(launch);
-    else launch();
+  /** `perActivity`: 1 only for the cost baseline (one activity per attachment). */
+  constructor(private readonly perActivity: number = maxAttachmentsPerActivity) {}
+
+  start(requests: readonly DownloadRequest[], onSettled: OnSettled): void {
+    if (requests.length === 0) return;
+    this.inFlight += requests.length;
+    this.waiting.push(...requests.map((request) => ({ request, onSettled })));
+    this.launch();
   }
+
+  private launch(): void {
+    while (this.waiting.length > 0 && this.running < maxDownloadsInFlight) {
+      const batch = this.waiting.splice(0, Math.min(this.perActivity, maxDownloadsInFlight - this.running));
+      const attachments = batch.map(({ request }) => request);
+      this.running += batch.length;
+      void downloadAttachments
+        .executeWithOptions({ summary: downloadSummary(attachments) }, [{ attachments, finalAttempt: downloadFinalAttempt }])
+        .catch((err: unknown): DownloadResult[] => {
+          const failed: DownloadResult = { status: 'failed', contentType: null, bytes: null, sha256: null, error: failureMessage(err) };
+          return attachments.map(() => failed);
+        })
+        .then((results) => {
+          this.running -= batch.length;
+          this.inFlight -= batch.length;
+          batch.forEach(({ request, onSettled }, i) => onSettled(request, results[i]!));
+          this.launch();
+        });
+    }
+  }
+}
+
+function downloadSummary(attachments: readonly DownloadRequest[]): string {
+  const named = attachments.slice(0, 3).map(({ key, position }) => `${key.messageId} #${position}`);
+  const more = attachments.length > named.length ? ` and ${attachments.length - named.length} more` : '';
+  return `download ${named.join(', ')}${more}`;
 }

@@ -19,7 +19,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   const { workflowId } = workflowInfo();
   const { key } = input;
   const inbox = new ChildrenInbox();
-  const downloads = new Downloads();
+  const downloads = new Downloads(input.oneDownloadActivityPerAttachment ? 1 : undefined);
   const ui = new TemporalUi();
   let child: ChildRecord | null = null;
   let decisions: DecisionView[] = [];
@@ -36,6 +36,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
       state: current.state,
       needsReview: false,
       children: current.message ? 1 : 0,
+      decisions: decisions.length,
       details: `**${current.state}** · standalone message · media ${media.downloaded}/${media.total} downloaded, ${media.pending} pending`,
     });
   };
@@ -50,13 +51,11 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   }
   refresh();
 
-  for (const { position, status: attachmentStatus } of child.attachments) {
-    if (attachmentStatus !== 'pending') continue;
-    downloads.start(key, position, false, (result) => {
-      if (child) child = { ...child, attachments: settleAttachment(child.attachments, position, result) };
-      refresh();
-    });
-  }
+  const requests = child.attachments.filter((attachment) => attachment.status === 'pending').map(({ position }) => ({ key, position, retry: false }));
+  downloads.start(requests, ({ position }, result) => {
+    if (child) child = { ...child, attachments: settleAttachment(child.attachments, position, result) };
+    refresh();
+  });
 
   let decision = decisions[0];
   if (!decision) {

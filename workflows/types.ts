@@ -109,7 +109,15 @@ export interface ChildrenBatch {
   children: ChildArrival[];
 }
 
-/** Outcome of one download attempt sequence, as the download activity reports it. */
+/** One attachment a download activity is asked for. */
+export interface DownloadRequest {
+  key: MessageKey;
+  position: number;
+  /** An operator's retry: an attachment PostgreSQL still records as failed or expired is tried again. */
+  retry: boolean;
+}
+
+/** Outcome of one attachment's download attempts, as the download activity reports it. */
 export interface DownloadResult {
   status: Exclude<AttachmentStatus, 'pending'>;
   contentType: string | null;
@@ -127,10 +135,17 @@ export interface AlbumWorkflowInput {
   carried?: JsonValue;
   /** Testing: continue-as-new after this many signals, so that path runs in tests. */
   continueAsNewAfterSignals?: number;
+  /**
+   * The cost baseline the bench compares against (TEMPORAL_COST_BASELINE): one download activity per
+   * attachment instead of one per batch of them. Never set in production.
+   */
+  oneDownloadActivityPerAttachment?: boolean;
 }
 
 /** Arguments of `messageWorkflow`, the workflow of one standalone (album-less) message. */
 export interface MessageWorkflowInput {
   key: MessageKey;
   timings: AlbumTimings;
+  /** As in AlbumWorkflowInput. */
+  oneDownloadActivityPerAttachment?: boolean;
 }

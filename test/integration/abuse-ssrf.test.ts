@@ -68,15 +68,16 @@ describe('attachment URLs aimed at loopback, private, link-local and metadata ad
       [key.workspace, key.provider, key.accountId, key.conversationId, key.messageId],
     );
     await pool.query(`INSERT INTO attachments (message_pk, position, url) VALUES ($1, 0, $2)`, [rows[0]!.id, url]);
-    return { key, position: 0, finalAttempt: 1, retry: false };
+    return { attachments: [{ key, position: 0, retry: false }], finalAttempt: 1 };
   }
 
   /** One download on its final attempt, so a refusal and a DNS failure both end in a recorded status. */
   async function download(config: Config, url: string, network?: NetworkPolicy): Promise<DownloadResult> {
     const input = await storeAttachment(url);
-    const { downloadAttachment } = createDownloadActivities({ pool, config, logger: testLogger(config) }, network ? { network } : {});
+    const { downloadAttachments } = createDownloadActivities({ pool, config, logger: testLogger(config) }, network ? { network } : {});
     const env = new MockActivityEnvironment({ attempt: 1 }, { logger: quietSdkLogger });
-    return env.run(downloadAttachment, input);
+    const [result] = await env.run<[DownloadInput], DownloadResult[], typeof downloadAttachments>(downloadAttachments, input);
+    return result!;
   }
 
   const loopbackForms = (port: number) => [

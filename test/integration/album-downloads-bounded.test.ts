@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { maxDownloadsInFlight } from '../../workflows/downloads.js';
+import { maxAttachmentsPerActivity, maxDownloadsInFlight } from '../../workflows/downloads.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren } from '../helpers/albums.js';
 import { startTestWorker, testClient, testConfig, testPool, unique, type TestWorker } from '../helpers/env.js';
@@ -16,6 +16,7 @@ describe('an album with more attachments than downloads allowed in flight', () =
   let worker: TestWorker;
   let server: http.Server;
   let base = '';
+  let requests = 0;
   let release: () => void = () => undefined;
   const released = new Promise<void>((resolve) => (release = resolve));
 
@@ -24,6 +25,7 @@ describe('an album with more attachments than downloads allowed in flight', () =
     client = await testClient(config);
     worker = await startTestWorker(config, pool);
     server = http.createServer((_req, res) => {
+      requests += 1;
       void released.then(() => res.writeHead(200, { 'content-type': 'image/jpeg' }).end('photo'));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -39,7 +41,7 @@ describe('an album with more attachments than downloads allowed in flight', () =
     await pool?.end();
   });
 
-  it(`keeps at most ${maxDownloadsInFlight} download activities pending and downloads every attachment`, async () => {
+  it(`keeps at most ${maxDownloadsInFlight} attachments downloading, ${maxAttachmentsPerActivity} per activity, and downloads every attachment`, async () => {
     const key = newAlbumKey(unique('bounded'));
     const arrivals = await storeAlbumChildren(
       pool,
@@ -49,10 +51,15 @@ describe('an album with more attachments than downloads allowed in flight', () =
     const handle = await signalAlbum(client, config, key, arrivals);
 
     const pendingDownloads = async () =>
-      (await handle.describe()).raw.pendingActivities?.filter((a) => a.activityType?.name === 'downloadAttachment').length ?? 0;
-    await eventually(async () => expect(await pendingDownloads()).toBe(maxDownloadsInFlight));
+      (await handle.describe()).raw.pendingActivities?.filter((a) => a.activityType?.name === 'downloadAttachments').length ?? 0;
+    const activities = maxDownloadsInFlight / maxAttachmentsPerActivity;
+    await eventually(async () => {
+      expect(await pendingDownloads()).toBe(activities);
+      expect(requests).toBe(maxDownloadsInFlight);
+    });
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(await pendingDownloads()).toBe(maxDownloadsInFlight);
+    expect(await pendingDownloads()).toBe(activities);
+    expect(requests).toBe(maxDownloadsInFlight);
 
     release();
     await eventually(async () => {

@@ -7,10 +7,10 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDownloadActivities, tempFilePrefix, type DownloadInput, type DownloadOptions } from '../../activities/download.js';
+import { createDownloadActivities, tempFilePrefix, type DownloadInput, type DownloadOptions, type DownloadProgress } from '../../activities/download.js';
 import { isPublicAddress, type NetworkPolicy } from '../../activities/network-guard.js';
 import type { Config } from '../../src/config.js';
-import type { DownloadResult } from '../../workflows/types.js';
+import type { DownloadRequest, DownloadResult } from '../../workflows/types.js';
 import type { Pool } from '../../src/db/pool.js';
 import { downloadsTotal } from '../../src/metrics.js';
 import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
@@ -63,17 +63,28 @@ const sha256 = (body: Buffer) => crypto.createHash('sha256').update(body).digest
 
 const quietSdkLogger = new DefaultLogger('ERROR');
 
-function activityEnvironment(attempt = 1): MockActivityEnvironment {
-  return new MockActivityEnvironment({ attempt }, { logger: quietSdkLogger });
+function activityEnvironment(attempt = 1, heartbeatDetails?: DownloadProgress): MockActivityEnvironment {
+  return new MockActivityEnvironment({ attempt, heartbeatDetails }, { logger: quietSdkLogger });
 }
 
-type Download = ReturnType<typeof createDownloadActivities>['downloadAttachment'];
+type Download = ReturnType<typeof createDownloadActivities>['downloadAttachments'];
 
-function runIn(env: MockActivityEnvironment, download: Download, input: DownloadInput): Promise<DownloadResult> {
-  return env.run<[DownloadInput], DownloadResult, Download>(download, input);
+/** One attachment and the final attempt: a download activity asked for this attachment alone. */
+interface OneAttachment extends DownloadRequest {
+  finalAttempt: number;
 }
 
-function attemptDownload(download: Download, input: DownloadInput, attempt = 1): Promise<DownloadResult> {
+function runBatch(env: MockActivityEnvironment, download: Download, input: DownloadInput): Promise<DownloadResult[]> {
+  return env.run<[DownloadInput], DownloadResult[], Download>(download, input);
+}
+
+async function runIn(env: MockActivityEnvironment, download: Download, { finalAttempt, ...request }: OneAttachment): Promise<DownloadResult> {
+  const results = await runBatch(env, download, { attachments: [request], finalAttempt });
+  expect(results).toHaveLength(1);
+  return results[0]!;
+}
+
+function attemptDownload(download: Download, input: OneAttachment, attempt = 1): Promise<DownloadResult> {
   return runIn(activityEnvironment(attempt), download, input);
 }
 
@@ -96,12 +107,18 @@ async function retryableFailure(promise: Promise<unknown>): Promise<ApplicationF
   return err as ApplicationFailure;
 }
 
+/** The error of the one attachment a failed single-attachment attempt names. */
+function attachmentError(failure: ApplicationFailure): string {
+  expect(failure.message).toMatch(/^1 of 1 attachments will be tried again: .+ #0: /);
+  return failure.message.slice(failure.message.indexOf(' #0: ') + ' #0: '.length);
+}
+
 async function downloadCount(outcome: string): Promise<number> {
   const metric = await downloadsTotal.get();
   return metric.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
 }
 
-describe('downloadAttachment against a local HTTP server and the real PostgreSQL', () => {
+describe('downloadAttachments against a local HTTP server and the real PostgreSQL', () => {
   const maxBytes = 64 * 1024;
   const config = testConfig({ MEDIA_MAX_BYTES: String(maxBytes) });
   const tempDir = path.join(config.media.dir, '.tmp');
@@ -124,7 +141,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
     return createDownloadActivities({ pool, config: activityConfig, logger: testLogger(activityConfig) }, overrides.options);
   }
 
-  async function storeAttachment(url: string | null): Promise<{ input: DownloadInput; messagePk: string }> {
+  async function storeAttachment(url: string | null): Promise<{ input: OneAttachment; messagePk: string }> {
     const key = {
       workspace: unique('media-ws'),
       provider: 'whatsapp',
@@ -163,7 +180,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (details: unknown) => heartbeats.push(details));
 
-    const result = await runIn(env, activities().downloadAttachment, input);
+    const result = await runIn(env, activities().downloadAttachments, input);
 
     const digest = sha256(body);
     expect(result).toEqual({ status: 'downloaded', contentType: 'image/jpeg', bytes: 40_000, sha256: digest, error: null });
@@ -171,7 +188,8 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
     expect(fs.readFileSync(stored).equals(body)).toBe(true);
     expect(fs.readdirSync(config.media.dir).some((name) => name.includes('evil'))).toBe(false);
     expect(tempFiles()).toEqual([]);
-    expect(heartbeats.at(-1)).toEqual({ bytes: 40_000 });
+    // A heartbeat that reaches Temporal is a billable action: an activity done within its heartbeat interval sends none.
+    expect(heartbeats).toEqual([]);
     expect(await attachmentState(messagePk)).toEqual({
       status: 'downloaded',
       attempts: 1,
@@ -187,7 +205,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
     const body = crypto.randomBytes(1000);
     const url = server.route(sendBody(body));
     const { input, messagePk } = await storeAttachment(url);
-    const download = activities().downloadAttachment;
+    const download = activities().downloadAttachments;
 
     const first = await attemptDownload(download, input);
     const second = await attemptDownload(download, input);
@@ -205,7 +223,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
   it.each([401, 403, 404, 410])('marks HTTP %i as expired after exactly one request, and keeps it so', async (status) => {
     const url = server.route((_req, res) => res.writeHead(status).end());
     const { input, messagePk } = await storeAttachment(url);
-    const download = activities().downloadAttachment;
+    const download = activities().downloadAttachments;
 
     const result = await attemptDownload(download, input);
     expect(result).toEqual({ status: 'expired', contentType: null, bytes: null, sha256: null, error: `HTTP ${status}` });
@@ -220,10 +238,10 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
     const body = crypto.randomBytes(5000);
     const url = server.route((req, res, hit) => (hit === 1 ? res.writeHead(500).end() : sendBody(body)(req, res, hit)));
     const { input, messagePk } = await storeAttachment(url);
-    const download = activities().downloadAttachment;
+    const download = activities().downloadAttachments;
 
     const failure = await retryableFailure(attemptDownload(download, input));
-    expect(failure.message).toBe('HTTP 500');
+    expect(attachmentError(failure)).toBe('HTTP 500');
     expect(await attachmentState(messagePk)).toMatchObject({ status: 'pending', attempts: 1, error: 'HTTP 500' });
 
     const result = await attemptDownload(download, input, 2);
@@ -235,15 +253,15 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
   it.each([502, 503, 408, 429])('treats HTTP %i as transient', async (status) => {
     const url = server.route((_req, res) => res.writeHead(status).end());
     const { input } = await storeAttachment(url);
-    const failure = await retryableFailure(attemptDownload(activities().downloadAttachment, input));
-    expect(failure.message).toBe(`HTTP ${status}`);
+    const failure = await retryableFailure(attemptDownload(activities().downloadAttachments, input));
+    expect(attachmentError(failure)).toBe(`HTTP ${status}`);
   });
 
   it('records failed when the final attempt gets an HTTP 500', async () => {
     const url = server.route((_req, res) => res.writeHead(500).end());
     const { input, messagePk } = await storeAttachment(url);
 
-    const result = await attemptDownload(activities().downloadAttachment, { ...input, finalAttempt: 3 }, 3);
+    const result = await attemptDownload(activities().downloadAttachments, { ...input, finalAttempt: 3 }, 3);
 
     expect(result).toEqual({ status: 'failed', contentType: null, bytes: null, sha256: null, error: 'HTTP 500' });
     expect(await attachmentState(messagePk)).toMatchObject({ status: 'failed', attempts: 1, error: 'HTTP 500' });
@@ -253,7 +271,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
   it.each([400, 418, 451])('records HTTP %i as failed without retrying', async (status) => {
     const url = server.route((_req, res) => res.writeHead(status).end());
     const { input } = await storeAttachment(url);
-    await expect(attemptDownload(activities().downloadAttachment, input)).resolves.toMatchObject({
+    await expect(attemptDownload(activities().downloadAttachments, input)).resolves.toMatchObject({
       status: 'failed',
       error: `HTTP ${status}`,
     });
@@ -262,7 +280,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
   it('marks an attachment without URL as unavailable without any request', async () => {
     const before = server.totalHits();
     const { input, messagePk } = await storeAttachment(null);
-    const result = await attemptDownload(activities().downloadAttachment, input);
+    const result = await attemptDownload(activities().downloadAttachments, input);
     expect(result).toMatchObject({ status: 'unavailable', bytes: null, sha256: null });
     expect((await attachmentState(messagePk)).status).toBe('unavailable');
     expect(server.totalHits()).toBe(before);
@@ -274,7 +292,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
       res.write(Buffer.alloc(10));
     });
     const { input, messagePk } = await storeAttachment(url);
-    const download = activities({ options: { limits: { idleTimeoutMs: 5000 } } }).downloadAttachment;
+    const download = activities({ options: { limits: { idleTimeoutMs: 5000 } } }).downloadAttachments;
 
     const result = await attemptDownload(download, input);
 
@@ -292,7 +310,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
     });
     const { input } = await storeAttachment(url);
 
-    const result = await attemptDownload(activities().downloadAttachment, input);
+    const result = await attemptDownload(activities().downloadAttachments, input);
 
     expect(result).toMatchObject({ status: 'failed', error: `the file is larger than MEDIA_MAX_BYTES (${maxBytes} bytes)` });
     expect(tempFiles()).toEqual([]);
@@ -304,8 +322,8 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
       res.write(crypto.randomBytes(4000), () => res.socket?.destroy());
     });
     const { input } = await storeAttachment(url);
-    const failure = await retryableFailure(attemptDownload(activities().downloadAttachment, input));
-    expect(failure.message).toBe('the server closed the connection before the whole file arrived');
+    const failure = await retryableFailure(attemptDownload(activities().downloadAttachments, input));
+    expect(attachmentError(failure)).toBe('the server closed the connection before the whole file arrived');
     expect(tempFiles()).toEqual([]);
   });
 
@@ -325,7 +343,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
       const { input, messagePk } = await storeAttachment(target(served));
       const before = server.totalHits();
 
-      const result = await attemptDownload(activities({ config: guardedConfig }).downloadAttachment, input);
+      const result = await attemptDownload(activities({ config: guardedConfig }).downloadAttachments, input);
 
       expect(result.status).toBe('failed');
       expect(result.error).toMatch(message);
@@ -361,7 +379,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
       const first = server.route(redirectTo(viaCdn(second)));
       const { input } = await storeAttachment(viaCdn(first));
 
-      const result = await attemptDownload(activities({ options: { network } }).downloadAttachment, input);
+      const result = await attemptDownload(activities({ options: { network } }).downloadAttachments, input);
 
       expect(result).toMatchObject({ status: 'downloaded', sha256: sha256(body) });
       expect([server.hits(first), server.hits(second), server.hits(file)]).toEqual([1, 1, 1]);
@@ -371,7 +389,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
       const first = server.route(redirectTo('http://internal.test/admin'));
       const { input } = await storeAttachment(viaCdn(first));
 
-      const result = await attemptDownload(activities({ options: { network } }).downloadAttachment, input);
+      const result = await attemptDownload(activities({ options: { network } }).downloadAttachments, input);
 
       expect(result.status).toBe('failed');
       expect(result.error).toMatch(/internal\.test: 10\.20\.30\.40 is a private address/);
@@ -383,7 +401,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
       const first = server.route(redirectTo(target.replace('127.0.0.1', '[::1]')));
       const { input } = await storeAttachment(viaCdn(first));
 
-      const result = await attemptDownload(activities({ options: { network } }).downloadAttachment, input);
+      const result = await attemptDownload(activities({ options: { network } }).downloadAttachments, input);
 
       expect(result.status).toBe('failed');
       expect(result.error).toMatch(/::1 is a loopback address/);
@@ -395,7 +413,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
       loop = server.route((_req, res) => res.writeHead(307, { location: viaCdn(loop) }).end());
       const { input } = await storeAttachment(viaCdn(loop));
 
-      const result = await attemptDownload(activities({ options: { network } }).downloadAttachment, input);
+      const result = await attemptDownload(activities({ options: { network } }).downloadAttachments, input);
 
       expect(result).toMatchObject({ status: 'failed', error: 'more than 5 redirects' });
       expect(server.hits(loop)).toBe(6);
@@ -410,24 +428,19 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
         res.write(crypto.randomBytes(1000));
       };
 
-    function heartbeatWithBytes(env: MockActivityEnvironment): Promise<void> {
-      return new Promise((resolve) =>
-        env.on('heartbeat', (details: { bytes: number }) => {
-          if (details.bytes > 0) resolve();
-        }),
-      );
+    async function partialFileWritten(): Promise<void> {
+      while (tempFiles().length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     }
 
     it('cleans up the partial file when the attempt is cancelled mid-body, and a later attempt succeeds', async () => {
       const body = crypto.randomBytes(20_000);
       const url = server.route((req, res, hit) => (hit === 1 ? stalling(body.length)(req, res, hit) : sendBody(body)(req, res, hit)));
       const { input, messagePk } = await storeAttachment(url);
-      const download = activities().downloadAttachment;
+      const download = activities().downloadAttachments;
 
       const env = activityEnvironment(1);
-      const receivedBytes = heartbeatWithBytes(env);
       const running = runIn(env, download, input);
-      await receivedBytes;
+      await partialFileWritten();
       expect(tempFiles()).toHaveLength(1);
 
       env.cancel();
@@ -443,13 +456,13 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
     it('abandons a stalled server after the idle limit and retries', async () => {
       const url = server.route(stalling(50_000));
       const { input, messagePk } = await storeAttachment(url);
-      const download = activities({ options: { limits: { idleTimeoutMs: 300 } } }).downloadAttachment;
+      const download = activities({ options: { limits: { idleTimeoutMs: 300 } } }).downloadAttachments;
 
       const failure = await retryableFailure(attemptDownload(download, input));
 
-      expect(failure.message).toBe('127.0.0.1 sent nothing for 0.3 s');
+      expect(attachmentError(failure)).toBe('127.0.0.1 sent nothing for 0.3 s');
       expect(tempFiles()).toEqual([]);
-      expect(await attachmentState(messagePk)).toMatchObject({ status: 'pending', attempts: 1, error: failure.message });
+      expect(await attachmentState(messagePk)).toMatchObject({ status: 'pending', attempts: 1, error: attachmentError(failure) });
     });
 
     it('removes partial files a crashed worker left for the attachment, keeping recent ones', async () => {
@@ -465,7 +478,7 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
       fs.utimesSync(otherAttachment, anHourAgo, anHourAgo);
 
       try {
-        await expect(attemptDownload(activities().downloadAttachment, input)).resolves.toMatchObject({ status: 'downloaded' });
+        await expect(attemptDownload(activities().downloadAttachments, input)).resolves.toMatchObject({ status: 'downloaded' });
         expect(fs.existsSync(abandoned)).toBe(false);
         expect(fs.existsSync(recent)).toBe(true);
         expect(fs.existsSync(otherAttachment)).toBe(true);
@@ -476,10 +489,62 @@ describe('downloadAttachment against a local HTTP server and the real PostgreSQL
     });
   });
 
-  it('fails the activity without retry when no such attachment is stored', async () => {
+  it('settles an attachment that is not stored as failed, without a request', async () => {
     const { input } = await storeAttachment(null);
-    const err = await attemptDownload(activities().downloadAttachment, { ...input, position: 7 }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ApplicationFailure);
-    expect((err as ApplicationFailure).nonRetryable).toBe(true);
+    const hitsBefore = server.totalHits();
+    const result = await attemptDownload(activities().downloadAttachments, { ...input, position: 7 });
+    expect(result.status).toBe('failed');
+    expect(result.error).toMatch(/^no attachment 7 is stored for message /);
+    expect(server.totalHits()).toBe(hitsBefore);
+  });
+
+  describe('a batch of attachments in one activity', () => {
+    it('reports each outcome at its place, and its retry fetches only what failed transiently', async () => {
+      const bodies = [crypto.randomBytes(3000), crypto.randomBytes(4000)];
+      const ok = await storeAttachment(server.route(sendBody(bodies[0]!)));
+      const flaky = await storeAttachment(server.route((req, res, hit) => (hit === 1 ? res.writeHead(503).end() : sendBody(bodies[1]!)(req, res, hit))));
+      const gone = await storeAttachment(server.route((_req, res) => res.writeHead(404).end()));
+      const stored = [ok, flaky, gone];
+      const input: DownloadInput = { attachments: stored.map(({ input: { finalAttempt: _, ...request } }) => request), finalAttempt: 3 };
+      const download = activities().downloadAttachments;
+
+      const first = activityEnvironment(1);
+      const heartbeats: DownloadProgress[] = [];
+      first.on('heartbeat', (details: DownloadProgress) => heartbeats.push(structuredClone(details)));
+      const failure = await retryableFailure(runBatch(first, download, input));
+      expect(failure.message).toMatch(/^1 of 3 attachments will be tried again: .* #0: HTTP 503$/);
+      const progress = heartbeats.at(-1)!;
+      expect(progress.settled.map((result) => result?.status ?? null)).toEqual(['downloaded', null, 'expired']);
+
+      const results = await runBatch(activityEnvironment(2, progress), download, input);
+      expect(results.map((result) => result.status)).toEqual(['downloaded', 'downloaded', 'expired']);
+      expect(results[1]).toMatchObject({ sha256: sha256(bodies[1]!), bytes: 4000 });
+      const urls = await Promise.all(stored.map(async ({ messagePk }) => (await pool.query<{ url: string }>('SELECT url FROM attachments WHERE message_pk = $1', [messagePk])).rows[0]!.url));
+      expect(urls.map((url) => server.hits(url))).toEqual([1, 2, 1]);
+    });
+
+    it('does not fetch again an operator-retried attachment that its first attempt settled', async () => {
+      const retriedUrl = server.route((_req, res) => res.writeHead(410).end());
+      const retried = await storeAttachment(retriedUrl);
+      await pool.query(`UPDATE attachments SET status = 'failed', error = 'HTTP 500' WHERE message_pk = $1`, [retried.messagePk]);
+      const flaky = await storeAttachment(server.route((req, res, hit) => (hit === 1 ? res.writeHead(500).end() : sendBody(crypto.randomBytes(100))(req, res, hit))));
+      const input: DownloadInput = {
+        attachments: [
+          { key: retried.input.key, position: 0, retry: true },
+          { key: flaky.input.key, position: 0, retry: false },
+        ],
+        finalAttempt: 3,
+      };
+      const download = activities().downloadAttachments;
+
+      const first = activityEnvironment(1);
+      let progress: DownloadProgress | undefined;
+      first.on('heartbeat', (details: DownloadProgress) => (progress = structuredClone(details)));
+      await retryableFailure(runBatch(first, download, input));
+      const results = await runBatch(activityEnvironment(2, progress), download, input);
+
+      expect(results.map((result) => result.status)).toEqual(['expired', 'downloaded']);
+      expect(server.hits(retriedUrl)).toBe(1);
+    });
   });
 });
