@@ -8,13 +8,17 @@ const deadlineSummaries: Record<Deadline['kind'], string> = {
   late_window: 'late window',
 };
 
-/** At most one durable timer, for the current deadline; a timer whose deadline moved is cancelled. */
+/**
+ * At most one durable timer, never later than the current deadline. A started timer is a billable action:
+ * a deadline that moves later (each child extends the quiet period) keeps the running timer, which fires
+ * early; the workflow then finds nothing due and arms the rest. A deadline that moves earlier replaces it.
+ */
 export class DeadlineTimer {
   private armed: { at: number; scope: CancellationScope; fired: boolean } | undefined;
 
-  /** Keeps the running timer when the deadline is unchanged, replaces it otherwise. */
+  /** Keeps the running timer when it fires at or before the deadline, replaces it otherwise. */
   arm(deadline: Deadline | null): void {
-    if (this.armed && deadline && this.armed.at === deadline.at) return;
+    if (this.armed && deadline && this.armed.at <= deadline.at) return;
     this.disarm();
     if (!deadline) return;
     const armed = { at: deadline.at, scope: new CancellationScope(), fired: false };
