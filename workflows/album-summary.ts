@@ -48,6 +48,7 @@ export function albumUiView(key: AlbumKey, state: AlbumRulesState): UiView {
     state: headline.state,
     needsReview: headline.needsReview,
     children: headline.distinctChildren,
+    decisions: state.decisions.length,
     details: summarize(headline),
   };
 }
