@@ -136,7 +136,14 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
     }
 
     const dispatcher: Dispatcher | undefined = roles.dispatcher
-      ? createDispatcher({ pool, client, taskQueue: config.temporal.taskQueue, timings: config.album, logger })
+      ? createDispatcher({
+          pool,
+          client,
+          taskQueue: config.temporal.taskQueue,
+          timings: config.album,
+          logger,
+          costBaseline: config.temporal.costBaseline,
+        })
       : undefined;
     if (dispatcher) {
       dispatcher.start();

@@ -33,12 +33,17 @@ export interface SignalBatch {
  * Groups claimed outbox rows by workflow (album children → `album:` workflow, standalone → `message:`),
  * one child per message however many rows it has, in order of each workflow's oldest row.
  */
-export function planSignals(
-  rows: OutboxRow[],
-  children: QueuedChild[],
-  timings: AlbumTimings,
-  limits: { maxChildren: number; maxBytes: number } = { maxChildren: maxChildrenPerSignal, maxBytes: maxSignalBytes },
-): SignalBatch[] {
+export interface SignalPlan {
+  timings: AlbumTimings;
+  maxChildren: number;
+  maxBytes: number;
+  /** The cost baseline (TEMPORAL_COST_BASELINE): the workflows download each attachment with an activity of its own. */
+  costBaseline: boolean;
+}
+
+export const defaultSignalPlan: Omit<SignalPlan, 'timings'> = { maxChildren: maxChildrenPerSignal, maxBytes: maxSignalBytes, costBaseline: false };
+
+export function planSignals(rows: OutboxRow[], children: QueuedChild[], plan: SignalPlan): SignalBatch[] {
   const childByPk = new Map(children.map((child) => [child.messagePk, child]));
   const groups = new Map<
     string,
@@ -47,7 +52,7 @@ export function planSignals(
   for (const row of rows) {
     const child = childByPk.get(row.messagePk);
     if (!child) throw new Error(`outbox row ${row.id} refers to message ${row.messagePk}, which was not loaded`);
-    const target = targetOf(child, timings);
+    const target = targetOf(child, plan);
     let group = groups.get(target.workflowId);
     if (!group) {
       group = { target, albumPk: child.albumPk, scope: scopeOf(child), members: new Map() };
@@ -65,7 +70,7 @@ export function planSignals(
     for (const [messagePk, outboxIds] of members) {
       const arrival = childByPk.get(messagePk)!.arrival;
       const size = JSON.stringify(arrival).length;
-      if (!batch || batch.children.length === limits.maxChildren || bytes + size > limits.maxBytes) {
+      if (!batch || batch.children.length === plan.maxChildren || bytes + size > plan.maxBytes) {
         batch = { target, albumPk, scope, children: [], outboxIds: [] };
         batches.push(batch);
         bytes = 0;
@@ -82,12 +87,13 @@ function scopeOf({ key }: QueuedChild): ConversationScope {
   return { workspace: key.workspace, provider: key.provider, accountId: key.accountId, conversationId: key.conversationId };
 }
 
-function targetOf(child: QueuedChild, timings: AlbumTimings): SignalTarget {
+function targetOf(child: QueuedChild, { timings, costBaseline }: SignalPlan): SignalTarget {
+  const baseline = costBaseline ? { oneDownloadActivityPerAttachment: true } : {};
   if (child.albumId === null) {
-    return { workflowType: workflowTypes.message, workflowId: messageWorkflowId(child.key), input: { key: child.key, timings } };
+    return { workflowType: workflowTypes.message, workflowId: messageWorkflowId(child.key), input: { key: child.key, timings, ...baseline } };
   }
   const key = { ...scopeOf(child), albumId: child.albumId };
   // The album's id and source come from its row: both are set, or neither.
   const profile = albumProfileOf(child.albumSource!);
-  return { workflowType: workflowTypes.album, workflowId: albumWorkflowId(key), input: { key, timings, profile } };
+  return { workflowType: workflowTypes.album, workflowId: albumWorkflowId(key), input: { key, timings, profile, ...baseline } };
 }

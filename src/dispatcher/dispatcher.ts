@@ -24,7 +24,7 @@ import {
   signalsSentTotal,
 } from '../metrics.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
-import { planSignals, type SignalBatch } from './batches.js';
+import { defaultSignalPlan, planSignals, type SignalBatch, type SignalPlan } from './batches.js';
 import { SignalThrottle } from './throttle.js';
 
 export interface DispatcherOptions {
@@ -55,6 +55,11 @@ export interface DispatcherOptions {
    * so the quiet period never ends between two deliveries.
    */
   minSignalIntervalMs?: number;
+  /**
+   * TEMPORAL_COST_BASELINE, for the bench's comparison only: one signal per child, sent at once (no
+   * interval), to workflows that download each attachment with an activity of its own.
+   */
+  costBaseline?: boolean;
 }
 
 /** Its functions do not depend on `this`: `wakeDispatcher: dispatcher.wake` is fine. */
@@ -97,7 +102,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const signalTimeoutMs = options.signalTimeoutMs ?? 10_000;
   const concurrency = options.concurrency ?? 8;
-  const throttle = new SignalThrottle(options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4)));
+  const costBaseline = options.costBaseline ?? false;
+  const throttle = new SignalThrottle(costBaseline ? 0 : (options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4))));
+  const plan: SignalPlan = { ...defaultSignalPlan, timings, ...(costBaseline ? { maxChildren: 1, costBaseline } : {}) };
 
   let started = false;
   let stopped = false;
@@ -169,7 +176,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const children = await loadChildren(db, [...new Set(rows.map((row) => row.messagePk))]);
       const outcome: BatchOutcome = { claimed: rows.length, delivered: 0, temporalUnavailable: false };
       const now = Date.now();
-      const batches = planSignals(rows, children, timings);
+      const batches = planSignals(rows, children, plan);
       const recent = batches.filter((batch) => throttle.nextSignalAt(batch.target.workflowId) > now);
       // The child that completes an album is what its decision waits for: it is never held back.
       const albums = new Map(

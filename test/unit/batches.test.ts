@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { QueuedChild } from '../../src/db/children.js';
 import type { OutboxRow } from '../../src/db/outbox.js';
-import { maxChildrenPerSignal, planSignals } from '../../src/dispatcher/batches.js';
+import { defaultSignalPlan, maxChildrenPerSignal, planSignals, type SignalPlan } from '../../src/dispatcher/batches.js';
 import type { AlbumTimings } from '../../workflows/types.js';
 
 const timings: AlbumTimings = { quietPeriodMs: 2000, maxWaitMs: 30000, lateWindowMs: 86400000, lateItemPolicy: 'refresh' };
+const plan: SignalPlan = { ...defaultSignalPlan, timings };
 const scope = { workspace: 'ws', provider: 'whatsapp', accountId: 'acc', conversationId: 'conv' };
 
 function stored(messagePk: string, albumId: string | null, overrides: Partial<QueuedChild['key']> = {}): QueuedChild {
@@ -35,7 +36,7 @@ const row = (id: number, messagePk: string): OutboxRow => ({ id: String(id), mes
 describe('planSignals', () => {
   it('sends one signal per album with all its pending children, and album-less children to their message workflow', () => {
     const children = [stored('1', 'alb'), stored('2', null), stored('3', 'alb'), stored('4', 'alb', { conversationId: 'other' })];
-    const batches = planSignals([row(10, '1'), row(11, '2'), row(12, '3'), row(13, '4')], children, timings);
+    const batches = planSignals([row(10, '1'), row(11, '2'), row(12, '3'), row(13, '4')], children, plan);
 
     expect(batches.map((b) => [b.target.workflowType, b.target.workflowId, b.children.map((c) => c.messageId), b.outboxIds])).toEqual([
       ['albumWorkflow', 'album:ws:whatsapp:acc:conv:alb', ['m1', 'm3'], ['10', '12']],
@@ -48,7 +49,7 @@ describe('planSignals', () => {
   });
 
   it('carries a child once however many outbox rows it has, and settles all of them', () => {
-    const batches = planSignals([row(1, '7'), row(2, '8'), row(3, '7')], [stored('7', 'alb'), stored('8', 'alb')], timings);
+    const batches = planSignals([row(1, '7'), row(2, '8'), row(3, '7')], [stored('7', 'alb'), stored('8', 'alb')], plan);
     expect(batches).toHaveLength(1);
     expect(batches[0]!.children.map((c) => c.messageId)).toEqual(['m7', 'm8']);
     expect(batches[0]!.outboxIds.sort()).toEqual(['1', '2', '3']);
@@ -57,7 +58,7 @@ describe('planSignals', () => {
   it(`splits an album with more than ${maxChildrenPerSignal} pending children into several signals`, () => {
     const count = maxChildrenPerSignal * 2 + 1;
     const children = Array.from({ length: count }, (_, i) => stored(String(i), 'big'));
-    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, timings);
+    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, plan);
     expect(batches.map((b) => b.children.length)).toEqual([maxChildrenPerSignal, maxChildrenPerSignal, 1]);
     expect(new Set(batches.map((b) => b.target.workflowId)).size).toBe(1);
     expect(batches.flatMap((b) => b.outboxIds)).toHaveLength(count);
@@ -70,15 +71,22 @@ describe('planSignals', () => {
       return child;
     });
     const size = JSON.stringify(children[0]!.arrival).length;
-    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, timings, {
-      maxChildren: maxChildrenPerSignal,
-      maxBytes: size * 2,
-    });
+    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, { ...plan, maxBytes: size * 2 });
     expect(batches.map((b) => b.children.length)).toEqual([2, 2, 1]);
     expect(batches.map((b) => b.outboxIds)).toEqual([['0', '1'], ['2', '3'], ['4']]);
   });
 
+  it('sends one signal per child to workflows that download each attachment alone in the cost baseline', () => {
+    const children = [stored('1', 'alb'), stored('2', 'alb'), stored('3', null)];
+    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, { ...plan, maxChildren: 1, costBaseline: true });
+    expect(batches.map((b) => b.children.map((c) => c.messageId))).toEqual([['m1'], ['m2'], ['m3']]);
+    expect(batches.every((b) => b.target.input.oneDownloadActivityPerAttachment === true)).toBe(true);
+    const coalesced = planSignals(children.map((c, i) => row(i, c.messagePk)), children, plan);
+    expect(coalesced.map((b) => b.children.length)).toEqual([2, 1]);
+    expect(coalesced.some((b) => 'oneDownloadActivityPerAttachment' in b.target.input)).toBe(false);
+  });
+
   it('fails loudly when a row refers to a child that was not loaded', () => {
-    expect(() => planSignals([row(1, '99')], [], timings)).toThrow(/message 99/);
+    expect(() => planSignals([row(1, '99')], [], plan)).toThrow(/message 99/);
   });
 });
