@@ -7,7 +7,7 @@ import type { AlbumShape } from './workload.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export const phaseNames = ['ingest', 'telegram', 'sustained', 'burst', 'scale'] as const;
+export const phaseNames = ['ingest', 'telegram', 'sustained', 'burst', 'baseline', 'scale'] as const;
 export type PhaseName = (typeof phaseNames)[number];
 
 export interface BenchOptions {
@@ -110,7 +110,7 @@ export const tinyOptions: Partial<BenchOptions> = {
 };
 
 const usage =
-  'npm run bench -- [--tiny] [--phases ingest,telegram,sustained,burst,scale] [--rates 100,200,400] [--step-seconds 10]\n' +
+  'npm run bench -- [--tiny] [--phases ingest,telegram,sustained,burst,baseline,scale] [--rates 100,200,400] [--step-seconds 10]\n' +
   '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 15] [--sustained-rate 215] [--sustained-seconds 20]\n' +
   '  [--burst-albums-per-second 20] [--burst-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
   '  [--no-media] [--media-first-byte-ms 60] [--media-mb-per-s 25] [--seed N] [--profile] [--no-append]\n' +

@@ -185,6 +185,8 @@ export interface BenchReport {
   temporalCounts: PhaseCounts[];
   /** The phase held to the signals-per-child target. */
   burstPhase: string;
+  /** The sustained load against the cost baseline's configuration (TEMPORAL_COST_BASELINE). */
+  baselinePhase: string;
   scale: Scale;
   correctness: Correctness;
   cpu: PhaseCpu[];
@@ -232,6 +234,7 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
   const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
   const burst = report.temporalCost.find((c) => c.phase === report.burstPhase);
   const sustainedCounts = report.temporalCounts.find((c) => c.phase === report.sustainedPhase);
+  const baselineCounts = report.temporalCounts.find((c) => c.phase === report.baselinePhase);
   const sustainedMedia = sustained?.media != null;
   const memory = Object.entries(report.scale.processes).filter(([name]) => name === 'ingress' || name === 'worker');
   const targets: Target[] = [
@@ -285,7 +288,8 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
       target: `≤ ${targetLimits.billableActionsPerPhoto}`,
       measured: sustainedCounts
         ? `${sustainedCounts.perPhoto.billableActions} (${sustainedCounts.total.billableActions} actions / ${sustainedCounts.photos} photos` +
-          `${sustainedMedia ? '' : ', no downloads: --no-media'})`
+          `${sustainedMedia ? '' : ', no downloads: --no-media'})` +
+          (baselineCounts ? `; the baseline (one signal per child, one download activity per attachment): ${baselineCounts.perPhoto.billableActions}` : '')
         : 'not measured',
       met: sustainedCounts && sustainedMedia ? sustainedCounts.perPhoto.billableActions <= targetLimits.billableActionsPerPhoto : null,
     },

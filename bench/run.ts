@@ -1,5 +1,5 @@
 // `npm run bench`: starts the whole stack on this machine (bench/stack.ts), runs the phases
-// (bench/phases/: ingest, telegram, sustained, burst, scale), checks correctness, and reports as JSON under
+// (bench/phases/: ingest, telegram, sustained, burst, the cost baseline, scale), checks correctness, and reports as JSON under
 // bench/results/ and as a section appended to BENCHMARKS.md. Everything it started is stopped and its
 // databases dropped, also on failure and Ctrl-C.
 import crypto from 'node:crypto';
@@ -14,7 +14,7 @@ import { runBurst } from './phases/burst.js';
 import { PhaseContext } from './phases/context.js';
 import { runIngest } from './phases/ingest.js';
 import { runScale } from './phases/scale.js';
-import { runSustained } from './phases/sustained.js';
+import { runBaseline, runSustained } from './phases/sustained.js';
 import { runTelegram } from './phases/telegram.js';
 import { countLogProblems } from './processes.js';
 import { attachmentOutcomes, mediaSettledOf } from './queries.js';
@@ -46,6 +46,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const telegram = await runTelegram(ctx);
     const sustainedPhase = await runSustained(ctx);
     const burstPhase = await runBurst(ctx);
+    const baselinePhase = await runBaseline(ctx);
     const scale = await runScale(ctx);
 
     options.log('bench: checking correctness');
@@ -107,6 +108,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       temporalCost: ctx.appPhases.map((phase) => phase.cost),
       temporalCounts: ctx.counts,
       burstPhase,
+      baselinePhase,
       scale,
       correctness,
       cpu: ctx.cpu,

@@ -35,6 +35,14 @@ export class Closers {
   }
 }
 
+/** A second app, in the cost baseline's configuration, on a database and task queue of its own. */
+export interface BaselineApp {
+  pool: Pool;
+  /** The ingress's base URL. */
+  url: string;
+  stop: () => Promise<void>;
+}
+
 export interface Stack {
   base: pg.ClientConfig;
   /** The app's database (the ingress and the worker). */
@@ -60,6 +68,8 @@ export interface Stack {
   /** An `["*"]` token of the app's API_TOKENS: the ingress's /metrics answers only such tokens. */
   metricsToken: string;
   workerMetricsUrl: string;
+  /** Starts the ingress and the worker once more with TEMPORAL_COST_BASELINE (one signal per child, one download activity per attachment). */
+  startBaseline: () => Promise<BaselineApp>;
 }
 
 async function getJson<T>(url: string): Promise<T> {
@@ -194,7 +204,38 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   sampler.start();
   closers.push('the memory sampler', async () => sampler.stop());
 
+  const startBaseline = async (): Promise<BaselineApp> => {
+    const database = `${appDatabase}_baseline`;
+    await admin.createDatabase(database);
+    closers.push(`database ${database}`, () => admin.dropDatabase(database));
+    const db = withDatabase(base, database);
+    const baselinePool = createPool(db, { max: 3, applicationName: 'albumflow-bench' });
+    closers.push('the baseline pool', () => baselinePool.end());
+    const env = {
+      ...albumEnv,
+      DATABASE_URL: connectionUrl(db),
+      TEMPORAL_TASK_QUEUE: `${taskQueue}-baseline`,
+      TEMPORAL_COST_BASELINE: 'true',
+      MEDIA_DIR: path.join(runDir, 'baseline-media'),
+    };
+    closers.push('the baseline media', () => fs.promises.rm(env.MEDIA_DIR, { recursive: true, force: true }));
+    const metricsPort = await freePort();
+    const [baselineWorker, baselineIngress] = await Promise.all([
+      start('baseline worker', 'src/worker.ts', { ...env, WORKER_METRICS_PORT: String(metricsPort) }, /albumflow worker polling/),
+      start('baseline ingress', 'src/ingress.ts', env, /listening on (http:\/\/\S+?),/),
+    ]);
+    return {
+      pool: baselinePool,
+      url: baselineIngress.readyMatch,
+      stop: async () => {
+        await baselineIngress.stop();
+        await baselineWorker.stop();
+      },
+    };
+  };
+
   return {
+    startBaseline,
     base,
     pool,
     ingressAloneDatabase,

@@ -47,6 +47,13 @@ export const outboxOldestAgeSeconds = new Gauge({
   registers: [registry],
 });
 
+export const albumStatusViewsTotal = new Counter({
+  name: 'albumflow_album_status_views_total',
+  help: 'Album status bodies answered, by where they came from: workflow (its status query), cached (the answer of its last query, its history unchanged since) or database',
+  labelNames: ['source'] as const,
+  registers: [registry],
+});
+
 export const signalsSentTotal = new Counter({
   name: 'albumflow_signals_sent_total',
   help: 'signalWithStart calls Temporal accepted',

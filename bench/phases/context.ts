@@ -13,6 +13,7 @@ import { cpuSeconds, machineCpu, postgresCpuSeconds } from '../processes.js';
 import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type DecisionRow } from '../queries.js';
 import { acceptedChildren, newChildren, undecided } from '../records.js';
 import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
+import type { Pool } from '../../src/db/pool.js';
 import type { Stack } from '../stack.js';
 import type { ServedMedia, WorkloadOptions } from '../workload.js';
 
@@ -131,8 +132,7 @@ export class PhaseContext {
    * and with media until no attachment of theirs is pending and each album announced its latest
    * decision's media settled. Answers what is still missing at the deadline.
    */
-  private async settle(records: readonly RequestRecord[], media: boolean): Promise<string[]> {
-    const { pool } = this.stack;
+  private async settle(pool: Pool, records: readonly RequestRecord[], media: boolean): Promise<string[]> {
     const expected = acceptedChildren(records);
     const workflowIds = [...expected.keys()];
     const deadline = Date.now() + this.options.settleTimeoutMs;
@@ -140,14 +140,13 @@ export class PhaseContext {
       const { depth } = await outboxStats(pool);
       const decisions = await recordedDecisions(pool, workflowIds);
       const missing = undecided(expected, decisions);
-      if (depth === 0 && missing.length === 0 && media) missing.push(...(await this.unsettledMedia(workflowIds, decisions)));
+      if (depth === 0 && missing.length === 0 && media) missing.push(...(await this.unsettledMedia(pool, workflowIds, decisions)));
       if ((depth === 0 && missing.length === 0) || Date.now() > deadline) return missing;
       await sleep(200, undefined, { signal: this.options.signal });
     }
   }
 
-  private async unsettledMedia(workflowIds: string[], decisions: Map<string, DecisionRow[]>): Promise<string[]> {
-    const { pool } = this.stack;
+  private async unsettledMedia(pool: Pool, workflowIds: string[], decisions: Map<string, DecisionRow[]>): Promise<string[]> {
     const pending = (await attachmentOutcomes(pool, workflowIds)).byStatus.pending ?? 0;
     if (pending > 0) return [`${pending} attachments pending`];
     const settled = await mediaSettledOf(pool, workflowIds);
@@ -164,8 +163,7 @@ export class PhaseContext {
     const before = await scrape(this.stack.ingressMetricsUrl, this.stack.metricsToken);
     const result = await this.measureCpu(`${name}, app`, async () => {
       const loaded = await this.runLoad(phase);
-      const missing = await this.settle(loaded.records, media);
-      if (missing.length > 0) this.options.log(`bench: ${name} not settled after ${this.options.settleTimeoutMs} ms (${missing.length} left, e.g. ${missing[0]})`);
+      this.reportUnsettled(name, await this.settle(this.stack.pool, loaded.records, media));
       return loaded;
     });
     const after = await scrape(this.stack.ingressMetricsUrl, this.stack.metricsToken);
@@ -189,6 +187,28 @@ export class PhaseContext {
       this.counts.push(await countPhase(this.stack.temporal, name, [...acceptedChildren(result.records).keys()], children));
     }
     return result;
+  }
+
+  private reportUnsettled(name: string, missing: string[]): void {
+    if (missing.length > 0) this.options.log(`bench: ${name} not settled after ${this.options.settleTimeoutMs} ms (${missing.length} left, e.g. ${missing[0]})`);
+  }
+
+  /**
+   * The same load against a second app in the cost baseline's configuration (started for the phase,
+   * stopped after it); only its Temporal counts are reported, beside those of the default configuration.
+   */
+  async runBaselinePhase(name: string, phase: Omit<LoadPhase, 'url'>, media: boolean): Promise<void> {
+    this.options.signal?.throwIfAborted();
+    this.options.log(`bench: ${name} (starting the app in the cost baseline's configuration)`);
+    const app = await this.stack.startBaseline();
+    try {
+      const { records } = await this.runLoad({ ...phase, url: app.url });
+      this.reportUnsettled(name, await this.settle(app.pool, records, media));
+      this.options.log(`bench: ${name} (counting its workflows' histories)`);
+      this.counts.push(await countPhase(this.stack.temporal, name, [...acceptedChildren(records).keys()], newChildren(records)));
+    } finally {
+      await app.stop();
+    }
   }
 
   async runCeilingPhase(name: string, phase: LoadPhase): Promise<PhaseResult> {

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
+import { LRUCache } from 'lru-cache';
 import { Type } from 'typebox';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
@@ -7,6 +8,7 @@ import type { AlbumKey, AlbumStatus } from '../../workflows/types.js';
 import { decisionsOf } from '../db/decisions.js';
 import { albumStatusFromDatabase, findAlbum, findMessage, listAlbums } from '../db/status.js';
 import type { Pool } from '../db/pool.js';
+import { albumStatusViewsTotal } from '../metrics.js';
 import { reviewView } from '../../workflows/album-view.js';
 import { HttpError } from './errors.js';
 import { AlbumParams, albumKeyOf, albumPath, MessageParams, messageKeyOf, messagePath, Segment } from './params.js';
@@ -27,6 +29,16 @@ export interface StatusOptions {
 /** Where an album body came from, in the `x-albumflow-source` response header. */
 export type StatusSource = 'workflow' | 'database';
 
+/** Running workflows whose last status answer the process keeps. */
+const answersKept = 1000;
+
+interface WorkflowAnswer {
+  runId: string;
+  /** The run's history length when it answered: its state changes only with new events. */
+  historyLength: number;
+  body: AlbumStatus;
+}
+
 function encodeCursor(id: string): string {
   return Buffer.from(`album:${id}`).toString('base64url');
 }
@@ -39,16 +51,29 @@ function decodeCursor(cursor: string): string {
 
 /**
  * Album, message and album-list status. While an album's workflow runs, its body is the workflow's
- * `status` query; otherwise it is built from PostgreSQL with the same view builder.
+ * `status` query; otherwise it is built from PostgreSQL with the same view builder. A query is a billable
+ * Temporal action and a describe is not: a view of a running workflow whose history has not grown since
+ * its last answer gets that answer again, so a page that refreshes itself costs a query only when the
+ * album changed.
  */
 export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app, { pool, temporal }) => {
+  const answers = new LRUCache<string, WorkflowAnswer>({ max: answersKept });
+
   async function queryRunningWorkflow(workflowId: string): Promise<AlbumStatus | null> {
     try {
       return await temporal.connection.withDeadline(Date.now() + 5_000, async () => {
         const handle = temporal.workflow.getHandle(workflowId);
-        const description = await handle.describe();
-        if (description.status.name !== 'RUNNING') return null;
-        return handle.query(statusQuery);
+        const { status, runId, historyLength } = await handle.describe();
+        if (status.name !== 'RUNNING') return null;
+        const kept = answers.get(workflowId);
+        if (kept && kept.runId === runId && kept.historyLength === historyLength) {
+          albumStatusViewsTotal.inc({ source: 'cached' });
+          return kept.body;
+        }
+        const body = await handle.query(statusQuery);
+        answers.set(workflowId, { runId, historyLength, body });
+        albumStatusViewsTotal.inc({ source: 'workflow' });
+        return body;
       });
     } catch (err) {
       app.log.warn({ err, workflowId }, 'album status query failed; answering from PostgreSQL');
@@ -79,6 +104,7 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
       const live = request.query.source === 'auto' ? await queryRunningWorkflow(album.workflowId) : null;
       void reply.header('x-albumflow-source', (live ? 'workflow' : 'database') satisfies StatusSource);
       if (live) return live;
+      albumStatusViewsTotal.inc({ source: 'database' });
       return albumStatusFromDatabase(pool, album, key);
     },
   );

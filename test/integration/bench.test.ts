@@ -81,16 +81,20 @@ describe('npm run bench, tiny', () => {
     const ingestFigures = report.endToEnd.find((e) => e.phase.startsWith('ingest'));
     expect(ingestFigures?.media).toBeNull();
 
-    expect(report.temporalCounts.map((counts) => counts.phase)).toEqual([report.sustainedPhase, report.burstPhase]);
+    expect(report.temporalCounts.map((counts) => counts.phase)).toEqual([report.sustainedPhase, report.burstPhase, report.baselinePhase]);
     for (const counts of report.temporalCounts) {
       expect(counts.albums).toBeGreaterThan(0);
       expect(counts.runs).toBeGreaterThanOrEqual(counts.albums);
-      // Every photo's attachment is downloaded by an activity; every album is started once and signalled.
-      expect(counts.total.activities).toBeGreaterThanOrEqual(counts.photos);
+      // Every album downloads its photos' attachments with activities; every album is started once and signalled.
+      expect(counts.total.activities).toBeGreaterThanOrEqual(counts.albums);
       expect(counts.total.signals).toBeGreaterThanOrEqual(counts.albums);
       expect(counts.total.billableActions).toBeGreaterThan(counts.total.activities);
       expect(isNumber(counts.perPhoto.billableActions) && counts.perPhoto.billableActions > 0).toBe(true);
     }
+    // The baseline: a signal for every child (redeliveries too) and a download activity for every attachment.
+    const baseline = report.temporalCounts.find((counts) => counts.phase === report.baselinePhase)!;
+    expect(baseline.total.signals).toBeGreaterThanOrEqual(baseline.photos);
+    expect(baseline.total.activities).toBeGreaterThanOrEqual(baseline.photos);
 
     const burst = report.temporalCost.find((cost) => cost.phase === report.burstPhase);
     expect(burst?.children).toBeGreaterThan(0);

@@ -3,6 +3,7 @@ import type { AlbumStatus } from '../../workflows/types.js';
 import type { AlbumListBody, MessageStatus } from '../../src/http/schemas.js';
 import { eventually, startMediaServer, type MediaServer } from '../helpers/albums.js';
 import { unique } from '../helpers/env.js';
+import { albumStatusViewsTotal } from '../../src/metrics.js';
 import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -74,6 +75,45 @@ describe('album status', () => {
       return response.body;
     });
     expect(closed).toEqual({ ...live, state: 'closed' });
+  });
+
+  it('queries a running workflow once per change of its history: a page that refreshes itself costs no query while the album is unchanged', async () => {
+    const conversation = unique('conv');
+    const views = async () => {
+      // Copied: prom-client hands out the counter's own objects.
+      const counts = new Map((await albumStatusViewsTotal.get()).values.map((v) => [v.labels.source, v.value]));
+      return (source: string) => counts.get(source) ?? 0;
+    };
+    const view = () => get<AlbumStatus>(albumUrl(conversation, 'refreshed'));
+    await stack.post(albumEvent({ conversationId: conversation, albumId: 'refreshed', messageId: 'r0', index: 0, total: 2 }));
+    // Once the workflow's first task is done its history stops growing, and its answer is kept.
+    const first = await eventually(async () => {
+      const counted = await views();
+      const response = await view();
+      expect(response.source).toBe('workflow');
+      expect(response.body.distinctChildren).toBe(1);
+      expect((await views())('cached') - counted('cached')).toBe(1);
+      return response.body;
+    });
+
+    const before = await views();
+    for (let refresh = 0; refresh < 5; refresh++) {
+      const refreshed = await view();
+      expect(refreshed.source).toBe('workflow');
+      expect(refreshed.body).toEqual(first);
+    }
+    const after = await views();
+    expect(after('workflow') - before('workflow')).toBe(0);
+    expect(after('cached') - before('cached')).toBe(5);
+
+    await stack.post(albumEvent({ conversationId: conversation, albumId: 'refreshed', messageId: 'r1', index: 1, total: 2 }));
+    const decided = await eventually(async () => {
+      const response = await view();
+      expect(response.body.decisions).toHaveLength(1);
+      return response.body;
+    });
+    expect(decided.distinctChildren).toBe(2);
+    expect((await views())('workflow')).toBeGreaterThan(after('workflow'));
   });
 
   it('is 404 for an album no child of was stored, and 400 for a malformed request', async () => {
