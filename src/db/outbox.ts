@@ -44,6 +44,24 @@ export async function albumsThatMayComplete(client: PoolClient, albums: Readonly
   return new Set(rows.map((row) => row.album_pk));
 }
 
+/**
+ * Every other row of these albums, due or held back, locked like claimOutbox's: the children a signal
+ * that may complete the album takes along, so that it carries the whole album.
+ */
+export async function claimAlbumRows(client: PoolClient, albumPks: string[], claimedIds: string[]): Promise<OutboxRow[]> {
+  if (albumPks.length === 0) return [];
+  const { rows } = await client.query<OutboxRow>(
+    `SELECT o.id, o.message_pk AS "messagePk"
+       FROM outbox o
+       JOIN messages m ON m.id = o.message_pk
+      WHERE m.album_pk = ANY($1::bigint[]) AND o.id <> ALL($2::bigint[])
+      ORDER BY o.id
+        FOR UPDATE OF o SKIP LOCKED`,
+    [albumPks, claimedIds],
+  );
+  return rows;
+}
+
 export async function deleteOutboxRows(client: PoolClient, ids: string[]): Promise<void> {
   await client.query(`DELETE FROM outbox WHERE id = ANY($1::bigint[])`, [ids]);
 }

@@ -5,12 +5,14 @@ import { listen, type Listener } from '../db/listen.js';
 import { loadChildren } from '../db/children.js';
 import {
   albumsThatMayComplete,
+  claimAlbumRows,
   claimOutbox,
   deferOutboxRows,
   deleteOutboxRows,
   outboxChannel,
   outboxStats,
   recordOutboxFailure,
+  type OutboxRow,
 } from '../db/outbox.js';
 import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
@@ -171,18 +173,29 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   async function drainBatch(): Promise<BatchOutcome> {
     return withTransaction(pool, async (db) => {
-      const rows = await claimOutbox(db, batchSize);
-      if (rows.length === 0) return { claimed: 0, delivered: 0, temporalUnavailable: false };
-      const children = await loadChildren(db, [...new Set(rows.map((row) => row.messagePk))]);
-      const outcome: BatchOutcome = { claimed: rows.length, delivered: 0, temporalUnavailable: false };
+      const claimed = await claimOutbox(db, batchSize);
+      if (claimed.length === 0) return { claimed: 0, delivered: 0, temporalUnavailable: false };
+      const outcome: BatchOutcome = { claimed: claimed.length, delivered: 0, temporalUnavailable: false };
       const now = Date.now();
-      const batches = planSignals(rows, children, plan);
-      const recent = batches.filter((batch) => throttle.nextSignalAt(batch.target.workflowId) > now);
-      // The child that completes an album is what its decision waits for: it is never held back.
-      const albums = new Map(
-        recent.flatMap((batch) => (batch.albumPk && batch.target.workflowType === workflowTypes.album ? [[batch.albumPk, batch.target.input.profile.maxChildren] as const] : [])),
+      let children = await loadChildren(db, [...new Set(claimed.map((row) => row.messagePk))]);
+      let batches = planSignals(claimed, children, plan);
+      const recentAlbums = new Map(
+        batches.flatMap((batch) =>
+          batch.albumPk && batch.target.workflowType === workflowTypes.album && throttle.nextSignalAt(batch.target.workflowId) > now
+            ? [[batch.albumPk, batch.target.input.profile.maxChildren] as const]
+            : [],
+        ),
       );
-      const completing = await albumsThatMayComplete(db, albums);
+      // The child that completes an album is what its decision waits for: it is never held back, and it
+      // takes along the album's children held back before it, so that one signal carries the whole album.
+      const completing = await albumsThatMayComplete(db, recentAlbums);
+      const along = await claimAlbumRows(db, [...completing], claimed.map((row) => row.id));
+      if (along.length > 0) {
+        children = [...children, ...(await loadChildren(db, [...new Set(along.map((row) => row.messagePk))]))];
+        const byCommit = (a: OutboxRow, b: OutboxRow) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1);
+        batches = planSignals([...claimed, ...along].sort(byCommit), children, plan);
+      }
+      const recent = batches.filter((batch) => throttle.nextSignalAt(batch.target.workflowId) > now);
       const cooling = recent.filter((batch) => !(batch.albumPk && completing.has(batch.albumPk)));
       if (cooling.length > 0) {
         const until = Math.min(...cooling.map((batch) => throttle.nextSignalAt(batch.target.workflowId)));

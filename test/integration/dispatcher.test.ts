@@ -11,7 +11,7 @@ import type { ChildrenBatch } from '../../workflows/types.js';
 import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('disp');
-const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held', 'telegram'] as const;
+const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held', 'telegram', 'gathered'] as const;
 const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
 
 let config = testConfig();
@@ -270,6 +270,23 @@ describe('dispatcher', () => {
     expect(await batches(telegramAlbum('open'))).toEqual([1]);
     expect(await outboxRows(w)).toHaveLength(1);
     await Promise.all(['full', 'open'].map((group) => client.workflow.getHandle(telegramAlbum(group)).terminate('test done').catch(() => undefined)));
+  });
+
+  it('sends the child that completes an album with the children held back before it, in one signal', async () => {
+    const w = ws.gathered;
+    const d = dispatcher({ minSignalIntervalMs: 60_000 });
+    await postChild(w, { message: 'g1', album: { id: 'whole', total: 3 } });
+    await d.drainOnce();
+    await postChild(w, { message: 'g2', album: { id: 'whole', total: 3 } });
+    await d.drainOnce();
+    expect(await outboxRows(w)).toHaveLength(1);
+    await postChild(w, { message: 'g3', album: { id: 'whole', total: 3 } });
+    await d.drainOnce();
+
+    const batches = (await signalsOf(client, albumId(w, 'whole'))).map((batch) => batch.children.map((c) => c.messageId));
+    expect(batches).toEqual([['g1'], ['g2', 'g3']]);
+    expect(await outboxRows(w)).toEqual([]);
+    await client.workflow.getHandle(albumId(w, 'whole')).terminate('test done').catch(() => undefined);
   });
 
   it('sends held-back children when their interval ends, even after passes that found nothing to send', async () => {
