@@ -9,6 +9,7 @@ import { vi } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { loadChildren } from '../../src/db/children.js';
 import type { Pool } from '../../src/db/pool.js';
+import { startSearchAttributes } from '../../src/temporal/workflow-start.js';
 import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumKey, AlbumWorkflowInput, ChildArrival, JsonValue, MessageKey } from '../../workflows/types.js';
@@ -114,6 +115,7 @@ export async function signalAlbum(
     args: [input],
     signal: childrenSignal,
     signalArgs: [{ children }],
+    typedSearchAttributes: startSearchAttributes(key),
   });
 }
 
@@ -124,6 +126,7 @@ export async function signalMessage(client: Client, config: Config, key: Message
     args: [{ key, timings: config.album }],
     signal: childrenSignal,
     signalArgs: [{ children: [child] }],
+    typedSearchAttributes: startSearchAttributes(key),
   });
 }
 
