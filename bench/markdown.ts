@@ -1,6 +1,6 @@
 // The markdown a bench run appends to BENCHMARKS.md, and the file's header (the method) when it does
 // not exist yet. Pure (no I/O).
-import { pct, round, type BenchReport, type Percentiles, type StepStats } from './report.js';
+import { appCpuMsPerChild, pct, type BenchReport, type Percentiles, type StepStats } from './report.js';
 
 type Cell = string | number | boolean | null | undefined;
 
@@ -116,6 +116,18 @@ export function renderMarkdown(report: BenchReport): string {
     ),
   );
   lines.push('');
+  lines.push('### 3b. The knee: completion p99 (total known) at rising sustained rates, with downloads');
+  lines.push('');
+  lines.push(
+    report.knee.steps.length === 0
+      ? 'Not measured.'
+      : `The highest rate that held: ${report.knee.highestMet === null ? 'none' : `${report.knee.highestMet} children/s`}.\n\n` +
+          table(
+            ['offered/s', 'children/s', 'albums with a total', 'p99 ms', 'app CPU ms per new child', 'held'],
+            report.knee.steps.map((step) => [step.rate, step.childrenPerS, step.albums, step.p99Ms, step.cpuMsPerChild, step.met ? 'yes' : '**no**']),
+          ),
+  );
+  lines.push('');
   lines.push('### 4. Temporal cost (dispatcher counters)');
   lines.push('');
   lines.push(
@@ -196,15 +208,7 @@ export function renderMarkdown(report: BenchReport): string {
       ['phase', 'wall s', ...names, 'machine busy (cores)', 'of which others (cores)', 'app CPU ms per new child'],
       report.cpu.map((p) => {
         const cost = report.temporalCost.find((c) => `${c.phase}, app` === p.phase);
-        const appCpu = ['ingress', 'worker', 'temporal', 'postgres'].reduce((sum, n) => sum + (p.cpuS[n] ?? 0), 0);
-        return [
-          p.phase,
-          p.wallS,
-          ...names.map((n) => p.cpuS[n]),
-          p.machineBusyCores,
-          p.otherCores,
-          cost && cost.children > 0 ? round((appCpu * 1000) / cost.children, 1) : null,
-        ];
+        return [p.phase, p.wallS, ...names.map((n) => p.cpuS[n]), p.machineBusyCores, p.otherCores, cost ? appCpuMsPerChild(p, cost.children) : null];
       }),
     ),
   );
@@ -272,6 +276,13 @@ Method:
   counts them (docs.temporal.io/cloud/actions, April 2026: a signal-with-start that starts the workflow
   is one action, the markers of one workflow task one, TemporalChangeVersion upserts none; heartbeats
   and queries are not in a history and not counted), divided by the phase's albums and photos.
+- **The cost baseline** sends the sustained phase's stream (the same shapes, other ids) to a second
+  ingress and worker started for it with TEMPORAL_COST_BASELINE=true (their own database and task queue,
+  the same Temporal server): one signal per child and one download activity per attachment, the design
+  albumflow is judged against. Only its Temporal counts are reported, beside the default's.
+- **The knee** is a series of sustained steps with downloads, from 100 children/s up by 25 (10 s each,
+  each settled before the next), until the completion p99 (total known) misses 250 ms; the highest
+  rate that held is reported, and the first step's app CPU ms per new child is the CPU target's figure.
 - **Scale** is VmRSS sampled every 250 ms and VmHWM (peak since start, start-up included) from
   /proc, with every album of the run open in its late window (LATE_WINDOW_MS is long).
 - **Correctness** is checked on every run: each accepted child appears in a recorded decision, no

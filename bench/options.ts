@@ -7,7 +7,7 @@ import type { AlbumShape } from './workload.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export const phaseNames = ['ingest', 'telegram', 'sustained', 'burst', 'baseline', 'scale'] as const;
+export const phaseNames = ['ingest', 'telegram', 'sustained', 'burst', 'baseline', 'knee', 'scale'] as const;
 export type PhaseName = (typeof phaseNames)[number];
 
 export interface BenchOptions {
@@ -27,6 +27,14 @@ export interface BenchOptions {
   /** 10-photo albums per second in the burst phase, all children of an album sent at once. */
   burstAlbumsPerSecond: number;
   burstSeconds: number;
+  /**
+   * The knee search: sustained steps from kneeStartRate up by kneeStepRate (children/s offered), each
+   * kneeSeconds long, until the completion p99 (total known) misses its target or kneeMaxRate is passed.
+   */
+  kneeStartRate: number;
+  kneeStepRate: number;
+  kneeMaxRate: number;
+  kneeSeconds: number;
   /** Albums kept open (late window) before memory is read; small albums are added to reach it. */
   openAlbums: number;
   /** Offered rate of the scale top-up, requests/s (below the pipeline's capacity, so memory is read at steady state). */
@@ -68,10 +76,14 @@ export const defaultOptions: BenchOptions = {
   concurrency: 64,
   closedLoopConcurrency: 32,
   warmupSeconds: 15,
-  sustainedRate: 215,
+  sustainedRate: 150,
   sustainedSeconds: 20,
   burstAlbumsPerSecond: 20,
   burstSeconds: 10,
+  kneeStartRate: 100,
+  kneeStepRate: 25,
+  kneeMaxRate: 400,
+  kneeSeconds: 10,
   openAlbums: 5000,
   scaleRate: 100,
   quietPeriodMs: 1000,
@@ -103,6 +115,10 @@ export const tinyOptions: Partial<BenchOptions> = {
   sustainedSeconds: 2,
   burstAlbumsPerSecond: 2,
   burstSeconds: 2,
+  kneeStartRate: 20,
+  kneeStepRate: 10,
+  kneeMaxRate: 30,
+  kneeSeconds: 2,
   openAlbums: 100,
   quietPeriodMs: 300,
   maxWaitMs: 20_000,
@@ -110,9 +126,10 @@ export const tinyOptions: Partial<BenchOptions> = {
 };
 
 const usage =
-  'npm run bench -- [--tiny] [--phases ingest,telegram,sustained,burst,baseline,scale] [--rates 100,200,400] [--step-seconds 10]\n' +
-  '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 15] [--sustained-rate 215] [--sustained-seconds 20]\n' +
-  '  [--burst-albums-per-second 20] [--burst-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
+  'npm run bench -- [--tiny] [--phases ingest,telegram,sustained,burst,baseline,knee,scale] [--rates 100,200,400] [--step-seconds 10]\n' +
+  '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 15] [--sustained-rate 150] [--sustained-seconds 20]\n' +
+  '  [--burst-albums-per-second 20] [--burst-seconds 10] [--knee-start-rate 100] [--knee-step-rate 25] [--knee-max-rate 400]\n' +
+  '  [--knee-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
   '  [--no-media] [--media-first-byte-ms 60] [--media-mb-per-s 25] [--seed N] [--profile] [--no-append]\n' +
   'The sustained and burst phases download every child\'s attachment from a local media server (--no-media: none).\n' +
   'DATABASE_URL names the PostgreSQL server (fresh databases are created on it and dropped after);\n' +
@@ -134,6 +151,10 @@ export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
       'sustained-seconds': { type: 'string' },
       'burst-albums-per-second': { type: 'string' },
       'burst-seconds': { type: 'string' },
+      'knee-start-rate': { type: 'string' },
+      'knee-step-rate': { type: 'string' },
+      'knee-max-rate': { type: 'string' },
+      'knee-seconds': { type: 'string' },
       'open-albums': { type: 'string' },
       'scale-rate': { type: 'string' },
       'quiet-period-ms': { type: 'string' },
@@ -176,6 +197,11 @@ export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
   set('sustainedSeconds', number(values['sustained-seconds'], 'sustained-seconds'));
   set('burstAlbumsPerSecond', number(values['burst-albums-per-second'], 'burst-albums-per-second'));
   set('burstSeconds', number(values['burst-seconds'], 'burst-seconds'));
+  set('kneeStartRate', number(values['knee-start-rate'], 'knee-start-rate'));
+  set('kneeStepRate', number(values['knee-step-rate'], 'knee-step-rate'));
+  set('kneeMaxRate', number(values['knee-max-rate'], 'knee-max-rate'));
+  set('kneeSeconds', number(values['knee-seconds'], 'knee-seconds'));
+  if (options.kneeStepRate === 0) throw new Error('--knee-step-rate must be above 0');
   set('openAlbums', number(values['open-albums'], 'open-albums'));
   set('scaleRate', number(values['scale-rate'], 'scale-rate'));
   set('quietPeriodMs', number(values['quiet-period-ms'], 'quiet-period-ms'));

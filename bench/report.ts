@@ -161,6 +161,32 @@ export interface PhaseCpu {
   otherCores: number;
 }
 
+/** One step of the knee search: a sustained load at an offered rate, with downloads. */
+export interface KneeStep {
+  /** Offered children/s (5% of the requests are redeliveries). */
+  rate: number;
+  /** New children accepted per second. */
+  childrenPerS: number;
+  albums: number;
+  /** Completion p99 of the albums with a total, ms. */
+  p99Ms: number | null;
+  /** CPU ms per new child of the ingress, the worker, the Temporal server and PostgreSQL. */
+  cpuMsPerChild: number | null;
+  met: boolean;
+}
+
+export interface Knee {
+  steps: KneeStep[];
+  /** The highest children/s of a step that met the completion target; null when none did. */
+  highestMet: number | null;
+}
+
+/** The CPU ms per new child of the app's processes (the ingress, the worker, the Temporal server, PostgreSQL) over one phase. */
+export function appCpuMsPerChild(cpu: PhaseCpu, children: number): number | null {
+  const appCpu = ['ingress', 'worker', 'temporal', 'postgres'].reduce((sum, name) => sum + (cpu.cpuS[name] ?? 0), 0);
+  return children > 0 ? round((appCpu * 1000) / children, 1) : null;
+}
+
 export interface Target {
   name: string;
   target: string;
@@ -187,6 +213,7 @@ export interface BenchReport {
   burstPhase: string;
   /** The sustained load against the cost baseline's configuration (TEMPORAL_COST_BASELINE). */
   baselinePhase: string;
+  knee: Knee;
   scale: Scale;
   correctness: Correctness;
   cpu: PhaseCpu[];
@@ -220,7 +247,10 @@ const targetLimits = {
   groupCommitRatio: 2,
   p99Ratio: 2,
   endToEndP99Ms: 250,
-  sustainedChildrenPerS: 200,
+  sustainedChildrenPerS: 150,
+  /** CPU ms per new child for the whole pipeline, at this rate. */
+  cpuMsPerChild: 10,
+  cpuRate: 100,
   signalsPerChild: 0.2,
   billableActionsPerPhoto: 1.5,
   rssMB: 400,
@@ -278,6 +308,25 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
           : sustained.withTotal.ms.p99 <= targetLimits.endToEndP99Ms && sustained.childrenPerS >= targetLimits.sustainedChildrenPerS,
     },
     {
+      name: 'Completion p99 (total known): the knee',
+      target: `the highest sustained rate at which it holds (≤ ${targetLimits.endToEndP99Ms} ms), ≥ ${targetLimits.sustainedChildrenPerS} children/s`,
+      measured:
+        report.knee.steps.length === 0
+          ? 'not measured'
+          : `${report.knee.highestMet === null ? 'held at no step' : `${report.knee.highestMet} children/s`}; ` +
+            report.knee.steps.map((step) => `${step.rate}/s offered: ${step.childrenPerS}/s, p99 ${step.p99Ms} ms`).join('; '),
+      met: report.knee.steps.length === 0 ? null : (report.knee.highestMet ?? 0) >= targetLimits.sustainedChildrenPerS,
+    },
+    (() => {
+      const step = report.knee.steps.find((s) => s.rate === targetLimits.cpuRate);
+      return {
+        name: `CPU ms per new child at ${targetLimits.cpuRate} children/s (with downloads)`,
+        target: `≤ ${targetLimits.cpuMsPerChild} (the ingress, the worker, the Temporal server, PostgreSQL)`,
+        measured: step ? `${step.cpuMsPerChild} at ${step.childrenPerS} children/s` : `not measured (no knee step at ${targetLimits.cpuRate}/s)`,
+        met: step?.cpuMsPerChild == null ? null : step.cpuMsPerChild <= targetLimits.cpuMsPerChild,
+      };
+    })(),
+    {
       name: 'Signals per child (10-photo bursts)',
       target: `≤ ${targetLimits.signalsPerChild}`,
       measured: burst ? `${burst.signalsPerChild} (${burst.signalWithStarts} signals / ${burst.children} children)` : 'not measured',
@@ -314,6 +363,11 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
     },
   ];
   return targets;
+}
+
+/** Whether a knee step met the completion target. */
+export function kneeStepMet(p99Ms: number | null): boolean {
+  return p99Ms !== null && p99Ms <= targetLimits.endToEndP99Ms;
 }
 
 /** A ratio as a whole percentage. */

@@ -1,5 +1,5 @@
 // `npm run bench`: starts the whole stack on this machine (bench/stack.ts), runs the phases
-// (bench/phases/: ingest, telegram, sustained, burst, the cost baseline, scale), checks correctness, and reports as JSON under
+// (bench/phases/: ingest, telegram, sustained, burst, the cost baseline, the knee search, scale), checks correctness, and reports as JSON under
 // bench/results/ and as a section appended to BENCHMARKS.md. Everything it started is stopped and its
 // databases dropped, also on failure and Ctrl-C.
 import crypto from 'node:crypto';
@@ -13,6 +13,7 @@ import { defaultOptions, parseOptions, type BenchOptions } from './options.js';
 import { runBurst } from './phases/burst.js';
 import { PhaseContext } from './phases/context.js';
 import { runIngest } from './phases/ingest.js';
+import { runKnee } from './phases/knee.js';
 import { runScale } from './phases/scale.js';
 import { runBaseline, runSustained } from './phases/sustained.js';
 import { runTelegram } from './phases/telegram.js';
@@ -47,6 +48,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const sustainedPhase = await runSustained(ctx);
     const burstPhase = await runBurst(ctx);
     const baselinePhase = await runBaseline(ctx);
+    const knee = await runKnee(ctx);
     const scale = await runScale(ctx);
 
     options.log('bench: checking correctness');
@@ -88,6 +90,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
         sustainedSeconds: options.sustainedSeconds,
         burstAlbumsPerSecond: options.burstAlbumsPerSecond,
         burstSeconds: options.burstSeconds,
+        knee: { startRate: options.kneeStartRate, stepRate: options.kneeStepRate, maxRate: options.kneeMaxRate, seconds: options.kneeSeconds },
         openAlbums: options.openAlbums,
         scaleRate: options.scaleRate,
         QUIET_PERIOD_MS: options.quietPeriodMs,
@@ -109,6 +112,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       temporalCounts: ctx.counts,
       burstPhase,
       baselinePhase,
+      knee,
       scale,
       correctness,
       cpu: ctx.cpu,

@@ -96,6 +96,14 @@ describe('npm run bench, tiny', () => {
     expect(baseline.total.signals).toBeGreaterThanOrEqual(baseline.photos);
     expect(baseline.total.activities).toBeGreaterThanOrEqual(baseline.photos);
 
+    expect(report.knee.steps.length).toBeGreaterThan(0);
+    for (const step of report.knee.steps) {
+      expect(step.albums).toBeGreaterThan(0);
+      expect(isNumber(step.childrenPerS) && isNumber(step.p99Ms) && isNumber(step.cpuMsPerChild)).toBe(true);
+    }
+    // The search stops at the first step that misses; every step before it held.
+    expect(report.knee.steps.slice(0, -1).every((step) => step.met)).toBe(true);
+
     const burst = report.temporalCost.find((cost) => cost.phase === report.burstPhase);
     expect(burst?.children).toBeGreaterThan(0);
     expect(isNumber(burst?.signalsPerChild)).toBe(true);
@@ -114,6 +122,7 @@ describe('npm run bench, tiny', () => {
         'Group commit (closed loop, ingress alone)',
         'Signals per child (10-photo bursts)',
         'Billable Temporal actions per photo (sustained, with downloads)',
+        'Completion p99 (total known): the knee',
         'Correctness',
       ]),
     );
