@@ -219,7 +219,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
       MEDIA_DIR: path.join(runDir, 'baseline-media'),
     };
     closers.push('the baseline media', () => fs.promises.rm(env.MEDIA_DIR, { recursive: true, force: true }));
-    const metricsPort = await freePort();
+    const metricsPort = await pickPort();
     const [baselineWorker, baselineIngress] = await Promise.all([
       start('baseline worker', 'src/worker.ts', { ...env, WORKER_METRICS_PORT: String(metricsPort) }, /albumflow worker polling/),
       start('baseline ingress', 'src/ingress.ts', env, /listening on (http:\/\/\S+?),/),
