@@ -6,6 +6,8 @@ export const outboxChannel = 'albumflow_outbox';
 export interface OutboxRow {
   id: string;
   messagePk: string;
+  /** Milliseconds since the child was committed, by PostgreSQL's clock. */
+  ageMs: number;
 }
 
 /**
@@ -14,7 +16,7 @@ export interface OutboxRow {
  */
 export async function claimOutbox(client: PoolClient, limit: number): Promise<OutboxRow[]> {
   const { rows } = await client.query<OutboxRow>(
-    `SELECT id, message_pk AS "messagePk"
+    `SELECT id, message_pk AS "messagePk", extract(epoch FROM now() - created_at)::float8 * 1000 AS "ageMs"
        FROM outbox
       WHERE available_at <= now()
       ORDER BY id
@@ -51,7 +53,7 @@ export async function albumsThatMayComplete(client: PoolClient, albums: Readonly
 export async function claimAlbumRows(client: PoolClient, albumPks: string[], claimedIds: string[]): Promise<OutboxRow[]> {
   if (albumPks.length === 0) return [];
   const { rows } = await client.query<OutboxRow>(
-    `SELECT o.id, o.message_pk AS "messagePk"
+    `SELECT o.id, o.message_pk AS "messagePk", extract(epoch FROM now() - o.created_at)::float8 * 1000 AS "ageMs"
        FROM outbox o
        JOIN messages m ON m.id = o.message_pk
       WHERE m.album_pk = ANY($1::bigint[]) AND o.id <> ALL($2::bigint[])

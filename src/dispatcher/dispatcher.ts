@@ -50,11 +50,13 @@ export interface DispatcherOptions {
   /** signalWithStart calls in flight at once. */
   concurrency?: number;
   /**
-   * Shortest time between two signals from this dispatcher to one workflow; children committed meanwhile
-   * wait and travel in one signal. A burst into one album then costs a few large signals instead of one per
-   * commit (a workflow flooded with signals has its workflow tasks failed by the server). Children that
-   * bring their album to its `total` are sent at once. Default: a quarter of QUIET_PERIOD_MS, at most 500 ms,
-   * so the quiet period never ends between two deliveries.
+   * Shortest time between two signals from this dispatcher to one workflow, and how long an album's child
+   * waits after its commit for the album's next ones; children committed meanwhile travel in one signal. A
+   * burst into one album then costs a few large signals instead of one per commit (a workflow flooded with
+   * signals has its workflow tasks failed by the server), and an album whose children arrive within the
+   * interval costs one. Children that bring their album to its `total` are sent at once, with the album's
+   * waiting ones. Default: a quarter of QUIET_PERIOD_MS, at most 500 ms, so the quiet period never ends
+   * between two deliveries. 0: every child at once (the cost baseline, and tests of other behaviour).
    */
   minSignalIntervalMs?: number;
   /**
@@ -179,26 +181,37 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const now = Date.now();
       let children = await loadChildren(db, [...new Set(claimed.map((row) => row.messagePk))]);
       let batches = planSignals(claimed, children, plan);
-      const recentAlbums = new Map(
+      const ageOf = new Map(claimed.map((row) => [row.id, row.ageMs]));
+      /**
+       * When a batch may go: an interval after the last signal to its workflow and, for an album, an
+       * interval after its oldest child was committed, so the first children of an album wait for the next.
+       */
+      const dueAt = (batch: SignalBatch) => {
+        const signalled = throttle.nextSignalAt(batch.target.workflowId);
+        if (!batch.albumPk) return signalled;
+        const oldest = Math.max(...batch.outboxIds.map((id) => ageOf.get(id) ?? Infinity));
+        return Math.max(signalled, now + throttle.minIntervalMs - oldest);
+      };
+      const waitingAlbums = new Map(
         batches.flatMap((batch) =>
-          batch.albumPk && batch.target.workflowType === workflowTypes.album && throttle.nextSignalAt(batch.target.workflowId) > now
+          batch.albumPk && batch.target.workflowType === workflowTypes.album && dueAt(batch) > now
             ? [[batch.albumPk, batch.target.input.profile.maxChildren] as const]
             : [],
         ),
       );
       // The child that completes an album is what its decision waits for: it is never held back, and it
       // takes along the album's children held back before it, so that one signal carries the whole album.
-      const completing = await albumsThatMayComplete(db, recentAlbums);
+      const completing = await albumsThatMayComplete(db, waitingAlbums);
       const along = await claimAlbumRows(db, [...completing], claimed.map((row) => row.id));
       if (along.length > 0) {
+        for (const row of along) ageOf.set(row.id, row.ageMs);
         children = [...children, ...(await loadChildren(db, [...new Set(along.map((row) => row.messagePk))]))];
         const byCommit = (a: OutboxRow, b: OutboxRow) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1);
         batches = planSignals([...claimed, ...along].sort(byCommit), children, plan);
       }
-      const recent = batches.filter((batch) => throttle.nextSignalAt(batch.target.workflowId) > now);
-      const cooling = recent.filter((batch) => !(batch.albumPk && completing.has(batch.albumPk)));
+      const cooling = batches.filter((batch) => dueAt(batch) > now && !(batch.albumPk && completing.has(batch.albumPk)));
       if (cooling.length > 0) {
-        const until = Math.min(...cooling.map((batch) => throttle.nextSignalAt(batch.target.workflowId)));
+        const until = Math.min(...cooling.map(dueAt));
         await deferOutboxRows(db, cooling.flatMap((batch) => batch.outboxIds), until - now);
         throttle.held(until);
       }

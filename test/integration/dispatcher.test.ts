@@ -11,7 +11,7 @@ import type { ChildrenBatch } from '../../workflows/types.js';
 import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('disp');
-const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held', 'telegram', 'gathered'] as const;
+const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held', 'telegram'] as const;
 const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
 
 let config = testConfig();
@@ -221,23 +221,24 @@ describe('dispatcher', () => {
     await client.workflow.getHandle(albumId(w, 'big')).terminate('test done').catch(() => undefined);
   });
 
-  it('holds back the next children of a recently signalled album, but never the ones that bring it to its total', async () => {
+  it('holds an album\'s children back for the interval, but never the one that brings it to its total, which takes them along', async () => {
     const w = ws.interval;
     const d = dispatcher({ minSignalIntervalMs: 60_000 });
     await postChild(w, { message: 'c1', album: { id: 'complete', total: 2 } });
     await postChild(w, { message: 'o1', album: { id: 'open', total: 3 } });
     await d.drainOnce();
+    expect(await signalledIds(client, albumId(w, 'complete'))).toEqual([]);
     await postChild(w, { message: 'c2', album: { id: 'complete', total: 2 } });
     await postChild(w, { message: 'o2', album: { id: 'open', total: 3 } });
     await d.drainOnce();
 
-    const batches = async (album: string) => (await signalsOf(client, albumId(w, album))).map((batch) => batch.children.map((c) => c.messageId));
-    expect(await batches('complete')).toEqual([['c1'], ['c2']]);
-    expect(await batches('open')).toEqual([['o1']]);
+    const batches = (await signalsOf(client, albumId(w, 'complete'))).map((batch) => batch.children.map((c) => c.messageId));
+    expect(batches).toEqual([['c1', 'c2']]);
+    expect(await signalledIds(client, albumId(w, 'open'))).toEqual([]);
     const held = await outboxRows(w);
-    expect(held).toHaveLength(1);
-    expect(held[0]!.available_at.getTime() - Date.now()).toBeGreaterThan(30_000);
-    await Promise.all(['complete', 'open'].map((album) => client.workflow.getHandle(albumId(w, album)).terminate('test done').catch(() => undefined)));
+    expect(held).toHaveLength(2);
+    for (const row of held) expect(row.available_at.getTime() - Date.now()).toBeGreaterThan(30_000);
+    await client.workflow.getHandle(albumId(w, 'complete')).terminate('test done').catch(() => undefined);
   });
 
   it('never holds back the tenth child of a Telegram album (album_full)', async () => {
@@ -265,28 +266,12 @@ describe('dispatcher', () => {
     await post(101, 'open');
     await d.drainOnce();
 
+    // The tenth child takes the nine held back before it along; the open album's children wait.
     const batches = async (workflowId: string) => (await signalsOf(client, workflowId)).map((batch) => batch.children.length);
-    expect(await batches(telegramAlbum('full'))).toEqual([8, 2]);
-    expect(await batches(telegramAlbum('open'))).toEqual([1]);
-    expect(await outboxRows(w)).toHaveLength(1);
+    expect(await batches(telegramAlbum('full'))).toEqual([10]);
+    expect(await signalledIds(client, telegramAlbum('open'))).toEqual([]);
+    expect(await outboxRows(w)).toHaveLength(2);
     await Promise.all(['full', 'open'].map((group) => client.workflow.getHandle(telegramAlbum(group)).terminate('test done').catch(() => undefined)));
-  });
-
-  it('sends the child that completes an album with the children held back before it, in one signal', async () => {
-    const w = ws.gathered;
-    const d = dispatcher({ minSignalIntervalMs: 60_000 });
-    await postChild(w, { message: 'g1', album: { id: 'whole', total: 3 } });
-    await d.drainOnce();
-    await postChild(w, { message: 'g2', album: { id: 'whole', total: 3 } });
-    await d.drainOnce();
-    expect(await outboxRows(w)).toHaveLength(1);
-    await postChild(w, { message: 'g3', album: { id: 'whole', total: 3 } });
-    await d.drainOnce();
-
-    const batches = (await signalsOf(client, albumId(w, 'whole'))).map((batch) => batch.children.map((c) => c.messageId));
-    expect(batches).toEqual([['g1'], ['g2', 'g3']]);
-    expect(await outboxRows(w)).toEqual([]);
-    await client.workflow.getHandle(albumId(w, 'whole')).terminate('test done').catch(() => undefined);
   });
 
   it('sends held-back children when their interval ends, even after passes that found nothing to send', async () => {
@@ -318,7 +303,8 @@ describe('dispatcher', () => {
     await postChild(w, { message: 'solo', album: { index: 0, total: 2 } });
     await postChild(w, { message: 'album-child', album: { id: 'a' } });
 
-    expect(await dispatcher().drainOnce()).toBe(2);
+    // Interval 0: every child at once (the interval has tests of its own).
+    expect(await dispatcher({ minSignalIntervalMs: 0 }).drainOnce()).toBe(2);
 
     const solo = client.workflow.getHandle(messageId(w, 'solo'));
     expect((await solo.describe()).type).toBe('messageWorkflow');
@@ -389,14 +375,14 @@ describe('dispatcher', () => {
       },
     };
     const picky = new Client({ connection: client.connection, namespace: config.temporal.namespace, interceptors: { workflow: [refusing] } });
-    expect(await dispatcher({ client: picky, sweepIntervalMs: 300 }).drainOnce()).toBe(2);
+    expect(await dispatcher({ client: picky, sweepIntervalMs: 300, minSignalIntervalMs: 0 }).drainOnce()).toBe(2);
 
     expect((await signalledIds(client, albumId(w, 'fine'))).sort()).toEqual(['ok-1', 'ok-2']);
     const [left, ...others] = await outboxRows(w);
     expect(others).toEqual([]);
     expect(left).toMatchObject({ attempts: 1, last_error: 'refused for this test' });
 
-    const retry = dispatcher({ sweepIntervalMs: 300 });
+    const retry = dispatcher({ sweepIntervalMs: 300, minSignalIntervalMs: 0 });
     retry.start();
     await vi.waitFor(async () => {
       expect(await signalledIds(client, refusedId)).toEqual(['bad-1']);
@@ -447,7 +433,7 @@ describe('dispatcher', () => {
       checkedOut -= 1;
     });
     try {
-      const d = dispatcher({ pool: serialPool });
+      const d = dispatcher({ pool: serialPool, minSignalIntervalMs: 0 });
       const results = await Promise.all(Array.from({ length: 8 }, () => d.drainOnce()));
       expect(results.reduce((a, b) => a + b, 0)).toBe(5);
       expect(results[0]).toBe(5);
@@ -462,7 +448,7 @@ describe('dispatcher', () => {
   it('finishes the pass in flight when stopped', async () => {
     const w = ws.stop;
     await postChild(w, { message: 'last', album: { id: 'a' } });
-    const d = dispatcher();
+    const d = dispatcher({ minSignalIntervalMs: 0 });
     const pass = d.drainOnce();
     await d.stop();
     expect(await pass).toBe(1);
