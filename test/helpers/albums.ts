@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Client, WorkflowHandle, WorkflowHandleWithSignaledRunId } from '@temporalio/client';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { temporal } from '@temporalio/proto';
-import { vi } from 'vitest';
+import { afterAll, beforeAll, vi } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { loadChildren } from '../../src/db/children.js';
 import type { Pool } from '../../src/db/pool.js';
@@ -14,7 +14,7 @@ import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumKey, AlbumWorkflowInput, ChildArrival, JsonValue, MessageKey } from '../../workflows/types.js';
 import { albumProfileOf } from '../../src/ingest/sources.js';
-import { unique } from './env.js';
+import { startTestWorker, testClient, testPool, unique, type TestWorker } from './env.js';
 
 export interface TestChild {
   messageId: string;
@@ -242,4 +242,30 @@ export function loadHistories(): SavedHistory[] {
       const saved = JSON.parse(fs.readFileSync(path.join(historiesDir, file), 'utf8')) as { workflowId: string; history: unknown };
       return { name: file.slice(0, -'.json'.length).split(path.sep).join('/'), workflowId: saved.workflowId, history: historyFromJSON(saved.history) };
     });
+}
+
+/** What the workflow tests of one file run against; filled in before its tests. */
+export interface WorkflowTestBed {
+  pool: Pool;
+  client: Client;
+  worker: TestWorker;
+  media: MediaServer;
+}
+
+/** A pool, a client, a worker and a media server for the tests of one file, stopped after them. */
+export function workflowTestBed(config: Config): WorkflowTestBed {
+  const bed = {} as WorkflowTestBed;
+  beforeAll(async () => {
+    bed.pool = testPool(config);
+    bed.client = await testClient(config);
+    bed.worker = await startTestWorker(config, bed.pool);
+    bed.media = await startMediaServer();
+  });
+  afterAll(async () => {
+    await bed.worker?.stop();
+    await bed.media?.close();
+    await bed.client?.connection.close();
+    await bed.pool?.end();
+  });
+  return bed;
 }

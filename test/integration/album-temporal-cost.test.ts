@@ -1,37 +1,19 @@
 // What an album costs Temporal, counted from its history: the timers, upserts and download activities
 // of an album whose children arrive in three signals within its quiet period.
-import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { countHistory } from '../../bench/temporal-counts.js';
-import type { Pool } from '../../src/db/pool.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
-import { eventually, newAlbumKey, signalAlbum, startMediaServer, storeAlbumChildren, storedDecisions, type MediaServer } from '../helpers/albums.js';
-import { startTestWorker, testClient, testConfig, testPool, unique, type TestWorker } from '../helpers/env.js';
+import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions, workflowTestBed } from '../helpers/albums.js';
+import { testConfig, unique } from '../helpers/env.js';
 
 describe('the Temporal cost of an album', () => {
   // A quiet period far longer than the gaps between the signals, so that it ends only after the last one.
   const config = testConfig({ QUIET_PERIOD_MS: '4000', MAX_WAIT_MS: '60000', LATE_WINDOW_MS: '600000' });
-  let pool: Pool;
-  let client: Client;
-  let worker: TestWorker;
-  let media: MediaServer;
-
-  beforeAll(async () => {
-    pool = testPool(config);
-    client = await testClient(config);
-    worker = await startTestWorker(config, pool);
-    media = await startMediaServer();
-  });
-
-  afterAll(async () => {
-    await worker?.stop();
-    await media?.close();
-    await client?.connection.close();
-    await pool?.end();
-  });
+  const bed = workflowTestBed(config);
 
   it('keeps one quiet-period timer while children extend it, upserts at the decision only, and downloads each signal\'s files with one activity', async () => {
+    const { pool, client, media } = bed;
     const key = newAlbumKey(unique('cost'));
     const workflowId = albumWorkflowId(key);
     const signals = [
