@@ -15,17 +15,17 @@ function saved(name: string) {
 describe('counting a workflow history', () => {
   it('counts an album with three children in three signals, downloads, a decision and its close', () => {
     expect(countHistory(saved('album-duplicates-out-of-order'))).toEqual({
-      historyEvents: 52,
-      workflowTasks: 9, // started [4, 7, 15, 19, 24, 31, 36, 42, 48]; the first [4] completed while loadPrior still ran
-      signals: 3, // [2, 17, 22]
-      timersStarted: 2, // [11, 44]
-      activities: 4, // two download batches [10, 21], two record-and-notify [27, 38]
-      localActivities: 2, // loadPrior [9], the closing mark [51]
-      searchAttributeUpserts: 2, // the decision [26], the close [50]; the start set the rest
-      // The start and its signal-with-start's signal [1, 2]: 1; the signals [17, 22]: 2; activities: 4, each
+      historyEvents: 46,
+      workflowTasks: 8, // started [4, 7, 15, 19, 25, 29, 36, 42]; the first [4] completed while loadPrior still ran
+      signals: 3, // [2, 17, 27]
+      timersStarted: 2, // [11, 38]
+      activities: 3, // two download batches [10, 21], one record-and-notify of the decision and its media settled [32]
+      localActivities: 2, // loadPrior [9], the closing mark [45]
+      searchAttributeUpserts: 2, // the decision [31], the close [44]; the start set the rest
+      // The start and its signal-with-start's signal [1, 2]: 1; the signals [17, 27]: 2; activities: 3, each
       // on its first attempt; timers: 2; upserts: 2; the workflow tasks that recorded markers (completed [8]
-      // and [49]): 2.
-      billableActions: 13,
+      // and [43]): 2.
+      billableActions: 12,
     });
   });
 
@@ -88,14 +88,14 @@ describe('counting a workflow history', () => {
     const one = countHistory(saved('album-continue-as-new'));
     const two = countHistory(saved('album-duplicates-out-of-order'));
     expect(addCounts(addCounts(noCounts, one), two)).toEqual({
-      historyEvents: 70,
-      workflowTasks: 12,
+      historyEvents: 64,
+      workflowTasks: 11,
       signals: 5,
       timersStarted: 3,
-      activities: 5,
+      activities: 4,
       localActivities: 3,
       searchAttributeUpserts: 2,
-      billableActions: 18,
+      billableActions: 17,
     });
   });
 });
