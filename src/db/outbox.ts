@@ -47,8 +47,8 @@ export async function albumsThatMayComplete(client: PoolClient, albums: Readonly
 }
 
 /**
- * Every other row of these albums, due or held back, locked like claimOutbox's: the children a signal
- * that may complete the album takes along, so that it carries the whole album.
+ * Every other row of these albums, due or held back, locked like claimOutbox's: the children a signal to
+ * the album takes along, so that it carries every child of the album still waiting.
  */
 export async function claimAlbumRows(client: PoolClient, albumPks: string[], claimedIds: string[]): Promise<OutboxRow[]> {
   if (albumPks.length === 0) return [];

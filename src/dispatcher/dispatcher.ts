@@ -199,10 +199,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
             : [],
         ),
       );
-      // The child that completes an album is what its decision waits for: it is never held back, and it
-      // takes along the album's children held back before it, so that one signal carries the whole album.
+      // The child that completes an album is what its decision waits for: it is never held back. A signal
+      // to an album carries every child of it still waiting (held back in earlier passes, due later).
       const completing = await albumsThatMayComplete(db, waitingAlbums);
-      const along = await claimAlbumRows(db, [...completing], claimed.map((row) => row.id));
+      const sending = batches.flatMap((batch) => (batch.albumPk && (completing.has(batch.albumPk) || dueAt(batch) <= now) ? [batch.albumPk] : []));
+      const along = await claimAlbumRows(db, [...new Set(sending)], claimed.map((row) => row.id));
       if (along.length > 0) {
         for (const row of along) ageOf.set(row.id, row.ageMs);
         children = [...children, ...(await loadChildren(db, [...new Set(along.map((row) => row.messagePk))]))];

@@ -11,7 +11,7 @@ import type { ChildrenBatch } from '../../workflows/types.js';
 import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('disp');
-const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held', 'telegram'] as const;
+const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held', 'telegram', 'along'] as const;
 const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
 
 let config = testConfig();
@@ -239,6 +239,25 @@ describe('dispatcher', () => {
     expect(held).toHaveLength(2);
     for (const row of held) expect(row.available_at.getTime() - Date.now()).toBeGreaterThan(30_000);
     await client.workflow.getHandle(albumId(w, 'complete')).terminate('test done').catch(() => undefined);
+  });
+
+  it('sends an album\'s children held back in earlier passes with the first of them that is due', async () => {
+    const w = ws.along;
+    const d = dispatcher({ minSignalIntervalMs: 1_000 });
+    await postChild(w, { message: 'a1', album: { id: 'a' } });
+    await d.drainOnce();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await postChild(w, { message: 'a2', album: { id: 'a' } });
+    await d.drainOnce();
+    expect(await outboxRows(w)).toHaveLength(2);
+    // a1 is due first (its row was held back an interval after its commit), a2 later: one signal takes both.
+    await vi.waitFor(async () => {
+      await d.drainOnce();
+      expect(await signalledIds(client, albumId(w, 'a'))).not.toEqual([]);
+    }, eventually);
+    expect((await signalsOf(client, albumId(w, 'a'))).map((batch) => batch.children.map((c) => c.messageId))).toEqual([['a1', 'a2']]);
+    expect(await outboxRows(w)).toEqual([]);
+    await client.workflow.getHandle(albumId(w, 'a')).terminate('test done').catch(() => undefined);
   });
 
   it('never holds back the tenth child of a Telegram album (album_full)', async () => {
