@@ -182,6 +182,31 @@ export function postgresCpuSeconds(): number {
   return total;
 }
 
+/** The processes listening on a local TCP port (a Temporal server the bench did not start), from /proc. */
+export function pidsListeningOn(port: number): number[] {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const lines = fs.existsSync(table) ? fs.readFileSync(table, 'utf8').split('\n').slice(1) : [];
+    for (const line of lines) {
+      const fields = line.trim().split(/\s+/);
+      // local_address is <ip>:<port> in hex; state 0A is LISTEN; the inode is the tenth field.
+      if (fields[1]?.endsWith(`:${hexPort}`) && fields[3] === '0A' && fields[9]) inodes.add(fields[9]);
+    }
+  }
+  if (inodes.size === 0) return [];
+  return allPids().filter((pid) => {
+    try {
+      return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
+        const target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+        return target.startsWith('socket:[') && inodes.has(target.slice(8, -1));
+      });
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** Busy and total CPU time of the whole machine, seconds (from /proc/stat). */
 export function machineCpu(): { busy: number; total: number } {
   const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!;

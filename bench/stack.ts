@@ -10,10 +10,11 @@ import type pg from 'pg';
 import { defaultTelegramApiRoot } from '../src/config.js';
 import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } from '../src/db/pool.js';
 import { pickPort } from '../src/embedded/ports.js';
+import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
 import { startDevServer } from '../src/embedded/temporal.js';
 import type { MediaFile } from './media/catalogue.js';
 import { repoRoot, type BenchOptions, type PhaseName } from './options.js';
-import { childPids, MemorySampler, spawnNode, type ManagedProcess } from './processes.js';
+import { childPids, MemorySampler, pidsListeningOn, spawnNode, type ManagedProcess } from './processes.js';
 import { connectAdmin } from './queries.js';
 import type { ServedMedia } from './workload.js';
 
@@ -81,7 +82,18 @@ async function getJson<T>(url: string): Promise<T> {
 export async function startStack(options: BenchOptions, runTag: string, runDir: string, closers: Closers): Promise<Stack> {
   const { log } = options;
   const runs = (phase: PhaseName) => options.phases.includes(phase);
-  const base = connectionConfig(options.databaseUrl);
+  let databaseUrl = options.databaseUrl;
+  if (!databaseUrl) {
+    // No PostgreSQL given: one of the run's own, as `npm start` runs one (its processes count as PostgreSQL's CPU).
+    log('bench: starting an embedded PostgreSQL');
+    const postgres = await startEmbeddedPostgres({ dataDir: path.join(runDir, 'postgres'), settings: { max_connections: '300' } });
+    closers.push('the embedded PostgreSQL', async () => {
+      await postgres.stop();
+      await fs.promises.rm(path.join(runDir, 'postgres'), { recursive: true, force: true });
+    });
+    databaseUrl = postgres.url;
+  }
+  const base = connectionConfig(databaseUrl);
   const appDatabase = `albumflow_bench_${process.pid}_${Date.now()}`;
   const ceilingDatabase = `${appDatabase}_ceiling`;
   const ingressAloneDatabase = runs('ingest') ? `${appDatabase}_ingress_alone` : null;
@@ -197,8 +209,12 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const watched: Record<string, number> = { ingress: ingress.pid, worker: worker.pid, ceiling: ceiling.pid, load: load.pid };
   if (ingressAlone) watched['ingress alone'] = ingressAlone.pid;
   if (mediaProcess) watched.media = mediaProcess.pid;
-  const temporalPid = startedDevServer ? childPids(process.pid, 'temporal')[0] : undefined;
+  // A server of the run's own is its child; a given one is whatever listens on the frontend's port here.
+  const temporalPid = startedDevServer
+    ? childPids(process.pid, 'temporal')[0]
+    : pidsListeningOn(Number(temporalAddress.split(':').pop()))[0];
   if (temporalPid !== undefined) watched.temporal = temporalPid;
+  else log(`bench: no process of this machine listens on ${temporalAddress}; the Temporal server's CPU is not measured`);
   const sampler = new MemorySampler();
   for (const [name, pid] of Object.entries(watched)) sampler.watch(name, pid);
   sampler.start();
