@@ -132,7 +132,7 @@ const usage =
   '  [--knee-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
   '  [--no-media] [--media-first-byte-ms 60] [--media-mb-per-s 25] [--seed N] [--profile] [--no-append]\n' +
   'The sustained and burst phases download every child\'s attachment from a local media server (--no-media: none).\n' +
-  'DATABASE_URL names the PostgreSQL server (fresh databases are created on it and dropped after);\n' +
+  'DATABASE_URL names the PostgreSQL server (fresh databases are created on it and dropped after; unset: an embedded one of the run);\n' +
   'TEMPORAL_ADDRESS, when set, is used instead of starting a dev server.\n';
 
 /** The options a command line sets, or null when it asked for --help (printed). */
