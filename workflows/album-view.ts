@@ -3,9 +3,18 @@
 // (messages + attachments + decisions + albums). Same parts, same body: the metadata review reasons are
 // derived here from the children, so PostgreSQL's view has them before the workflow has seen the child.
 
-import { agreedTotal, analyzeMetadata, canonicalReasons, compareChildren, type ChildOrder, type ChildRecord } from './album-rules.js';
+import {
+  agreedTotal,
+  analyzeMetadata,
+  canonicalReasons,
+  compareChildren,
+  type AlbumRulesState,
+  type ChildOrder,
+  type ChildRecord,
+} from './album-rules.js';
 import type {
   AlbumKey,
+  AlbumProfile,
   AlbumState,
   AlbumStatus,
   AttachmentView,
@@ -173,4 +182,18 @@ export function buildMessageView(input: MessageViewInput): MessageWorkflowStatus
     decisions: [...input.decisions].sort((a, b) => a.seq - b.seq).map(decisionView),
     media: mediaSummary(input.child?.attachments ?? []),
   };
+}
+
+/** The album status body of a run whose rules are in `state` (its `status` query, its notifications). */
+export function albumStatusOf(workflowId: string, key: AlbumKey, profile: AlbumProfile, state: AlbumRulesState): AlbumStatus {
+  return buildAlbumView({
+    workflowId,
+    key,
+    children: state.children.map(viewChildOf),
+    decisions: state.decisions,
+    reviewReasons: state.reviewReasons,
+    reviewResolved: state.reviewResolved,
+    closed: state.phase === 'closed',
+    childOrder: profile.childOrder,
+  });
 }
