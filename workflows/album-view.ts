@@ -18,9 +18,9 @@ import type {
   AlbumState,
   AlbumStatus,
   AttachmentView,
+  ChildArrival,
   ChildView,
   DecisionView,
-  EarlierVersion,
   JsonValue,
   MediaSummary,
   MessageKey,
@@ -29,23 +29,12 @@ import type {
   ReviewView,
 } from './types.js';
 
-export interface ViewChild {
-  messageId: string;
-  /** Usable values (non-negative integers) or null. */
-  index: number | null;
-  total: number | null;
-  /** `index` or `total` was present but unusable. */
-  metadataInvalid: boolean;
-  /** The album object as received; the view shows `index` and `total` from it as they came. */
-  albumMeta: { index?: JsonValue; total?: JsonValue } | null;
-  caption: string | null;
-  /** ISO 8601; any parsable instant is normalized, so PostgreSQL and the workflow print the same. */
-  sentAt: string | null;
-  receivedAt: string;
-  attachments: AttachmentView[];
-  /** Versions that edits replaced, oldest first. */
-  history: EarlierVersion[];
-}
+/**
+ * A child as the views read it: what arrived of it, with its attachments' outcomes instead of their
+ * references. Any parsable instant (`sentAt`, `receivedAt`) is normalized to ISO 8601 in the view, so
+ * PostgreSQL's and the workflow's print the same.
+ */
+export type ViewChild = Omit<ChildArrival, 'attachments'> & { attachments: AttachmentView[] };
 
 export interface AlbumViewInput {
   workflowId: string;

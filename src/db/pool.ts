@@ -4,6 +4,8 @@ import { parseIntoClientConfig } from 'pg-connection-string';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
+/** What runs a statement: the pool, or one of its clients (inside a transaction). */
+export type Queryable = Pick<PoolClient, 'query'>;
 
 const defaultDatabase = 'albumflow';
 
