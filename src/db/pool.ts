@@ -29,6 +29,11 @@ export interface PoolOptions {
   idleTimeoutMillis?: number;
 }
 
+/** Resolves once PostgreSQL answered a statement through the pool (the readiness probe). */
+export async function pingDatabase(pool: Pool): Promise<void> {
+  await pool.query('SELECT 1');
+}
+
 export function createPool(config: pg.ClientConfig, options: PoolOptions = {}): Pool {
   const pool = new pg.Pool({
     ...config,
