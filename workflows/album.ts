@@ -86,7 +86,7 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     },
   );
 
-  /** Set when the carried state outgrew one payload: the run goes on (its history stays within Temporal's limits up to ~10,000 children). */
+  /** Set when the carried state outgrew one payload: the run goes on (its history stays within Temporal's limits for an album as large as the fault suite's scale test). */
   let carriedTooLarge = false;
   const continueAsNewDue = () =>
     !carriedTooLarge &&
