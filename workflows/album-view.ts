@@ -1,4 +1,4 @@
-// The status bodies (docs/design.md, "Status"), built from normalized parts. The album workflow fills
+// The status bodies (docs/api.md, "Status"), built from normalized parts. The album workflow fills
 // the parts from its state (status query, notifications); the HTTP layer fills them from PostgreSQL rows
 // (messages + attachments + decisions + albums). Same parts, same body: the metadata review reasons are
 // derived here from the children, so PostgreSQL's view has them before the workflow has seen the child.
