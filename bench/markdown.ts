@@ -266,7 +266,7 @@ Method:
   \`recorded_at\` of its first decision in PostgreSQL; for albums without a total the quiet period
   is subtracted. **Media settled** is the same album's last 202 → the \`created_at\` of the
   \`album.media_settled\` notification of that decision (stored once every attachment of its children
-  is downloaded or given up). A phase with media ends when every album announced its media settled.
+  is downloaded or given up). A phase with media ends when every album notified its media settled.
 - **Temporal cost** is \`albumflow_signals_sent_total\` (each is one signalWithStart) over the new
   children of the phase, from the ingress's /metrics.
 - **Temporal counts** come from the histories of every run of each album workflow of the sustained and

@@ -129,8 +129,8 @@ export class PhaseContext {
 
   /**
    * Waits until the outbox is empty and every accepted child of the records is in a recorded decision,
-   * and with media until no attachment of theirs is pending and each album announced its latest
-   * decision's media settled. Answers what is still missing at the deadline.
+   * and with media until no attachment of theirs is pending and each album notified its latest
+   * decision's `album.media_settled`. Answers what is still missing at the deadline.
    */
   private async settle(pool: Pool, records: readonly RequestRecord[], media: boolean): Promise<string[]> {
     const expected = acceptedChildren(records);
