@@ -14,7 +14,7 @@ import type { MessageWorkflowStatus } from '../workflows/album-view.js';
 import type { AlbumKey, AlbumStatus, ChildEdit, DecisionView, LateItemPolicy, NotificationType } from '../workflows/types.js';
 import type { ActivityDeps } from './index.js';
 
-/** The decision a notification announces; `album.updated` also names the late children and the policy applied. */
+/** The decision a notification is about; `album.updated` also names the late children and the policy applied. */
 export interface NotifiedDecision extends DecisionView {
   lateChildMessageIds?: string[];
   lateItemPolicy?: LateItemPolicy;

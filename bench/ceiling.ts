@@ -16,9 +16,9 @@ import { verifySignature } from '../src/signature.js';
 export const ceilingPoolSize = 20;
 
 const config = loadConfig();
-// The ceiling sits idle for a minute or more while the app's steps run and settle. With the pool's default
-// idle timeout it reconnected at the start of each step, and its p99 at 100-400 req/s was 250-650 ms
-// (p50 2-5 ms); with its connections kept open, 15-100 ms.
+// The ceiling sits idle while the app's steps run and settle. With the pool's default idle timeout it would
+// reconnect at the start of each step, and its tail latency would measure the reconnecting: its connections
+// stay open.
 const pool = createPool(connectionConfig(config.databaseUrl), {
   max: ceilingPoolSize,
   applicationName: 'albumflow-bench-ceiling',

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool, withDatabase } from '../src/db/pool.js';
 import type { AppPhase } from './phases/context.js';
 import type { RequestRecord } from './load.js';
-import { albumReadyCounts, attachmentOutcomes, recordedDecisions, storedChildren, type DecisionRow } from './queries.js';
+import { albumReadyCounts, attachmentOutcomes, recordedDecisions, storedChildren, type RecordedDecision } from './queries.js';
 import { acceptedChildren, childCount, notStored, undecided } from './records.js';
 import type { Correctness } from './report.js';
 import type { Stack } from './stack.js';
@@ -27,7 +27,7 @@ export async function checkCorrectness(
   appPhases: readonly AppPhase[],
   ingressAloneChildren: readonly RequestRecord[],
   options: { settleTimeoutMs: number; signal?: AbortSignal },
-): Promise<{ correctness: Correctness; decisions: Map<string, DecisionRow[]> }> {
+): Promise<{ correctness: Correctness; decisions: Map<string, RecordedDecision[]> }> {
   const { pool } = stack;
   const expected = acceptedChildren(appPhases.flatMap((phase) => phase.records));
   const workflowIds = [...expected.keys()];

@@ -2,12 +2,12 @@
 // album's first decision recorded in PostgreSQL, and → the `album.media_settled` notification of that
 // decision stored (every attachment of its children downloaded or given up). Pure.
 import type { RequestRecord } from './load.js';
-import type { AttachmentOutcomes, DecisionRow } from './queries.js';
+import type { AttachmentOutcomes, RecordedDecision } from './queries.js';
 import { newChildren, workflowIdOf } from './records.js';
 import { percentiles, round, roundPercentiles, stepStats, type EndToEnd } from './report.js';
 
 export interface PhaseOutcome {
-  decisions: Map<string, DecisionRow[]>;
+  decisions: Map<string, RecordedDecision[]>;
   /** By workflow id, then by the seq of the decision it follows; null when the phase's children had no media. */
   mediaSettled: Map<string, Map<number, number>> | null;
   attachments: AttachmentOutcomes | null;

@@ -1,5 +1,5 @@
-// The markdown a bench run appends to BENCHMARKS.md, and the file's header (the method) when it does
-// not exist yet. Pure (no I/O).
+// The markdown of a bench run's section of BENCHMARKS.md, the file's header (the method) when it does not
+// exist yet, and the file with the run's section in place of the previous run's. Pure (no I/O).
 import { appCpuMsPerChild, pct, type BenchReport, type Percentiles, type StepStats } from './report.js';
 
 type Cell = string | number | boolean | null | undefined;
@@ -22,7 +22,7 @@ function failures(stats: StepStats): string {
   return entries.length === 0 ? '0' : entries.map(([status, n]) => `${n}×${status === '0' ? 'no answer' : status}`).join(', ');
 }
 
-/** The section appended to BENCHMARKS.md for one run. */
+/** The section of BENCHMARKS.md for one run. */
 export function renderMarkdown(report: BenchReport): string {
   const { machine, versions, configuration } = report;
   const lines: string[] = [];
@@ -224,10 +224,13 @@ export function renderMarkdown(report: BenchReport): string {
 export const benchmarksHeader = `# Benchmarks
 
 \`npm run bench\` (bench/run.ts) measures albumflow on the machine it runs on, with everything
-co-located: a fresh PostgreSQL database, an embedded Temporal dev server, the ingress and the worker as
+co-located: fresh databases (on \`DATABASE_URL\`, else on an embedded PostgreSQL of the run), an embedded
+Temporal dev server (or the server of \`TEMPORAL_ADDRESS\`), the ingress and the worker as
 separate processes (\`src/ingress.ts\`, \`src/worker.ts\`), the ceiling server (bench/ceiling.ts), the
 media server (bench/media/server.ts) and the load generator (bench/load.ts), each its own process.
-Every run appends a section below; the JSON of each run is kept under bench/results/ (not committed).
+Each run replaces the run section at the end of this file with its own, and keeps its JSON under
+bench/results/ (not committed). This file holds the method, where the figures stand, and the latest full
+run; earlier runs are in git history.
 
 Method:
 - **Ceiling.** A bare Fastify endpoint verifies the same HMAC and commits the same rows (event, album,
@@ -261,12 +264,12 @@ Method:
   committed), each response after a time to first byte of 30–90 ms and at 25 MB/s by default
   (\`--media-first-byte-ms\`, \`--media-mb-per-s\`). The worker downloads
   each one (MEDIA_ALLOW_PRIVATE_NETWORKS=true, as the server is on the loopback). \`--no-media\` sends the
-  attachments without URLs, as before. The ingest steps and the scale top-up carry no URLs.
+  attachments without URLs. The ingest steps and the scale top-up carry no URLs.
 - **End to end** is, per complete album, the last new child's 202 (at the load generator) → the
   \`recorded_at\` of its first decision in PostgreSQL; for albums without a total the quiet period
   is subtracted. **Media settled** is the same album's last 202 → the \`created_at\` of the
   \`album.media_settled\` notification of that decision (stored once every attachment of its children
-  is downloaded or given up). A phase with media ends when every album announced its media settled.
+  is downloaded or given up). A phase with media ends when every album notified its media settled.
 - **Temporal cost** is \`albumflow_signals_sent_total\` (each is one signalWithStart) over the new
   children of the phase, from the ingress's /metrics.
 - **Temporal counts** come from the histories of every run of each album workflow of the sustained and
@@ -291,3 +294,16 @@ Method:
   the machine's) and the whole machine; "others" is what processes the bench did not start took. On a
   shared machine that column says how far a run's figures can be trusted.
 `;
+
+/**
+ * BENCHMARKS.md with `run` as its run section, at the end: every other section (the method, where the
+ * figures stand) kept as it is, every earlier "## Run of …" section dropped (git history and bench/results/
+ * keep them). `current` null: the file does not exist yet, and starts with the header.
+ */
+export function withRunSection(current: string | null, run: string): string {
+  const kept = (current ?? benchmarksHeader)
+    .split(/^(?=## )/m)
+    .filter((section) => !section.startsWith('## Run of '))
+    .join('');
+  return `${kept.trimEnd()}\n\n${run}`;
+}

@@ -63,7 +63,7 @@ export interface BenchOptions {
   /** Use this Temporal frontend instead of starting a dev server. */
   temporalAddress: string | undefined;
   resultsDir: string;
-  /** Where the markdown section is appended; null: nowhere. */
+  /** The BENCHMARKS.md whose run section the run's replaces; null: no file is written. */
   benchmarksPath: string | null;
   log: (line: string) => void;
   signal?: AbortSignal;
@@ -130,10 +130,11 @@ const usage =
   '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 15] [--sustained-rate 150] [--sustained-seconds 20]\n' +
   '  [--burst-albums-per-second 20] [--burst-seconds 10] [--knee-start-rate 100] [--knee-step-rate 25] [--knee-max-rate 400]\n' +
   '  [--knee-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
-  '  [--no-media] [--media-first-byte-ms 60] [--media-mb-per-s 25] [--seed N] [--profile] [--no-append]\n' +
+  '  [--no-media] [--media-first-byte-ms 60] [--media-mb-per-s 25] [--seed N] [--profile] [--no-benchmarks-md]\n' +
   'The sustained and burst phases download every child\'s attachment from a local media server (--no-media: none).\n' +
   'DATABASE_URL names the PostgreSQL server (fresh databases are created on it and dropped after; unset: an embedded one of the run);\n' +
-  'TEMPORAL_ADDRESS, when set, is used instead of starting a dev server.\n';
+  'TEMPORAL_ADDRESS, when set, is used instead of starting a dev server.\n' +
+  'The run\'s section of BENCHMARKS.md replaces the previous run\'s (--no-benchmarks-md: the file is left as it is).\n';
 
 /** The options a command line sets, or null when it asked for --help (printed). */
 export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
@@ -163,7 +164,7 @@ export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
       'media-mb-per-s': { type: 'string' },
       seed: { type: 'string' },
       profile: { type: 'boolean' },
-      'no-append': { type: 'boolean' },
+      'no-benchmarks-md': { type: 'boolean' },
       help: { type: 'boolean' },
     },
   });
@@ -211,7 +212,7 @@ export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
   if (options.mediaMegabytesPerSecond === 0) throw new Error('--media-mb-per-s must be above 0');
   set('seed', number(values.seed, 'seed'));
   set('profile', values.profile);
-  if (values['no-append']) options.benchmarksPath = null;
+  if (values['no-benchmarks-md']) options.benchmarksPath = null;
   if (process.env.TEMPORAL_ADDRESS) options.temporalAddress = process.env.TEMPORAL_ADDRESS;
   return options;
 }

@@ -1,6 +1,7 @@
 // Every statement of the bench's own against PostgreSQL: its databases' life, and what it reads of the
 // app's tables to check and time a run (the app's statements, src/db/, where one serves).
 import pg from 'pg';
+import type { DecisionRow } from '../src/db/decisions.js';
 import { migrate } from '../src/db/migrate.js';
 import { withDatabase, type Pool } from '../src/db/pool.js';
 
@@ -26,22 +27,17 @@ export async function connectAdmin(base: pg.ClientConfig): Promise<Admin> {
   };
 }
 
-export interface DecisionRow {
-  workflow_id: string;
-  seq: number;
-  trigger: string;
-  child_message_ids: string[];
-  recorded_ms: number;
-}
+/** A recorded decision, with when it was recorded (epoch ms). */
+export type RecordedDecision = Pick<DecisionRow, 'workflow_id' | 'seq' | 'trigger' | 'child_message_ids'> & { recorded_ms: number };
 
 /** Each workflow's recorded decisions, in order, with when they were recorded. */
-export async function recordedDecisions(pool: Pool, workflowIds: string[]): Promise<Map<string, DecisionRow[]>> {
-  const { rows } = await pool.query<DecisionRow>(
+export async function recordedDecisions(pool: Pool, workflowIds: string[]): Promise<Map<string, RecordedDecision[]>> {
+  const { rows } = await pool.query<RecordedDecision>(
     `SELECT workflow_id, seq, trigger, child_message_ids, extract(epoch FROM recorded_at)::float8 * 1000 AS recorded_ms
        FROM decisions WHERE workflow_id = ANY($1::text[]) ORDER BY workflow_id, seq`,
     [workflowIds],
   );
-  const byWorkflow = new Map<string, DecisionRow[]>();
+  const byWorkflow = new Map<string, RecordedDecision[]>();
   for (const row of rows) {
     const list = byWorkflow.get(row.workflow_id) ?? [];
     list.push(row);

@@ -1,7 +1,7 @@
 // What the load generator's request records say about a phase: which children were accepted, under
 // which album workflow, and which of them no recorded decision includes yet. Pure.
 import type { RequestRecord } from './load.js';
-import type { DecisionRow } from './queries.js';
+import type { RecordedDecision } from './queries.js';
 
 export function workflowIdOf(record: RequestRecord): string | null {
   return record.albumKey === null ? null : `album:${record.albumKey}`;
@@ -32,7 +32,7 @@ export function newChildren(records: readonly RequestRecord[]): number {
 }
 
 /** `<workflow id> <message id>` of the expected children that no decision includes. */
-export function undecided(expected: Map<string, Set<string>>, decisions: Map<string, DecisionRow[]>): string[] {
+export function undecided(expected: Map<string, Set<string>>, decisions: Map<string, RecordedDecision[]>): string[] {
   const missing: string[] = [];
   for (const [workflowId, children] of expected) {
     const decided = new Set((decisions.get(workflowId) ?? []).flatMap((d) => d.child_message_ids));

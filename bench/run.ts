@@ -1,7 +1,7 @@
 // `npm run bench`: starts the whole stack on this machine (bench/stack.ts), runs the phases
 // (bench/phases/: ingest, telegram, sustained, burst, the cost baseline, the knee search, scale), checks correctness, and reports as JSON under
-// bench/results/ and as a section appended to BENCHMARKS.md. Everything it started is stopped and its
-// databases dropped, also on failure and Ctrl-C.
+// bench/results/ and as the run section of BENCHMARKS.md, in place of the previous run's. Everything it
+// started is stopped and its databases dropped, also on failure and Ctrl-C.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,7 +20,7 @@ import { runTelegram } from './phases/telegram.js';
 import { countLogProblems } from './processes.js';
 import { attachmentOutcomes, mediaSettledOf } from './queries.js';
 import { acceptedChildren } from './records.js';
-import { benchmarksHeader, renderMarkdown } from './markdown.js';
+import { renderMarkdown, withRunSection } from './markdown.js';
 import { evaluateTargets, round, type BenchReport } from './report.js';
 import { Closers, startStack } from './stack.js';
 import { sourceVersion, stackVersions } from './versions.js';
@@ -123,8 +123,8 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const jsonPath = path.join(runDir, 'report.json');
     fs.writeFileSync(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
     if (options.benchmarksPath) {
-      if (!fs.existsSync(options.benchmarksPath)) fs.writeFileSync(options.benchmarksPath, benchmarksHeader);
-      fs.appendFileSync(options.benchmarksPath, `\n${markdown}`);
+      const current = fs.existsSync(options.benchmarksPath) ? fs.readFileSync(options.benchmarksPath, 'utf8') : null;
+      fs.writeFileSync(options.benchmarksPath, withRunSection(current, markdown));
     }
     return { report, jsonPath, markdown };
   } finally {

@@ -2,7 +2,7 @@
 // billable actions Temporal Cloud would charge for them. Pure (no I/O).
 //
 // The billable-action mapping follows Temporal's "Temporal Cloud Actions" page (docs.temporal.io/cloud/actions,
-// the version restructured in April 2026, temporalio/documentation#4450), which lists the history event
+// as restructured by temporalio/documentation#4450), which lists the history event
 // behind each action:
 // - a workflow started (client start, continue-as-new, the start of a signal-with-start): 1;
 // - a signal: 1, except the one a signal-with-start delivers with the start it made (one action for both);

@@ -101,7 +101,7 @@ export interface PriorAlbum {
   reviewResolved: ReviewResolution | null;
   /** `album.media_settled` notices already sent for the latest decision. */
   mediaSettledNotices: number;
-  /** By message id, the last version whose edit was announced. */
+  /** By message id, the last version whose edit an `album.updated` notified. */
   editNotices: Record<string, number>;
 }
 
@@ -296,7 +296,7 @@ export function retryable(attachment: AttachmentView): boolean {
 /**
  * The state a fresh run starts from: the children of earlier decisions are known, stored children
  * no decision includes arrive now (late when a decision exists), pending attachments are downloaded,
- * and edits of decided children stored after the latest decision that no run announced are announced.
+ * and edits of decided children stored after the latest decision that no run notified are notified.
  */
 export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition {
   const decided = new Set(prior.decisions.flatMap((decision) => decision.childMessageIds));
@@ -315,7 +315,7 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
         ? { seq: last.seq, sent: prior.mediaSettledNotices, reopened: !mediaSettled(known, last) }
         : null,
   };
-  const unannounced: AlbumCommand[] = last
+  const unnotifiedEdits: AlbumCommand[] = last
     ? known.flatMap((child) =>
         editsOf(child.arrival, prior.editNotices[child.arrival.messageId] ?? 0)
           .filter((edit) => Date.parse(child.arrival.history[edit.version - 1]!.recordedAt) > Date.parse(last.decidedAt))
@@ -325,7 +325,7 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
   const undecided = prior.children.filter((child) => !decided.has(child.arrival.messageId));
   const next = undecided.length > 0 ? addChildren(base, undecided, now, timings, profile) : evaluate(base, now, timings, profile);
   const settled = emitMediaSettled(next.state);
-  return { state: settled.state, commands: [...pendingDownloads(base), ...unannounced, ...next.commands, ...settled.commands] };
+  return { state: settled.state, commands: [...pendingDownloads(base), ...unnotifiedEdits, ...next.commands, ...settled.commands] };
 }
 
 function arrivals(state: AlbumRulesState): ChildArrival[] {

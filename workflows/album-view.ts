@@ -1,17 +1,26 @@
-// The status bodies (docs/design.md, "Status"), built from normalized parts. The album workflow fills
+// The status bodies (docs/api.md, "Status"), built from normalized parts. The album workflow fills
 // the parts from its state (status query, notifications); the HTTP layer fills them from PostgreSQL rows
 // (messages + attachments + decisions + albums). Same parts, same body: the metadata review reasons are
 // derived here from the children, so PostgreSQL's view has them before the workflow has seen the child.
 
-import { agreedTotal, analyzeMetadata, canonicalReasons, compareChildren, type ChildOrder, type ChildRecord } from './album-rules.js';
+import {
+  agreedTotal,
+  analyzeMetadata,
+  canonicalReasons,
+  compareChildren,
+  type AlbumRulesState,
+  type ChildOrder,
+  type ChildRecord,
+} from './album-rules.js';
 import type {
   AlbumKey,
+  AlbumProfile,
   AlbumState,
   AlbumStatus,
   AttachmentView,
+  ChildArrival,
   ChildView,
   DecisionView,
-  EarlierVersion,
   JsonValue,
   MediaSummary,
   MessageKey,
@@ -20,23 +29,12 @@ import type {
   ReviewView,
 } from './types.js';
 
-export interface ViewChild {
-  messageId: string;
-  /** Usable values (non-negative integers) or null. */
-  index: number | null;
-  total: number | null;
-  /** `index` or `total` was present but unusable. */
-  metadataInvalid: boolean;
-  /** The album object as received; the view shows `index` and `total` from it as they came. */
-  albumMeta: { index?: JsonValue; total?: JsonValue } | null;
-  caption: string | null;
-  /** ISO 8601; any parsable instant is normalized, so PostgreSQL and the workflow print the same. */
-  sentAt: string | null;
-  receivedAt: string;
-  attachments: AttachmentView[];
-  /** Versions that edits replaced, oldest first. */
-  history: EarlierVersion[];
-}
+/**
+ * A child as the views read it: what arrived of it, with its attachments' outcomes instead of their
+ * references. Any parsable instant (`sentAt`, `receivedAt`) is normalized to ISO 8601 in the view, so
+ * PostgreSQL's and the workflow's print the same.
+ */
+export type ViewChild = Omit<ChildArrival, 'attachments'> & { attachments: AttachmentView[] };
 
 export interface AlbumViewInput {
   workflowId: string;
@@ -173,4 +171,18 @@ export function buildMessageView(input: MessageViewInput): MessageWorkflowStatus
     decisions: [...input.decisions].sort((a, b) => a.seq - b.seq).map(decisionView),
     media: mediaSummary(input.child?.attachments ?? []),
   };
+}
+
+/** The album status body of a run whose rules are in `state` (its `status` query, its notifications). */
+export function albumStatusOf(workflowId: string, key: AlbumKey, profile: AlbumProfile, state: AlbumRulesState): AlbumStatus {
+  return buildAlbumView({
+    workflowId,
+    key,
+    children: state.children.map(viewChildOf),
+    decisions: state.decisions,
+    reviewReasons: state.reviewReasons,
+    reviewResolved: state.reviewResolved,
+    closed: state.phase === 'closed',
+    childOrder: profile.childOrder,
+  });
 }

@@ -1,6 +1,4 @@
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, continueAsNew, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { DecisionStep } from '../activities/record-and-notify.js';
-import { failureMessage } from './downloads.js';
 import {
   initialState,
   nextDeadline,
@@ -8,72 +6,21 @@ import {
   restoreState,
   retryable,
   step,
-  type AlbumCommand,
   type AlbumEvent,
-  type AlbumRulesState,
   type Transition,
 } from './album-rules.js';
+import { carriedRules, carriedState } from './album-carried.js';
 import { albumUiView } from './album-summary.js';
-import { buildAlbumView, viewChildOf } from './album-view.js';
+import { albumStatusOf } from './album-view.js';
 import { loadPrior, markClosed, recordAndNotify } from './activities.js';
 import { ChildrenInbox } from './children-inbox.js';
 import { DeadlineTimer } from './deadline-timer.js';
+import { decisionStepOf, decisionStepsSummary, type SequentialCommand } from './decision-steps.js';
 import { resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
-import { Downloads } from './downloads.js';
+import { Downloads, failureMessage } from './downloads.js';
+import { albumBody, fitsInPayload } from './payload.js';
 import { TemporalUi } from './temporal-ui.js';
-import type { AlbumKey, AlbumProfile, AlbumStatus, AlbumWorkflowInput, DownloadRequest, JsonValue } from './types.js';
-
-type SequentialCommand = Exclude<AlbumCommand, { type: 'download' }>;
-
-/**
- * Largest JSON an album run hands to Temporal as one payload (Temporal refuses payloads over 2 MB; a
- * character may take three bytes). A status body over it is read from PostgreSQL by the notify activity.
- */
-const payloadBudgetChars = 512 * 1024;
-
-function fitsInPayload(value: unknown): boolean {
-  return JSON.stringify(value).length <= payloadBudgetChars;
-}
-
-/** What an album run hands to the run it continues as. */
-interface AlbumCarried {
-  version: 1;
-  rules: AlbumRulesState;
-}
-
-function carriedRules(carried: JsonValue): AlbumRulesState {
-  const value = carried as unknown as Partial<AlbumCarried>;
-  if (value.version !== 1 || !value.rules) throw new Error('albumWorkflow: carried state of an unknown version');
-  return value.rules;
-}
-
-function albumStatus(workflowId: string, key: AlbumKey, profile: AlbumProfile, state: AlbumRulesState): AlbumStatus {
-  return buildAlbumView({
-    workflowId,
-    key,
-    children: state.children.map(viewChildOf),
-    decisions: state.decisions,
-    reviewReasons: state.reviewReasons,
-    reviewResolved: state.reviewResolved,
-    closed: state.phase === 'closed',
-    childOrder: profile.childOrder,
-  });
-}
-
-/** What recording and notifying one command of the rules means. */
-function decisionStepOf(command: SequentialCommand): DecisionStep {
-  const { decision } = command;
-  if (command.type === 'media_settled') return { type: 'album.media_settled', decision, notice: command.notice };
-  if (command.type === 'edited') return { type: 'album.updated', decision, edit: command.edit };
-  const record = { reviewReasons: command.reviewReasons, reviewResolved: command.reviewResolved };
-  return command.late
-    ? {
-        type: 'album.updated',
-        decision: { ...decision, lateChildMessageIds: command.late.childMessageIds, lateItemPolicy: command.late.policy },
-        record,
-      }
-    : { type: 'album.ready', decision, record };
-}
+import type { AlbumStatus, AlbumWorkflowInput, DownloadRequest } from './types.js';
 
 /**
  * One media album (docs/design.md, "The album workflow"): collects distinct children, downloads their
@@ -91,12 +38,8 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
   let state = initialState();
   let restored = false;
 
-  const status = () => albumStatus(workflowId, key, profile, state);
+  const status = () => albumStatusOf(workflowId, key, profile, state);
   setHandler(statusQuery, status);
-  const albumBody = (): { album: AlbumStatus } | { albumKey: AlbumKey } => {
-    const body = status();
-    return fitsInPayload(body) ? { album: body } : { albumKey: key };
-  };
 
   const apply = (transition: Transition) => {
     state = transition.state;
@@ -143,7 +86,7 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     },
   );
 
-  /** Set when the carried state outgrew one payload: the run goes on (its history stays within Temporal's limits up to ~10,000 children). */
+  /** Set when the carried state outgrew one payload: the run goes on (its history stays within Temporal's limits for an album as large as the fault suite's scale test). */
   let carriedTooLarge = false;
   const continueAsNewDue = () =>
     !carriedTooLarge &&
@@ -167,14 +110,10 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
 
     if (commands.length > 0) {
       const steps = commands.splice(0).map(decisionStepOf);
-      const summary = steps
-        .map(
-          ({ type, decision, record, edit }) =>
-            `${record ? `record #${decision.seq} (${decision.trigger}), ` : ''}notify ${type} #${decision.seq}${edit ? ` (edit ${edit.version} of ${edit.messageId})` : ''}`,
-        )
-        .join(', ');
       try {
-        const { refused } = await recordAndNotify.executeWithOptions({ summary }, [{ workflowId, body: albumBody(), steps }]);
+        const { refused } = await recordAndNotify.executeWithOptions({ summary: decisionStepsSummary(steps) }, [
+          { workflowId, body: albumBody(status(), key), steps },
+        ]);
         for (const { type, seq, error } of refused) log.warn('notification refused', { type, seq, error });
       } catch (err) {
         if (!(err instanceof ActivityFailure)) throw err;
@@ -196,8 +135,8 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     if (idle() && continueAsNewDue()) {
       await condition(allHandlersFinished);
       if (idle()) {
-        const carried: AlbumCarried = { version: 1, rules: state };
-        if (fitsInPayload(carried)) return continueAsNew<typeof albumWorkflow>({ ...input, carried: carried as unknown as JsonValue });
+        const carried = carriedState(state);
+        if (fitsInPayload(carried)) return continueAsNew<typeof albumWorkflow>({ ...input, carried });
         carriedTooLarge = true;
         log.warn('album state too large to continue as new; the run goes on', { children: state.children.length });
       }

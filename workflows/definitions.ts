@@ -5,7 +5,7 @@ import type { AlbumStatus, ChildrenBatch, ReviewResolution } from './types.js';
 /** Every pending child of one album (or the one standalone message), sent with signal-with-start. */
 export const childrenSignal = defineSignal<[ChildrenBatch]>('children');
 
-/** The album status body (docs/design.md, "Status"), answered from workflow state. */
+/** The album status body (docs/api.md, "Status"), answered from workflow state. */
 export const statusQuery = defineQuery<AlbumStatus>('status');
 
 /** The attachments an operator's retry set back to pending. */

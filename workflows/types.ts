@@ -74,7 +74,7 @@ export interface AlbumProfile {
   childOrder: 'index' | 'message_id';
 }
 
-/** One edit of a child that some decision included, as `album.updated` (`"change": "edited"`) announces it. */
+/** One edit of a child that some decision included, as the workflow notifies it with `album.updated` (`"change": "edited"`). */
 export interface ChildEdit {
   messageId: string;
   /** 1 for the message's first edit, 2 for its second, … */

@@ -10,7 +10,7 @@ import { delta, scrape } from '../metrics.js';
 import { countPhase, type PhaseCounts } from '../histories.js';
 import type { BenchOptions, PhaseName } from '../options.js';
 import { cpuSeconds, machineCpu, postgresCpuSeconds } from '../processes.js';
-import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type DecisionRow } from '../queries.js';
+import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type RecordedDecision } from '../queries.js';
 import { acceptedChildren, newChildren, undecided } from '../records.js';
 import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
 import type { Pool } from '../../src/db/pool.js';
@@ -129,8 +129,8 @@ export class PhaseContext {
 
   /**
    * Waits until the outbox is empty and every accepted child of the records is in a recorded decision,
-   * and with media until no attachment of theirs is pending and each album announced its latest
-   * decision's media settled. Answers what is still missing at the deadline.
+   * and with media until no attachment of theirs is pending and each album notified its latest
+   * decision's `album.media_settled`. Answers what is still missing at the deadline.
    */
   private async settle(pool: Pool, records: readonly RequestRecord[], media: boolean): Promise<string[]> {
     const expected = acceptedChildren(records);
@@ -146,7 +146,7 @@ export class PhaseContext {
     }
   }
 
-  private async unsettledMedia(pool: Pool, workflowIds: string[], decisions: Map<string, DecisionRow[]>): Promise<string[]> {
+  private async unsettledMedia(pool: Pool, workflowIds: string[], decisions: Map<string, RecordedDecision[]>): Promise<string[]> {
     const pending = (await attachmentOutcomes(pool, workflowIds)).byStatus.pending ?? 0;
     if (pending > 0) return [`${pending} attachments pending`];
     const settled = await mediaSettledOf(pool, workflowIds);

@@ -1,6 +1,7 @@
 import type { ReviewResolution } from '../../workflows/types.js';
 import type { Pool } from './pool.js';
 
+/** What an operator may ask of an album (docs/api.md, "Operator actions"). */
 export type OperatorAction = 'retry-downloads' | 'resolve-review';
 
 /** Keeps what an operator asked of an album, after its workflow carried it out. */

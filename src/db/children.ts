@@ -1,8 +1,6 @@
 import type { ChildArrival, EarlierVersion, JsonValue, MessageKey } from '../../workflows/types.js';
 import type { EventSource } from '../ingest/sources.js';
-import type { PoolClient } from './pool.js';
-
-type Queryable = Pick<PoolClient, 'query'>;
+import type { Queryable } from './pool.js';
 
 /** A committed child as its workflow receives it; `albumId` is null for a standalone message. */
 export interface QueuedChild {

@@ -1,5 +1,14 @@
-import type { DecisionView, ReviewReason, ReviewResolution } from '../../workflows/types.js';
+import type { DecisionTrigger, DecisionView, ReviewReason, ReviewResolution } from '../../workflows/types.js';
 import type { Pool } from './pool.js';
+
+/** A row of `decisions`, the columns its readers take (the bench and the tests read it back too). */
+export interface DecisionRow {
+  workflow_id: string;
+  seq: number;
+  trigger: DecisionTrigger;
+  child_message_ids: string[];
+  decided_at: Date;
+}
 
 /** An album's review as the workflow last recorded it; null for a standalone message (it has no albums row). */
 export interface RecordedReview {
@@ -55,7 +64,7 @@ export async function markAlbumClosed(pool: Pool, workflowId: string, review: Re
 
 /** Decisions of one workflow, optionally only those that included one message. */
 export async function decisionsOf(pool: Pool, workflowId: string, messageId?: string): Promise<DecisionView[]> {
-  const { rows } = await pool.query<{ seq: number; trigger: DecisionView['trigger']; child_message_ids: string[]; decided_at: Date }>(
+  const { rows } = await pool.query<Omit<DecisionRow, 'workflow_id'>>(
     `SELECT seq, trigger, child_message_ids, decided_at FROM decisions
       WHERE workflow_id = $1 AND ($2::text IS NULL OR $2 = ANY (child_message_ids))
       ORDER BY seq`,

@@ -2,10 +2,7 @@ import { albumKeyString, albumWorkflowId, childKeyString } from '../../workflows
 import type { AlbumKey } from '../../workflows/types.js';
 import type { AttachmentInput, ChildMessage } from '../ingest/child.js';
 import type { EventSource } from '../ingest/sources.js';
-import type { PoolClient } from './pool.js';
-
-
-type Queryable = Pick<PoolClient, 'query'>;
+import type { Queryable } from './pool.js';
 
 /** A verified, validated child event ready to store. `raw` is the body text, stored as received. */
 export interface ChildDelivery {

@@ -64,7 +64,7 @@ export async function mediaSettledNotices(pool: Pool, workflowId: string, seq: n
   return rows[0]!.notices;
 }
 
-/** By message id, the last version whose edit an `album.updated` (`"change": "edited"`) of the workflow announced. */
+/** By message id, the last version whose edit the workflow notified with an `album.updated` (`"change": "edited"`). */
 export async function editNotices(pool: Pool, workflowId: string): Promise<Record<string, number>> {
   const { rows } = await pool.query<{ message_id: string; version: number }>(
     `SELECT payload->'edit'->>'messageId' AS message_id, max((payload->'edit'->>'version')::int) AS version

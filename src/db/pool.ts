@@ -4,6 +4,8 @@ import { parseIntoClientConfig } from 'pg-connection-string';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
+/** What runs a statement: the pool, or one of its clients (inside a transaction). */
+export type Queryable = Pick<PoolClient, 'query'>;
 
 const defaultDatabase = 'albumflow';
 
@@ -25,6 +27,11 @@ export interface PoolOptions {
   applicationName?: string;
   /** How long an unused connection stays open, ms (default 30 s); 0 keeps it until the pool ends. */
   idleTimeoutMillis?: number;
+}
+
+/** Resolves once PostgreSQL answered a statement through the pool (the readiness probe). */
+export async function pingDatabase(pool: Pool): Promise<void> {
+  await pool.query('SELECT 1');
 }
 
 export function createPool(config: pg.ClientConfig, options: PoolOptions = {}): Pool {

@@ -46,7 +46,7 @@ async function storedAttachments(client: PoolClient, messagePks: string[]): Prom
 /**
  * What PostgreSQL holds for one workflow when a fresh run starts: its decisions, its stored children
  * (as the dispatcher signals them) with their attachments' statuses, an album's review, and the
- * `album.media_settled` notices of its latest decision and the edits its `album.updated` announced.
+ * `album.media_settled` notices of its latest decision and the edits it notified with `album.updated`.
  */
 export async function readPrior(pool: Pool, scope: StoredScope): Promise<PriorAlbum> {
   const workflowId = scope.kind === 'album' ? albumWorkflowId(scope.key) : messageWorkflowId(scope.key);

@@ -39,38 +39,40 @@ const scopeParams = (key: MessageKey) => [key.workspace, key.provider, key.accou
 
 const iso = (value: Date | null): string | null => (value === null ? null : value.toISOString());
 
-export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | null> {
-  const { rows } = await pool.query<{
-    id: string;
-    workflow_id: string;
-    source: EventSource;
-    state: AlbumState;
-    review_reasons: ReviewReason[];
-    review_resolved_at: Date | null;
-    review_note: string | null;
-    first_received_at: Date;
-    last_received_at: Date;
-  }>(
-    `SELECT id, workflow_id, source, state, review_reasons, review_resolved_at, review_note, first_received_at, last_received_at
-       FROM albums WHERE workflow_id = $1`,
-    [albumWorkflowId(key)],
-  );
-  const row = rows[0];
-  if (!row) return null;
+/** The columns of `albums` an AlbumRow is read from. */
+interface AlbumColumns {
+  id: string;
+  workflow_id: string;
+  source: EventSource;
+  state: AlbumState;
+  review_reasons: ReviewReason[];
+  review_resolved_at: Date | null;
+  review_note: string | null;
+  first_received_at: Date;
+  last_received_at: Date;
+}
+
+function albumRowOf(row: AlbumColumns): AlbumRow {
   return {
     id: row.id,
     workflowId: row.workflow_id,
     source: row.source,
     state: row.state,
     reviewReasons: row.review_reasons,
-    reviewResolved: resolutionOf(row),
+    reviewResolved: row.review_resolved_at === null ? null : { at: row.review_resolved_at.toISOString(), note: row.review_note ?? '' },
     firstReceivedAt: row.first_received_at.toISOString(),
     lastReceivedAt: row.last_received_at.toISOString(),
   };
 }
 
-function resolutionOf(row: { review_resolved_at: Date | null; review_note: string | null }): ReviewResolution | null {
-  return row.review_resolved_at === null ? null : { at: row.review_resolved_at.toISOString(), note: row.review_note ?? '' };
+export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | null> {
+  const { rows } = await pool.query<AlbumColumns>(
+    `SELECT id, workflow_id, source, state, review_reasons, review_resolved_at, review_note, first_received_at, last_received_at
+       FROM albums WHERE workflow_id = $1`,
+    [albumWorkflowId(key)],
+  );
+  const row = rows[0];
+  return row ? albumRowOf(row) : null;
 }
 
 interface ChildRow {
@@ -167,23 +169,9 @@ export interface AlbumListRow extends AlbumRow {
 }
 
 export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<AlbumListRow[]> {
-  const { rows } = await pool.query<{
-    id: string;
-    workflow_id: string;
-    workspace: string;
-    provider: string;
-    account_id: string;
-    conversation_id: string;
-    album_id: string;
-    source: EventSource;
-    state: AlbumState;
-    review_reasons: ReviewReason[];
-    review_resolved_at: Date | null;
-    review_note: string | null;
-    first_received_at: Date;
-    last_received_at: Date;
-    distinct_children: number;
-  }>(
+  const { rows } = await pool.query<
+    AlbumColumns & { workspace: string; provider: string; account_id: string; conversation_id: string; album_id: string; distinct_children: number }
+  >(
     `SELECT a.*, (SELECT count(*)::int FROM messages m WHERE m.album_pk = a.id) AS distinct_children
        FROM albums a
       WHERE ($1::text[] IS NULL OR a.workspace = ANY ($1))
@@ -208,9 +196,7 @@ export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<A
     ],
   );
   return rows.map((row) => ({
-    id: row.id,
-    workflowId: row.workflow_id,
-    source: row.source,
+    ...albumRowOf(row),
     key: {
       workspace: row.workspace,
       provider: row.provider,
@@ -218,11 +204,6 @@ export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<A
       conversationId: row.conversation_id,
       albumId: row.album_id,
     },
-    state: row.state,
-    reviewReasons: row.review_reasons,
-    reviewResolved: resolutionOf(row),
-    firstReceivedAt: row.first_received_at.toISOString(),
-    lastReceivedAt: row.last_received_at.toISOString(),
     distinctChildren: row.distinct_children,
   }));
 }

@@ -37,8 +37,8 @@ export interface DispatcherOptions {
   logger: Logger;
   /**
    * Outbox rows claimed per transaction. The rows Temporal accepted are deleted when it commits, after all
-   * its signals: a large claim keeps rows locked, and progress invisible, for as long as its slowest
-   * signals take (500 rows at the 15–20 signals/s of a loaded 2-core machine: over 30 s).
+   * its signals: a large claim keeps rows locked, and progress invisible, until its last signal is
+   * answered, and a loaded machine answers signals slowly.
    */
   batchSize?: number;
   /** Period of the sweep that catches what no notification announced. */

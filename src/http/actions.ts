@@ -36,7 +36,7 @@ function refusedAs(err: unknown, type: string): boolean {
 }
 
 /**
- * The operator actions (docs/design.md, "Operator actions"): each is carried out by the album's workflow
+ * The operator actions (docs/api.md, "Operator actions"): each is carried out by the album's workflow
  * as an update (so it shows in its history), then recorded in PostgreSQL.
  */
 export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app, { config, pool, temporal }) => {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Client } from '@temporalio/client';
-import type { Pool } from '../db/pool.js';
+import { pingDatabase, type Pool } from '../db/pool.js';
 import type { EmbeddedServer, EmbeddedStatus } from '../embedded/server.js';
 
 export interface HealthOptions {
@@ -39,7 +39,7 @@ export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { poo
 
   app.get('/readyz', { schema: { hide: true }, logLevel: 'warn' }, async (_request, reply) => {
     const [database, temporalCheck] = await Promise.all([
-      check(() => pool.query('SELECT 1')),
+      check(() => pingDatabase(pool)),
       check(() => temporal.workflowService.getSystemInfo({})),
     ]);
     const embedded: Record<string, EmbeddedStatus> = Object.fromEntries(embeddedServers.map((server) => [server.id, server.status()]));

@@ -1,9 +1,8 @@
 // The child message every ingress parser produces (UnifyPort's and Telegram's), as src/db/ingest.ts stores it.
 
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, JsonValue, MessageKey } from '../../workflows/types.js';
-
-type JsonObject = { [key: string]: JsonValue };
+import type { AlbumKey, MessageKey } from '../../workflows/types.js';
+import type { JsonObject } from './json-body.js';
 
 /** Temporal's default limit on workflow id length; it also keeps the unique indexes within PostgreSQL's row limit. */
 export const maxWorkflowIdLength = 1000;

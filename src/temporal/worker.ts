@@ -24,7 +24,7 @@ export async function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
 
 /**
  * Bundles the workflow code in a short-lived child process and writes it to a temporary file: webpack
- * then never enters the worker's heap (about 110 MB it would keep resident for the process's life).
+ * then never enters the worker's heap, which would keep it resident for the process's life.
  * `dispose` removes the file once the worker is done with it.
  */
 export async function bundleWorkflowsInChildProcess(): Promise<{ codePath: string; dispose: () => void }> {

@@ -1,11 +1,10 @@
 // Every URL the console puts into a page, built from ids that senders chose: each segment is
 // URL-encoded, so an id can neither leave its segment nor turn a link into another scheme.
 import type { AlbumKey } from '../../workflows/types.js';
+import type { OperatorAction } from '../db/actions.js';
 import { consolePath, signInPath, signOutPath } from '../http/access/plugin.js';
 
 const e = encodeURIComponent;
-
-export type OperatorAction = 'retry-downloads' | 'resolve-review';
 
 /** `<provider>/<account>/<conversation>/<album>`, as every album route takes it after the workspace. */
 function albumTail(key: AlbumKey): string {

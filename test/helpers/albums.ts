@@ -8,6 +8,7 @@ import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, vi } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { loadChildren } from '../../src/db/children.js';
+import type { DecisionRow } from '../../src/db/decisions.js';
 import type { Pool } from '../../src/db/pool.js';
 import { startSearchAttributes } from '../../src/temporal/workflow-start.js';
 import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
@@ -130,14 +131,9 @@ export async function signalMessage(client: Client, config: Config, key: Message
   });
 }
 
-export interface DecisionRow {
-  seq: number;
-  trigger: string;
-  child_message_ids: string[];
-}
-
-export async function storedDecisions(pool: Pool, workflowId: string): Promise<DecisionRow[]> {
-  const { rows } = await pool.query<DecisionRow>(
+/** The decisions PostgreSQL recorded for one workflow, in order. */
+export async function storedDecisions(pool: Pool, workflowId: string) {
+  const { rows } = await pool.query<Pick<DecisionRow, 'seq' | 'trigger' | 'child_message_ids'>>(
     `SELECT seq, trigger, child_message_ids FROM decisions WHERE workflow_id = $1 ORDER BY seq`,
     [workflowId],
   );

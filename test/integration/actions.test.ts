@@ -64,7 +64,7 @@ async function historyEventTypes(workflowId: string): Promise<string[]> {
 }
 
 describe('a redelivery that brings the URL an earlier delivery lacked', () => {
-  it('downloads it at once and announces media settled again, in the workflow and in PostgreSQL alike', async () => {
+  it('downloads it at once and notifies media settled again, in the workflow and in PostgreSQL alike', async () => {
     const conversation = unique('conv');
     const path = `/${unique('late-url')}.jpg`;
     media.fix(path);

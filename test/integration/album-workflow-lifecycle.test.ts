@@ -1,7 +1,5 @@
-import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Pool } from '../../src/db/pool.js';
+import { describe, expect, it } from 'vitest';
 import type { MessageWorkflowStatus } from '../../workflows/album-view.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
@@ -13,40 +11,23 @@ import {
   saveHistory,
   signalAlbum,
   signalMessage,
-  startMediaServer,
   storeAlbumChildren,
   storedDecisions,
   storedNotifications,
   storeStandaloneMessage,
-  type MediaServer,
+  workflowTestBed,
 } from '../helpers/albums.js';
-import { startTestWorker, testClient, testConfig, testPool, unique, type TestWorker } from '../helpers/env.js';
+import { startTestWorker, testConfig, unique } from '../helpers/env.js';
 
 const { EventType } = temporal.api.enums.v1;
 
 describe('album and message workflow lifecycle against the real PostgreSQL and Temporal', () => {
   const config = testConfig();
   const workspace = unique('ws');
-  let pool: Pool;
-  let client: Client;
-  let worker: TestWorker;
-  let media: MediaServer;
-
-  beforeAll(async () => {
-    pool = testPool(config);
-    client = await testClient(config);
-    worker = await startTestWorker(config, pool);
-    media = await startMediaServer();
-  });
-
-  afterAll(async () => {
-    await worker?.stop();
-    await media?.close();
-    await client?.connection.close();
-    await pool?.end();
-  });
+  const bed = workflowTestBed(config);
 
   it('starts a new run for a child that arrives after the workflow closed and records it as late', async () => {
+    const { pool, client } = bed;
     const key = newAlbumKey(workspace);
     const workflowId = albumWorkflowId(key);
     const [a0, a1] = await storeAlbumChildren(pool, key, [{ messageId: 'a0' }, { messageId: 'a1' }]);
@@ -79,6 +60,7 @@ describe('album and message workflow lifecycle against the real PostgreSQL and T
   });
 
   it('continues as new mid-album, carrying its state', async () => {
+    const { pool, client, media } = bed;
     const key = newAlbumKey(workspace);
     const workflowId = albumWorkflowId(key);
     const children = await storeAlbumChildren(pool, key, [
@@ -113,6 +95,7 @@ describe('album and message workflow lifecycle against the real PostgreSQL and T
   });
 
   it('completes an album correctly when its worker is replaced mid-album', async () => {
+    const { pool, client, media } = bed;
     const ownConfig = testConfig();
     const key = newAlbumKey(workspace);
     const workflowId = albumWorkflowId(key);
@@ -144,6 +127,7 @@ describe('album and message workflow lifecycle against the real PostgreSQL and T
   });
 
   it('handles a standalone message: standalone decision, downloads, then message.ready once', async () => {
+    const { pool, client, media } = bed;
     const key = { workspace, provider: 'telegram', accountId: 'bot_1', conversationId: unique('chat'), messageId: 'solo' };
     const workflowId = messageWorkflowId(key);
     const arrival = await storeStandaloneMessage(pool, key, { caption: 'hello', urls: [media.file('solo'), null] });

@@ -1,6 +1,5 @@
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Pool } from '../../src/db/pool.js';
+import type { WorkflowHandle } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
@@ -11,43 +10,27 @@ import {
   newAlbumKey,
   saveHistory,
   signalAlbum,
-  startMediaServer,
   storeAlbumChildren,
   storedDecisions,
   storedNotifications,
-  type MediaServer,
+  workflowTestBed,
 } from '../helpers/albums.js';
-import { startTestWorker, testClient, testConfig, testPool, unique, type TestWorker } from '../helpers/env.js';
+import { testConfig, unique } from '../helpers/env.js';
 
 describe('album workflow against the real PostgreSQL and Temporal', () => {
   const config = testConfig();
   const workspace = unique('ws');
-  let pool: Pool;
-  let client: Client;
-  let worker: TestWorker;
-  let media: MediaServer;
-
-  beforeAll(async () => {
-    pool = testPool(config);
-    client = await testClient(config);
-    worker = await startTestWorker(config, pool);
-    media = await startMediaServer();
-  });
-
-  afterAll(async () => {
-    await worker?.stop();
-    await media?.close();
-    await client?.connection.close();
-    await pool?.end();
-  });
+  const bed = workflowTestBed(config);
 
   /** The body the status endpoint builds from PostgreSQL once the workflow closed. */
   async function viewFromPostgres(status: AlbumStatus): Promise<AlbumStatus> {
+    const { pool } = bed;
     const album = (await findAlbum(pool, status.key))!;
     return albumStatusFromDatabase(pool, album, status.key);
   }
 
   it('deduplicates redelivered children, accepts any order, decides once on the expected count and settles media', async () => {
+    const { pool, client, media } = bed;
     const key = newAlbumKey(workspace);
     const workflowId = albumWorkflowId(key);
     const distinctChildren = (handle: WorkflowHandle) =>
@@ -102,6 +85,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
   });
 
   it('keeps albums with the same album id in different conversations apart', async () => {
+    const { pool, client } = bed;
     const first = newAlbumKey(workspace, 'shared');
     const second = newAlbumKey(workspace, 'shared');
     const [a0, a1] = await storeAlbumChildren(pool, first, [
@@ -125,6 +109,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
   });
 
   it('decides on a quiet period when no total is known', async () => {
+    const { pool, client } = bed;
     const key = newAlbumKey(workspace);
     const workflowId = albumWorkflowId(key);
     const [c0, c1] = await storeAlbumChildren(pool, key, [{ messageId: 'q0' }, { messageId: 'q1' }]);
@@ -139,6 +124,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
   });
 
   it('flags a conflicting total and a duplicate index for review and drops nothing', async () => {
+    const { pool, client } = bed;
     const key = newAlbumKey(workspace);
     const workflowId = albumWorkflowId(key);
     const children = await storeAlbumChildren(pool, key, [
@@ -175,6 +161,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
   });
 
   it('ends a total that is never reached with max_wait', async () => {
+    const { pool, client } = bed;
     const key = newAlbumKey(workspace);
     const workflowId = albumWorkflowId(key);
     const children = await storeAlbumChildren(pool, key, [
@@ -191,6 +178,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
   });
 
   it('records a late item after processing as late_item and never sends a second album.ready', async () => {
+    const { pool, client } = bed;
     const key = newAlbumKey(workspace);
     const workflowId = albumWorkflowId(key);
     const [c0, c1] = await storeAlbumChildren(pool, key, [

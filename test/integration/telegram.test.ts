@@ -258,7 +258,7 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     expect([message.albumKey, message.caption, message.decisions.map((d) => d.trigger)]).toEqual([null, 'Just one', ['standalone']]);
   });
 
-  it('announces an edit of a decided album once, as album.updated "edited", and keeps the earlier caption', async () => {
+  it('notifies an edit of a decided album once, as album.updated "edited", and keeps the earlier caption', async () => {
     const updates = variant(telegramFixture('photo-album'), 2_000, (message) => {
       message.media_group_id = 'edited-group';
     });
@@ -393,7 +393,7 @@ describe('Telegram albums with a long quiet period', () => {
     });
   });
 
-  it('decides a 10-item album album_full at its tenth item, then announces an edit after the album closed', async () => {
+  it('decides a 10-item album album_full at its tenth item, then notifies an edit after the album closed', async () => {
     const updates = telegramFixture('ten-item-album');
     serveFiles(api, shopToken, updates);
     await send(slow, [...updates.slice(5), ...updates.slice(0, 5)]);

@@ -380,7 +380,7 @@ describe('album rules: operator actions', () => {
   const failed: DownloadResult = { status: 'failed', contentType: null, bytes: null, sha256: null, error: 'HTTP 500' };
   const expired: DownloadResult = { status: 'expired', contentType: null, bytes: null, sha256: null, error: 'HTTP 404' };
 
-  it('retries every failed and expired attachment, and announces media settled again afterwards', () => {
+  it('retries every failed and expired attachment, and notifies media settled again afterwards', () => {
     const { state } = run([
       arrive(t0, child('a', { index: 0, total: 2, urls: ['https://x/a', null] }), child('b', { index: 1, total: 2, urls: ['https://x/b'] })),
       settle('a', 0, failed),
@@ -697,7 +697,7 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
     return run([arrive(t0, photo(1, { caption: 'trip' }), photo(2)), tick(t0 + 100), settle('1', 0), settle('2', 0)], { profile: telegram });
   }
 
-  it('announces each edit of a decided child once, with the caption it set and the one it replaced', () => {
+  it('notifies each edit of a decided child once, with the caption it set and the one it replaced', () => {
     const decided = decidedAlbum();
     const [first] = decisionsOf(decided.commands);
     const edited = run([arrive(t0 + 500, photo(1, { caption: 'trip (day 1)', history: [version('trip')] }))], { from: decided.state, profile: telegram });
@@ -728,7 +728,7 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
     expect(older.state).toBe(edited.state);
   });
 
-  it('downloads a replaced file again and announces the media settled once more', () => {
+  it('downloads a replaced file again and notifies the media settled once more', () => {
     const decided = decidedAlbum();
     expect(decided.commands.filter((c) => c.type === 'media_settled')).toHaveLength(1);
     const replaced = run([arrive(t0 + 500, photo(2, { fileUniqueId: 'other', caption: 'new photo', history: [version(null, true)] }))], {
@@ -741,7 +741,7 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
     expect(settled.commands).toEqual([{ type: 'media_settled', decision: decided.state.decisions[0], notice: 2 }]);
   });
 
-  it('takes an edit of a child no decision includes yet without announcing it', () => {
+  it('takes an edit of a child no decision includes yet without notifying it', () => {
     const { state } = run([arrive(t0, photo(1, { caption: 'a' }))], { profile: telegram });
     const edited = run([arrive(t0 + 10, photo(1, { caption: 'b', history: [version('a', false, t0 + 10)] }))], { from: state, profile: telegram });
     expect(edited.commands).toEqual([]);
@@ -751,7 +751,7 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
     expect(decided.commands.some((c) => c.type === 'edited')).toBe(false);
   });
 
-  it('on a fresh run, announces the edits stored after the latest decision that no run announced', () => {
+  it('on a fresh run, notifies the edits stored after the latest decision that no run notified', () => {
     const decision: DecisionView = { seq: 1, trigger: 'quiet_period', childMessageIds: ['1', '2', '3'], decidedAt: new Date(t0 + 100).toISOString() };
     const stored = (arrival: ChildArrival): ChildRecord => ({
       arrival,

@@ -167,7 +167,7 @@ export function temporalCluster(options: ClusterOptions): TemporalCluster {
     });
   }
   fs.mkdirSync(options.logDir, { recursive: true });
-  const processes = specs.map((spec) => managedProcess(spec, options.logDir, options.onUnexpectedExit));
+  const processes = specs.map((spec) => serverProcess(spec, options.logDir, options.onUnexpectedExit));
 
   return {
     address,
@@ -202,7 +202,8 @@ export async function startTemporalCluster(options: ClusterOptions): Promise<Tem
   return cluster;
 }
 
-interface ManagedProcess {
+/** One process of the cluster (a server group or the UI): the cluster may stop it and start it again, its log appended to. */
+interface ServerProcess {
   name: string;
   logPath: string;
   pid(): number | undefined;
@@ -212,7 +213,7 @@ interface ManagedProcess {
   stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
-function managedProcess(spec: ProcessSpec, logDir: string, onUnexpectedExit: ClusterOptions['onUnexpectedExit']): ManagedProcess {
+function serverProcess(spec: ProcessSpec, logDir: string, onUnexpectedExit: ClusterOptions['onUnexpectedExit']): ServerProcess {
   const logPath = path.join(logDir, `${spec.name}.log`);
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
@@ -276,7 +277,7 @@ function logTail(file: string): string {
  * Resolves once the frontend passes its health check and the other services answer through it: matching
  * describes a task queue, history looks up a workflow (NotFound is its answer). Fails when a process exits first.
  */
-async function waitUntilServing(address: string, processes: ManagedProcess[]): Promise<void> {
+async function waitUntilServing(address: string, processes: ServerProcess[]): Promise<void> {
   const deadline = Date.now() + startTimeoutMs;
   let lastError = 'no answer yet';
   for (;;) {
@@ -308,7 +309,7 @@ async function waitUntilServing(address: string, processes: ManagedProcess[]): P
   }
 }
 
-async function untilListening(port: number, p: ManagedProcess): Promise<void> {
+async function untilListening(port: number, p: ServerProcess): Promise<void> {
   const deadline = Date.now() + startTimeoutMs;
   for (;;) {
     if (p.exitedWith() !== undefined) throw new Error(`${p.name} exited (${p.exitedWith()}) before it listened; ${p.logPath}:\n${logTail(p.logPath)}`);
@@ -325,7 +326,7 @@ async function untilListening(port: number, p: ManagedProcess): Promise<void> {
   }
 }
 
-async function waitUntilUiAnswers(url: string, ui: ManagedProcess): Promise<void> {
+async function waitUntilUiAnswers(url: string, ui: ServerProcess): Promise<void> {
   const deadline = Date.now() + startTimeoutMs;
   for (;;) {
     if (ui.exitedWith() !== undefined) throw new Error(`${ui.name} exited (${ui.exitedWith()}); ${ui.logPath}:\n${logTail(ui.logPath)}`);

@@ -1,3 +1,4 @@
+import type { DecisionRow } from '../../../src/db/decisions.js';
 import type { Pool } from '../../../src/db/pool.js';
 import type { FakeBotApi } from '../../helpers/fake-bot-api.js';
 import { childKeyString } from '../../../workflows/keys.js';
@@ -23,19 +24,13 @@ export interface CheckReport {
   notificationRedeliveries: number;
 }
 
-interface StoredMessage {
+/** A child as the checks read it back from PostgreSQL. */
+interface CheckedChild {
   messageId: string;
   albumWorkflowId: string | null;
   caption: string | null;
   /** Earlier versions kept by edits. */
   versions: number;
-}
-
-interface DecisionRow {
-  workflow_id: string;
-  seq: number;
-  trigger: string;
-  child_message_ids: string[];
 }
 
 interface AttachmentRow {
@@ -45,7 +40,7 @@ interface AttachmentRow {
   updated_at: Date;
 }
 
-async function storedMessages(pool: Pool, workspace: string): Promise<Map<string, StoredMessage>> {
+async function storedMessages(pool: Pool, workspace: string): Promise<Map<string, CheckedChild>> {
   const { rows } = await pool.query<{
     workspace: string;
     provider: string;
@@ -138,10 +133,10 @@ export async function checkInvariants(input: {
   const global = (message: string) => violations.push({ phase: 'final', message });
 
   const stored = await storedMessages(pool, workspace);
-  const { rows: decisionRows } = await pool.query<DecisionRow>(
+  const { rows: decisionRows } = await pool.query<Pick<DecisionRow, 'workflow_id' | 'seq' | 'trigger' | 'child_message_ids'>>(
     `SELECT workflow_id, seq, trigger, child_message_ids FROM decisions ORDER BY workflow_id, seq`,
   );
-  const decisions = new Map<string, DecisionRow[]>();
+  const decisions = new Map<string, (typeof decisionRows)[number][]>();
   for (const row of decisionRows) decisions.set(row.workflow_id, [...(decisions.get(row.workflow_id) ?? []), row]);
 
   const { rows: attachmentRows } = await pool.query<AttachmentRow & { workspace: string; provider: string; account_id: string; conversation_id: string; message_id: string }>(
