@@ -34,8 +34,8 @@ let temporal: Client;
 let app: App;
 const codes = new SignInCodes();
 
-function appWith(tokens: Record<string, string[]>, signInCodes = codes): Promise<App> {
-  return buildApp({ config, pool, temporal, wakeDispatcher: () => undefined, logger, tokens: new Map(Object.entries(tokens)), signInCodes });
+function appWith(tokens: Record<string, string[]>, signInCodes = codes, settings: Partial<Config> = {}): Promise<App> {
+  return buildApp({ config: { ...config, ...settings }, pool, temporal, wakeDispatcher: () => undefined, logger, tokens: new Map(Object.entries(tokens)), signInCodes });
 }
 
 beforeAll(async () => {
@@ -307,6 +307,37 @@ describe('console sessions', () => {
       expect(scripted.statusCode).toBe(200);
     } finally {
       await withAction.close();
+    }
+  });
+
+  it('are Secure behind the TLS-terminating proxy TRUST_PROXY names, and nobody else’s X-Forwarded-* is believed', async () => {
+    const proxy = '10.1.2.3';
+    const behindProxy = await appWith(allTokens, codes, { trustProxy: [proxy] });
+    const trustingAll = await appWith(allTokens, codes, { trustProxy: true });
+    try {
+      /** Signs in from `peer` with `headers`; the session cookie and the client address the request's log line shows. */
+      const signIn = async (target: App, peer: string, headers: Record<string, string>) => {
+        const probe = unique('probe');
+        const response = await target.inject({ method: 'POST', url: `/ui/sign-in?probe=${probe}`, remoteAddress: peer, headers, payload: { token: tokenA } });
+        expect(response.statusCode).toBe(200);
+        const cookie = response.cookies.find((c) => c.name === sessionCookie);
+        secrets.add(cookie!.value);
+        const line = logLines.find((l) => l.includes(probe) && l.includes('"incoming request"'));
+        const logged = (JSON.parse(line!) as { req: { remoteAddress: string } }).req.remoteAddress;
+        return { secure: cookie?.secure === true, remoteAddress: logged };
+      };
+      const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.9' };
+
+      // Unset: a client's forged headers change neither the cookie nor the address logged.
+      expect(await signIn(app, '198.51.100.7', forwarded)).toEqual({ secure: false, remoteAddress: '198.51.100.7' });
+      // Set: the proxy's headers are believed; those of a peer that is not the proxy are not.
+      expect(await signIn(behindProxy, proxy, forwarded)).toEqual({ secure: true, remoteAddress: '203.0.113.9' });
+      expect(await signIn(behindProxy, proxy, { 'x-forwarded-proto': 'http' })).toEqual({ secure: false, remoteAddress: proxy });
+      expect(await signIn(behindProxy, '198.51.100.7', forwarded)).toEqual({ secure: false, remoteAddress: '198.51.100.7' });
+      expect(await signIn(trustingAll, '198.51.100.7', forwarded)).toEqual({ secure: true, remoteAddress: '203.0.113.9' });
+    } finally {
+      await behindProxy.close();
+      await trustingAll.close();
     }
   });
 
