@@ -96,6 +96,7 @@ describe('every route of the app', () => {
         'POST /workspaces/:workspace/albums/:provider/:account/:conversation/:album/actions/retry-downloads',
         'POST /workspaces/:workspace/albums/:provider/:account/:conversation/:album/actions/resolve-review',
         'GET /metrics',
+        'GET /',
       ]),
     );
     for (const route of guarded) {
@@ -130,6 +131,15 @@ describe('every route of the app', () => {
       const admin = await send(bearer(adminToken));
       expect([401, 403], label).not.toContain(admin.statusCode);
     }
+  });
+
+  it('sends / to the console, once signed in', async () => {
+    const root = await app.inject({ method: 'GET', url: '/', headers: { ...bearer(tokenB), accept: 'text/html' } });
+    expect(root.statusCode).toBe(302);
+    expect(root.headers.location).toBe('/ui');
+    const anonymous = await app.inject({ method: 'GET', url: '/', headers: { accept: 'text/html' } });
+    expect(anonymous.statusCode).toBe(303);
+    expect(anonymous.headers.location).toBe('/ui/sign-in?next=%2F');
   });
 
   it('describes the bearer scheme on every protected operation of the OpenAPI document, and on no open one', async () => {
