@@ -29,9 +29,9 @@ const MiB = 1024 * 1024;
 
 export const thumbnailLimits: ThumbnailLimits = {
   size: 400,
-  // The full frame of the largest sensors phones have (50 MP): every photo a phone takes fits, and an
-  // image that claims more pixels is no photo but, as a rule, a decompression bomb. The pixel count
-  // alone cannot bound memory: what a decode holds depends as much on the format (decodeCost).
+  // The full frame of a 50 MP phone sensor, so a phone photo fits; an image from a sender that claims
+  // more pixels is rarely a photo and may be a decompression bomb. The pixel count alone cannot bound
+  // memory: what a decode holds depends as much on the format (decodeCost).
   maxInputPixels: 8192 * 6144,
   // What thumbnails may add to an ingress beside what it holds at the bench's load, so that the
   // process stays within its memory target (BENCHMARKS.md) while an album's thumbnails are made.
@@ -61,8 +61,9 @@ function jpegSamplesPerPixel(channels: number, subsampling: string | undefined):
  * and a WebP are read a band at a time. Others hold the whole image and more until they finish: a
  * progressive JPEG keeps every DCT coefficient (two bytes a sample) until its last scan, an
  * interlaced PNG every pixel until its last pass, a GIF a full RGBA frame beside its palette
- * indexes, and AVIF/HEIF the AV1 decoder's frames and planes beside the converted pixels. The
- * factors are upper bounds of what each decoder was seen to hold (test/integration/console-thumbnails.test.ts).
+ * indexes, and AVIF/HEIF the AV1 decoder's frames and planes beside the converted pixels. Each
+ * factor is an upper bound, with a margin, of what its decoder holds; test/integration/console-thumbnails.test.ts
+ * makes the largest image of each kind the budget admits and measures the process.
  */
 export function decodeCost(meta: Pick<Metadata, 'format' | 'width' | 'height' | 'channels' | 'depth' | 'isProgressive' | 'chromaSubsampling'>): number {
   const pixels = (meta.width ?? 0) * (meta.height ?? 0);
