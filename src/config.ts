@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import envSchema from 'env-schema';
 import { Type, type Static } from 'typebox';
@@ -11,6 +12,7 @@ export const defaultTelegramApiRoot = 'https://api.telegram.org';
 const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   HOST: Type.String({ default: '127.0.0.1' }),
+  TRUST_PROXY: Type.Optional(Type.String({ minLength: 1 })),
   DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
   DATA_DIR: Type.String({ default: defaultDataDir }),
   TEMPORAL_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
@@ -78,9 +80,21 @@ export interface TelegramConfig {
   bots: ReadonlyMap<string, ReadonlyMap<string, TelegramBot>>;
 }
 
+/**
+ * TRUST_PROXY, as Fastify's `trustProxy` takes it: `true` trusts every peer's `X-Forwarded-*` headers,
+ * a list only those of the peers it names (addresses, CIDR ranges, or proxy-addr's `loopback`,
+ * `linklocal` and `uniquelocal`); `false` none.
+ */
+export type TrustProxy = boolean | string[];
+
 export interface Config {
   port: number;
   host: string;
+  /**
+   * Whose `X-Forwarded-For`, `-Proto` and `-Host` are believed: the client address in the logs and
+   * whether a request came over TLS (the session cookie's `Secure`) follow them. Unset: nobody's.
+   */
+  trustProxy: TrustProxy;
   logLevel: string;
   /** Unset: readable lines when standard output is a terminal, JSON otherwise. */
   logFormat: 'json' | 'pretty' | undefined;
@@ -138,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: raw.PORT,
     host: raw.HOST,
+    trustProxy: raw.TRUST_PROXY === undefined ? false : parseTrustProxy(raw.TRUST_PROXY),
     logLevel: raw.LOG_LEVEL,
     logFormat: raw.LOG_FORMAT,
     databaseUrl: raw.DATABASE_URL,
@@ -243,6 +258,40 @@ export function parseTelegramBots(text: string): Map<string, Map<string, Telegra
     workspaces.set(workspace, bots);
   }
   return workspaces;
+}
+
+/** The names proxy-addr (Fastify's `trustProxy`) reads as address ranges. */
+const proxyRangeNames = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function isAddressOrRange(entry: string): boolean {
+  if (proxyRangeNames.has(entry)) return true;
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  const bits = /^\d{1,3}$/.test(prefix) ? Number(prefix) : 0;
+  return bits >= 1 && bits <= (version === 4 ? 32 : 128);
+}
+
+/**
+ * TRUST_PROXY: `true`, `false`, or a comma-separated list of the proxies' addresses and ranges. A hop
+ * count is refused: Fastify does not believe X-Forwarded-* for one, as it cannot tell the proxy from a client.
+ */
+export function parseTrustProxy(text: string): TrustProxy {
+  const value = text.trim();
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  if (/^\d+$/.test(value)) {
+    throw new ConfigError('TRUST_PROXY takes no hop count (Fastify cannot tell a proxy from a client by it): name the proxy\'s addresses, such as 10.0.0.0/8, or true');
+  }
+  const entries = value.split(',').map((entry) => entry.trim());
+  const invalid = entries.filter((entry) => !isAddressOrRange(entry));
+  if (invalid.length > 0) {
+    throw new ConfigError(
+      `TRUST_PROXY must be true, false, or a comma-separated list of IP addresses, CIDR ranges, loopback, linklocal or uniquelocal; ${JSON.stringify(invalid.join(','))} is not`,
+    );
+  }
+  return entries;
 }
 
 function parseTelegramApiRoot(text: string): string {

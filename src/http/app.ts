@@ -49,6 +49,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     loggerInstance,
     bodyLimit: deps.config.maxBodyBytes,
     return503OnClosing: true,
+    // TRUST_PROXY: the X-Forwarded-* of these peers give the client's address and the request's scheme.
+    trustProxy: deps.config.trustProxy,
     // Key segments longer than this are refused by the route schemas with a 400, not by the router.
     routerOptions: { maxParamLength: 2048 },
   }).withTypeProvider<TypeBoxTypeProvider>();

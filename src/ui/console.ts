@@ -18,7 +18,7 @@ export interface ConsoleOptions {
 const assetsDir = path.join(path.dirname(templatesDir), 'assets');
 
 /**
- * The console (docs/console.md): the pages under `/ui` and the media routes
+ * The console (docs/console.md): the pages under `/ui` (and `/`, which leads there) and the media routes
  * `/workspaces/:ws/media/:sha256[/thumbnail]`, with a strict Content-Security-Policy (no inline
  * script or style, nothing from another origin). Registered behind the access plugin: the lists
  * and the assets need any valid token, the album pages and the media one that reaches their
@@ -48,6 +48,9 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
     });
     await assets.register(fastifyStatic, { root: assetsDir, prefix: consolePaths.assets, decorateReply: false, index: false });
   });
+
+  // `/` is where people type the address: it leads to the albums (behind sign-in, like every page).
+  app.get('/', { schema: { hide: true }, config: { access: 'signed-in' } }, (_request, reply) => reply.redirect(consolePaths.albums, 302));
 
   const mediaDir = options.config.media.dir;
   const thumbnailer = createThumbnailer(mediaDir, app.log);

@@ -34,8 +34,8 @@ let temporal: Client;
 let app: App;
 const codes = new SignInCodes();
 
-function appWith(tokens: Record<string, string[]>, signInCodes = codes): Promise<App> {
-  return buildApp({ config, pool, temporal, wakeDispatcher: () => undefined, logger, tokens: new Map(Object.entries(tokens)), signInCodes });
+function appWith(tokens: Record<string, string[]>, signInCodes = codes, settings: Partial<Config> = {}): Promise<App> {
+  return buildApp({ config: { ...config, ...settings }, pool, temporal, wakeDispatcher: () => undefined, logger, tokens: new Map(Object.entries(tokens)), signInCodes });
 }
 
 beforeAll(async () => {
@@ -96,6 +96,7 @@ describe('every route of the app', () => {
         'POST /workspaces/:workspace/albums/:provider/:account/:conversation/:album/actions/retry-downloads',
         'POST /workspaces/:workspace/albums/:provider/:account/:conversation/:album/actions/resolve-review',
         'GET /metrics',
+        'GET /',
       ]),
     );
     for (const route of guarded) {
@@ -130,6 +131,15 @@ describe('every route of the app', () => {
       const admin = await send(bearer(adminToken));
       expect([401, 403], label).not.toContain(admin.statusCode);
     }
+  });
+
+  it('sends / to the console, once signed in', async () => {
+    const root = await app.inject({ method: 'GET', url: '/', headers: { ...bearer(tokenB), accept: 'text/html' } });
+    expect(root.statusCode).toBe(302);
+    expect(root.headers.location).toBe('/ui');
+    const anonymous = await app.inject({ method: 'GET', url: '/', headers: { accept: 'text/html' } });
+    expect(anonymous.statusCode).toBe(303);
+    expect(anonymous.headers.location).toBe('/ui/sign-in?next=%2F');
   });
 
   it('describes the bearer scheme on every protected operation of the OpenAPI document, and on no open one', async () => {
@@ -307,6 +317,37 @@ describe('console sessions', () => {
       expect(scripted.statusCode).toBe(200);
     } finally {
       await withAction.close();
+    }
+  });
+
+  it('are Secure behind the TLS-terminating proxy TRUST_PROXY names, and nobody else’s X-Forwarded-* is believed', async () => {
+    const proxy = '10.1.2.3';
+    const behindProxy = await appWith(allTokens, codes, { trustProxy: [proxy] });
+    const trustingAll = await appWith(allTokens, codes, { trustProxy: true });
+    try {
+      /** Signs in from `peer` with `headers`; the session cookie and the client address the request's log line shows. */
+      const signIn = async (target: App, peer: string, headers: Record<string, string>) => {
+        const probe = unique('probe');
+        const response = await target.inject({ method: 'POST', url: `/ui/sign-in?probe=${probe}`, remoteAddress: peer, headers, payload: { token: tokenA } });
+        expect(response.statusCode).toBe(200);
+        const cookie = response.cookies.find((c) => c.name === sessionCookie);
+        secrets.add(cookie!.value);
+        const line = logLines.find((l) => l.includes(probe) && l.includes('"incoming request"'));
+        const logged = (JSON.parse(line!) as { req: { remoteAddress: string } }).req.remoteAddress;
+        return { secure: cookie?.secure === true, remoteAddress: logged };
+      };
+      const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-for': '203.0.113.9' };
+
+      // Unset: a client's forged headers change neither the cookie nor the address logged.
+      expect(await signIn(app, '198.51.100.7', forwarded)).toEqual({ secure: false, remoteAddress: '198.51.100.7' });
+      // Set: the proxy's headers are believed; those of a peer that is not the proxy are not.
+      expect(await signIn(behindProxy, proxy, forwarded)).toEqual({ secure: true, remoteAddress: '203.0.113.9' });
+      expect(await signIn(behindProxy, proxy, { 'x-forwarded-proto': 'http' })).toEqual({ secure: false, remoteAddress: proxy });
+      expect(await signIn(behindProxy, '198.51.100.7', forwarded)).toEqual({ secure: false, remoteAddress: '198.51.100.7' });
+      expect(await signIn(trustingAll, '198.51.100.7', forwarded)).toEqual({ secure: true, remoteAddress: '203.0.113.9' });
+    } finally {
+      await behindProxy.close();
+      await trustingAll.close();
     }
   });
 

@@ -1,10 +1,20 @@
-import sharp from 'sharp';
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { thumbnailLimits } from '../../src/ui/thumbnails.js';
+import { parse } from 'yaml';
+import { mediaPath } from '../../activities/download.js';
+import { projectRoot } from '../../src/paths.js';
+import { decodeCost, thumbnailLimits } from '../../src/ui/thumbnails.js';
 import { unique } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';
+import type { ThumbnailMemoryReport } from '../helpers/thumbnail-memory.js';
 import { settled, testAlbum, workspaceInbox } from '../browser/albums.js';
-import { startMediaServer, variant, type MediaServer } from '../browser/media-files.js';
+import { pngBomb, startMediaServer, variant, type MediaServer } from '../browser/media-files.js';
 
 const photos = 100;
 const MiB = 1024 * 1024;
@@ -73,4 +83,84 @@ describe(`thumbnails of a ${photos}-photo album, all asked for at once`, () => {
     console.log(`RSS ${Math.round(before / MiB)} MiB before, peak ${Math.round(peakRss / MiB)} MiB (+${Math.round(growth)} MiB) for ${photos} thumbnails`);
     expect(growth).toBeLessThan(150);
   }, 120_000);
+});
+
+/** The bench's memory target for each albumflow process (BENCHMARKS.md). */
+const targetRss = 400e6;
+
+/**
+ * What thumbnails may add to a process, the bound the 100-photo album above is held to: an ingress
+ * at the bench's load holds the rest of the target.
+ */
+const thumbnailGrowth = 150 * MiB;
+
+/** An image of one colour (what the decoders hold does not depend on what the pixels show). */
+function plain(width: number, height: number, channels: 3 | 4): Sharp {
+  return sharp({ limitInputPixels: false, create: { width, height, channels, background: { r: 120, g: 130, b: 140, alpha: 0.8 } } });
+}
+
+/** The allocator settings docker-compose gives the ingress (glibc's MALLOC_* variables). */
+function ingressAllocatorEnv(): Record<string, string> {
+  const compose = parse(fs.readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, { environment?: Record<string, string> }>;
+  };
+  return Object.fromEntries(Object.entries(compose.services.ingress?.environment ?? {}).filter(([name]) => name.startsWith('MALLOC_')));
+}
+
+describe('thumbnails of the images hardest to decode, at the limits, all asked for at once', () => {
+  const mediaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-thumbnail-memory-'));
+  // The largest photo the pixel limit admits (a 50 MP phone sensor's frame).
+  const [fullWidth, fullHeight] = [8160, 6120];
+  const images: Array<{ name: string; make: () => Promise<Buffer>; gets: 'file' | 'unreadable'; atBudget?: true }> = [
+    { name: 'a 50 MP baseline JPEG', make: () => plain(fullWidth, fullHeight, 3).jpeg({ quality: 80 }).toBuffer(), gets: 'file' },
+    { name: 'a 50 MP PNG', make: () => plain(fullWidth, fullHeight, 3).png({ compressionLevel: 1 }).toBuffer(), gets: 'file' },
+    { name: 'a 50 MP WebP with alpha', make: () => plain(fullWidth, fullHeight, 4).webp({ lossless: true, effort: 0 }).toBuffer(), gets: 'file' },
+    // Decoders that hold the whole image, each as large as the memory budget admits.
+    { name: 'an interlaced PNG', make: () => plain(4500, 4500, 4).png({ progressive: true, compressionLevel: 1 }).toBuffer(), gets: 'file', atBudget: true },
+    { name: 'a progressive JPEG', make: () => plain(6600, 5000, 3).jpeg({ progressive: true, quality: 80 }).toBuffer(), gets: 'file', atBudget: true },
+    { name: 'a GIF', make: () => plain(4500, 4500, 3).gif({ effort: 1 }).toBuffer(), gets: 'file', atBudget: true },
+    { name: 'an AVIF', make: () => plain(2300, 2300, 3).avif({ effort: 0, quality: 40 }).toBuffer(), gets: 'file', atBudget: true },
+    // Within the pixel limit, beyond the memory budget.
+    { name: 'a 50 MP interlaced PNG', make: () => plain(fullWidth, fullHeight, 4).png({ progressive: true, compressionLevel: 1 }).toBuffer(), gets: 'unreadable' },
+    { name: 'a 12 MP AVIF', make: () => plain(4000, 3000, 3).avif({ effort: 0, quality: 40 }).toBuffer(), gets: 'unreadable' },
+    // Beyond the pixel limit: a few KB that would decode to 900 megapixels.
+    { name: 'a 30,000 × 30,000 PNG bomb', make: () => pngBomb(30_000), gets: 'unreadable' },
+  ];
+  const hashes: string[] = [];
+
+  beforeAll(async () => {
+    for (const image of images) {
+      const body = await image.make();
+      const sha256 = crypto.createHash('sha256').update(body).digest('hex');
+      fs.mkdirSync(path.dirname(mediaPath(mediaDir, sha256)), { recursive: true });
+      fs.writeFileSync(mediaPath(mediaDir, sha256), body);
+      hashes.push(sha256);
+      if (image.atBudget) {
+        const cost = decodeCost(await sharp(body).metadata());
+        expect(cost, image.name).toBeLessThanOrEqual(thumbnailLimits.memoryBudget);
+        expect(cost, image.name).toBeGreaterThan(0.9 * thumbnailLimits.memoryBudget);
+      }
+    }
+  }, 240_000);
+
+  afterAll(() => fs.rmSync(mediaDir, { recursive: true, force: true }));
+
+  it('refuses what would take too much memory and keeps the process within its target while making the rest', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', path.join(projectRoot, 'test/helpers/thumbnail-memory.ts'), mediaDir, ...hashes],
+      { cwd: projectRoot, env: { ...process.env, ...ingressAllocatorEnv() }, timeout: 240_000 },
+    );
+    const report = JSON.parse(stdout) as ThumbnailMemoryReport;
+    const growth = report.peakRss - report.baselineRss;
+    console.log(
+      `RSS ${Math.round(report.baselineRss / MiB)} MiB before, peak ${Math.round(report.peakRss / MiB)} MiB (+${Math.round(growth / MiB)} MiB) ` +
+        `for ${images.length} images at the limits (${report.results.join(', ')})`,
+    );
+    expect(Object.fromEntries(images.map((image, i) => [image.name, report.results[i]]))).toEqual(Object.fromEntries(images.map((image) => [image.name, image.gets])));
+    expect(report.peakRenders).toBeGreaterThan(0);
+    expect(report.peakRenders).toBeLessThanOrEqual(thumbnailLimits.concurrency);
+    expect(growth).toBeLessThan(thumbnailGrowth);
+    expect(report.peakRss).toBeLessThan(targetRss);
+  }, 300_000);
 });

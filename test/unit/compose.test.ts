@@ -40,6 +40,9 @@ const temporalEnvNames = [
   'TEMPORAL_TLS_SERVER_NAME',
 ];
 
+/** Settings of glibc's memory allocator, read by the C library of every process. */
+const allocatorEnvNames = ['MALLOC_MMAP_THRESHOLD_'];
+
 describe('docker-compose.yml', () => {
   it('runs PostgreSQL, a Temporal server with its UI, and the app', () => {
     expect(Object.keys(services)).toEqual(
@@ -124,7 +127,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('sets only variables the app reads', () => {
-    const known = new Set([...configEnvNames, ...temporalEnvNames]);
+    const known = new Set([...configEnvNames, ...temporalEnvNames, ...allocatorEnvNames]);
     for (const name of ['ingress', 'worker']) {
       const variables = Object.keys(services[name]?.environment ?? {});
       expect(variables.length).toBeGreaterThan(5);
@@ -144,6 +147,27 @@ describe('docker-compose.yml', () => {
     // Without API_TOKENS the ingress generates its admin token in DATA_DIR: a volume, so it survives a new container.
     const dataDir = services.ingress?.environment?.DATA_DIR;
     expect(services.ingress?.volumes?.some((volume) => volume.endsWith(`:${dataDir}`))).toBe(true);
+  });
+
+  /** The named volume mounted at `target` in `service`, if any. */
+  function volumeAt(service: string, target: string | undefined): string | undefined {
+    return (services[service]?.volumes ?? []).map((volume) => volume.split(':')).find(([, to]) => to === target)?.[0];
+  }
+
+  it('lets the ingress serve the files the worker downloads: one MEDIA_DIR on one volume', () => {
+    const mediaDir = services.worker?.environment?.MEDIA_DIR;
+    expect(mediaDir).toBeDefined();
+    expect(services.ingress?.environment?.MEDIA_DIR).toBe(mediaDir);
+    const volume = volumeAt('worker', mediaDir);
+    expect(volume, `the worker's MEDIA_DIR ${mediaDir} is a volume`).toMatch(/^[\w-]+$/);
+    expect(volumeAt('ingress', mediaDir), `the ingress mounts ${volume} at ${mediaDir}`).toBe(volume);
+  });
+
+  it('links the console to the Temporal UI where this host’s browser reaches it', () => {
+    const published = services['temporal-ui']?.ports?.[0]?.split(':');
+    expect(published?.[0]).toBe('127.0.0.1');
+    const url = /^\$\{TEMPORAL_UI_URL:-(.+)\}$/.exec(services.ingress?.environment?.TEMPORAL_UI_URL ?? '')?.[1];
+    expect(url).toBe(`http://localhost:${published?.[1]}`);
   });
 
 });

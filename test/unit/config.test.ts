@@ -59,6 +59,26 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ TEMPORAL_UI_URL: 'javascript:alert(1)' })).toThrow(/TEMPORAL_UI_URL/);
   });
 
+  it('believes no proxy unless TRUST_PROXY names them, and takes no hop count', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.7' }).trustProxy).toEqual(['10.0.0.7']);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.1,fd00::/8,::1,loopback,uniquelocal' }).trustProxy).toEqual([
+      '10.0.0.0/8',
+      '192.168.1.1',
+      'fd00::/8',
+      '::1',
+      'loopback',
+      'uniquelocal',
+    ]);
+    for (const value of ['1', '2', 'yes', 'proxy.example', '10.0.0.0/33', '10.0.0.0/0', '::1/129', '10.0.0.1/8/8', '10.0.0.1,', '1.2.3']) {
+      expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrow(ConfigError);
+      expect(() => loadConfig({ TRUST_PROXY: value }), value).toThrow(/TRUST_PROXY/);
+    }
+    expect(() => loadConfig({ TRUST_PROXY: '2' })).toThrow(/hop count/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ NOTIFY_URL: '', NOTIFY_SECRET: '' }).notify).toEqual({ url: undefined, secret: undefined });
   });
