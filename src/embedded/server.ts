@@ -104,6 +104,8 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
   let healthyTimer: NodeJS.Timeout | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let restarting: Promise<void> | undefined;
+  /** Why the latest restart failed, for the message when albumflow gives up. */
+  let lastFailure: Error | undefined;
 
   const supervise = (current: Running) => {
     clearTimeout(healthyTimer);
@@ -121,7 +123,8 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
     attempts += 1;
     if (attempts > maxRestartAttempts) {
       state = 'failed';
-      spec.onFailed?.(new Error(`${spec.name} could not be restarted (${maxRestartAttempts} attempts)`));
+      const last = lastFailure ? `; the last: ${lastFailure.message}` : '';
+      spec.onFailed?.(new Error(`${spec.name} could not be restarted (${maxRestartAttempts} attempts${last})`));
       return;
     }
     retryTimer = setTimeout(() => {
@@ -138,7 +141,8 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
         (err: unknown) => {
           restarting = undefined;
           if (state !== 'restarting') return;
-          spec.log.warn(`${spec.name} did not restart: ${(err as Error).message}`);
+          lastFailure = err as Error;
+          spec.log.warn(`${spec.name} did not restart: ${lastFailure.message}`);
           scheduleRestart();
         },
       );
