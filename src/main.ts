@@ -24,7 +24,9 @@ await run({ http: true, dispatcher: true, worker: true }, ({ urls }, config) => 
     `  Temporal UI       ${urls.temporalUi ? `${urls.temporalUi}/namespaces/${namespace}/workflows` : '(see your Temporal server)'}`,
     `  Temporal          ${urls.temporal}${config.temporal.address ? '' : ` (embedded dev server, state in ${config.dataDir}/temporal.db)`}`,
     urls.database ? `  PostgreSQL        ${urls.database} (embedded, data in ${config.dataDir}/postgres, password in ${config.dataDir}/postgres.password)` : '',
-    workspaces.length === 0 && telegramBots.length === 0 ? '  No workspace is configured: set WORKSPACE_SECRETS=\'{"demo":["demo-secret"]}\' to accept webhooks.' : '',
+    workspaces.length === 0 && telegramBots.length === 0
+      ? `  workspaces        none configured, so every webhook gets 404: restart with one, e.g. WORKSPACE_SECRETS='{"demo":["demo-secret"]}' npm start`
+      : '',
     'Press Ctrl-C to stop.',
     '',
   ]

@@ -14,7 +14,8 @@ export class CliError extends Error {
   }
 }
 
-export const misuse = (message: string) => new CliError(`${message}\nRun \`albumflow help\` for usage.`, 2);
+/** A command line albumflow cannot run: one line, with where the usage is. */
+export const misuse = (message: string) => new CliError(`${message} (albumflow help)`, 2);
 
 export type Api = ReturnType<typeof createApi>;
 

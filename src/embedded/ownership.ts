@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -33,6 +34,20 @@ export function isRunning(process_: ProcessIdentity): boolean {
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
   return process_.startTime === undefined || startTimeOf(process_.pid) === process_.startTime;
+}
+
+/**
+ * The command line a process was started with (its arguments apart), or undefined when it is gone or
+ * cannot be read: /proc on Linux, `ps` elsewhere.
+ */
+export function commandLineOf(pid: number): string[] | undefined {
+  try {
+    if (fs.existsSync('/proc/self/cmdline')) return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((arg) => arg !== '');
+    const line = execFileSync('ps', ['-p', String(pid), '-o', 'command='], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return line ? line.split(/\s+/) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function readText(file: string): string | undefined {
@@ -122,28 +137,58 @@ export function removeServerRecord(file: string): void {
   fs.rmSync(file, { force: true });
 }
 
+/** A running server that albumflow has no record of, found by a file of the server's own. */
+export interface UnrecordedServer {
+  pid: number;
+  /** Where it was found, for people: e.g. "/…/postgres/postmaster.pid". */
+  source: string;
+}
+
 /**
  * Stops the server a record names when it still runs and its albumflow is gone; throws
  * InstanceRunningError when that albumflow still runs. Returns the record (its ports can be used again).
+ *
+ * Without a record of a running server (its albumflow was killed between starting it and writing the
+ * record), `unrecorded` may still find one by the server's own lock file: it is stopped unless the
+ * data directory's claim (the directory of the record) names a live albumflow other than this process.
  */
 export async function stopOrphan(
   file: string,
   name: string,
   signal: NodeJS.Signals,
   log: { warn(message: string): void },
+  unrecorded?: () => UnrecordedServer | undefined,
 ): Promise<ServerRecord | undefined> {
+  const dataDir = path.dirname(file);
   const record = parseJson<ServerRecord>(readText(file));
   if (record && isRunning(record)) {
-    if (isRunning(record.owner)) throw new InstanceRunningError(path.dirname(file), record.owner.pid);
+    if (isRunning(record.owner)) throw new InstanceRunningError(dataDir, record.owner.pid);
     log.warn(`stopping ${name} (pid ${record.pid}) left running by albumflow pid ${record.owner.pid}, which is gone`);
-    process.kill(record.pid, signal);
-    if (!(await exits(record, 30_000))) {
-      process.kill(record.pid, 'SIGKILL');
-      await exits(record, 10_000);
+    await stopProcess(record, signal);
+  } else {
+    const found = unrecorded?.();
+    if (found) {
+      const claim = parseJson<ProcessIdentity>(readText(path.join(dataDir, claimFileName)));
+      const owner = claim && claim.pid !== process.pid ? claim : undefined;
+      if (owner && isRunning(owner)) throw new InstanceRunningError(dataDir, owner.pid);
+      log.warn(
+        `stopping ${name} (pid ${found.pid}) that ${found.source} names: albumflow has no record of it, and ` +
+          (owner ? `the albumflow that ran on ${dataDir} (pid ${owner.pid}) is gone` : `no other albumflow runs on ${dataDir}`),
+      );
+      await stopProcess(identify(found.pid), signal);
     }
   }
   removeServerRecord(file);
   return record;
+}
+
+/** The signal, then SIGKILL when it has not exited within a grace period. */
+async function stopProcess(process_: ProcessIdentity, signal: NodeJS.Signals): Promise<void> {
+  process.kill(process_.pid, signal);
+  if (!(await exits(process_, 30_000))) {
+    process.kill(process_.pid, 'SIGKILL');
+    await exits(process_, 10_000);
+  }
 }
 
 async function exits(process_: ProcessIdentity, timeoutMs: number): Promise<boolean> {

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { commandLineOf, type UnrecordedServer } from './ownership.js';
 import { silent, startEmbeddedServer, type EmbeddedServer, type ServerLog } from './server.js';
 
 const execFile = promisify(execFileCallback);
@@ -67,6 +68,25 @@ async function serverUser(log: ServerLog): Promise<OsUser | undefined> {
   const created = await lookUpUser('postgres');
   if (!created) throw new Error('useradd postgres succeeded but the user cannot be found');
   return created;
+}
+
+/**
+ * The postmaster that PostgreSQL's own lock file in the data directory names, when it runs: a pid in a
+ * lock file left by a crash may since belong to another process, so only a postgres started on this
+ * data directory counts.
+ */
+function runningPostmaster(dataDir: string): UnrecordedServer | undefined {
+  const source = path.join(dataDir, 'postmaster.pid');
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(source, 'utf8').split('\n', 1)[0]);
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  const command = commandLineOf(pid);
+  if (!command || path.basename(command[0] ?? '') !== 'postgres' || !command.includes(dataDir)) return undefined;
+  return { pid, source };
 }
 
 function hint(output: string): string {
@@ -153,6 +173,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       }
     },
     recordFile: `${dataDir}.pid`,
+    unrecorded: () => runningPostmaster(dataDir),
     log,
     ...(options.onFailed ? { onFailed: options.onFailed } : {}),
   }).catch((err: Error) => {

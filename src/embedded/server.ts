@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { pickPort, saysAddressInUse } from './ports.js';
-import { removeServerRecord, stopOrphan, writeServerRecord } from './ownership.js';
+import { removeServerRecord, stopOrphan, writeServerRecord, type UnrecordedServer } from './ownership.js';
 
 /**
  * `running`; `restarting` after it died under albumflow; `failed` when it could not be restarted and
@@ -43,6 +43,8 @@ export interface EmbeddedServerSpec<Ports extends readonly number[] = readonly n
   waitUntilServing(ports: Ports, output: () => string, signal: AbortSignal): Promise<void>;
   /** Where the running server is recorded so that one left behind by a dead albumflow is recognised; unset: no state kept. */
   recordFile?: string;
+  /** A running server of the same state that the record does not name, found by a file of the server's own (PostgreSQL's postmaster.pid). */
+  unrecorded?: () => UnrecordedServer | undefined;
   log: ServerLog;
   /** Called once when the server died and could not be restarted: albumflow cannot go on. */
   onFailed?(err: Error): void;
@@ -81,7 +83,7 @@ const healthyAfterMs = 60_000;
  */
 export async function startEmbeddedServer<Ports extends readonly number[]>(spec: EmbeddedServerSpec<Ports>): Promise<EmbeddedServer<Ports>> {
   // The ports of a server left behind are tried first, so that its addresses stay the same.
-  const previous = spec.recordFile ? await stopOrphan(spec.recordFile, spec.name, spec.stopSignal, spec.log) : undefined;
+  const previous = spec.recordFile ? await stopOrphan(spec.recordFile, spec.name, spec.stopSignal, spec.log, spec.unrecorded) : undefined;
   const preferred = previous?.ports ?? [];
 
   let ports = spec.ports;
@@ -102,6 +104,8 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
   let healthyTimer: NodeJS.Timeout | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let restarting: Promise<void> | undefined;
+  /** Why the latest restart failed, for the message when albumflow gives up. */
+  let lastFailure: Error | undefined;
 
   const supervise = (current: Running) => {
     clearTimeout(healthyTimer);
@@ -119,7 +123,8 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
     attempts += 1;
     if (attempts > maxRestartAttempts) {
       state = 'failed';
-      spec.onFailed?.(new Error(`${spec.name} could not be restarted (${maxRestartAttempts} attempts)`));
+      const last = lastFailure ? `; the last: ${lastFailure.message}` : '';
+      spec.onFailed?.(new Error(`${spec.name} could not be restarted (${maxRestartAttempts} attempts${last})`));
       return;
     }
     retryTimer = setTimeout(() => {
@@ -136,7 +141,8 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
         (err: unknown) => {
           restarting = undefined;
           if (state !== 'restarting') return;
-          spec.log.warn(`${spec.name} did not restart: ${(err as Error).message}`);
+          lastFailure = err as Error;
+          spec.log.warn(`${spec.name} did not restart: ${lastFailure.message}`);
           scheduleRestart();
         },
       );

@@ -205,6 +205,39 @@ export async function startMediaServer(): Promise<MediaServer> {
   };
 }
 
+export interface FlakyMediaServer {
+  /** The URL of `path` on this server. */
+  url(path: string): string;
+  /** From now on `path` answers 200 with a photo. */
+  fix(path: string): void;
+  /** Every path fetched, in order. */
+  fetches: string[];
+  close(): Promise<void>;
+}
+
+/** Files that answer 404 until they are "fixed", then 200: an operator's retry must fetch them again. */
+export async function startFlakyMediaServer(): Promise<FlakyMediaServer> {
+  const fixed = new Set<string>();
+  const fetches: string[] = [];
+  const server = http.createServer((req, res) => {
+    const path = req.url ?? '';
+    fetches.push(path);
+    if (fixed.has(path)) res.writeHead(200, { 'content-type': 'image/jpeg' }).end(`photo ${path}`);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url: (path) => `${base}${path}`,
+    fix: (path) => void fixed.add(path),
+    fetches,
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 export const historiesDir = path.resolve(import.meta.dirname, '../fixtures/histories');
 
 /**

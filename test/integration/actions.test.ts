@@ -1,42 +1,20 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenHash } from '../../src/http/access/tokens.js';
 import type { AlbumListBody } from '../../src/http/schemas.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import { eventually, storedNotifications } from '../helpers/albums.js';
+import { eventually, startFlakyMediaServer, storedNotifications, type FlakyMediaServer } from '../helpers/albums.js';
 import { unique } from '../helpers/env.js';
 import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
 
-/** Files that answer 404 until they are "fixed", then 200: an operator's retry must fetch them again. */
-async function startFlakyMedia() {
-  const fixed = new Set<string>();
-  const fetches: string[] = [];
-  const server = http.createServer((req, res) => {
-    const path = req.url ?? '';
-    fetches.push(path);
-    if (fixed.has(path)) res.writeHead(200, { 'content-type': 'image/jpeg' }).end(`photo ${path}`);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url: (path: string) => `${base}${path}`,
-    fix: (path: string) => fixed.add(path),
-    fetches,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 let stack: Stack;
-let media: Awaited<ReturnType<typeof startFlakyMedia>>;
+let media: FlakyMediaServer;
 const token = unique('operator-token');
 const headers = { authorization: `Bearer ${token}` };
 
 beforeAll(async () => {
   stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '3000', LATE_WINDOW_MS: '6000', API_TOKENS: JSON.stringify({ [token]: ['*'] }) });
-  media = await startFlakyMedia();
+  media = await startFlakyMediaServer();
 });
 
 afterAll(async () => {

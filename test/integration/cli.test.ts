@@ -5,12 +5,13 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import { eventually } from '../helpers/albums.js';
+import { eventually, startFlakyMediaServer, type FlakyMediaServer } from '../helpers/albums.js';
 import { runCli, type CliRun } from '../helpers/cli.js';
 import { unique } from '../helpers/env.js';
 import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
+let media: FlakyMediaServer;
 let url: string;
 const conversation = unique('conv');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-cli-'));
@@ -27,10 +28,12 @@ beforeAll(async () => {
   stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '600000', LATE_WINDOW_MS: '600000', API_TOKENS });
   await stack.app.listen({ port: 0, host: '127.0.0.1' });
   url = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
+  media = await startFlakyMediaServer();
 });
 
 afterAll(async () => {
   await stack.close();
+  await media.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -40,9 +43,31 @@ function albumflow(args: string[], env: Record<string, string> = {}): Promise<Cl
 }
 
 function eventFile(messageId: string, index: number): string {
-  const file = path.join(tmp, `${messageId}.json`);
-  fs.writeFileSync(file, JSON.stringify(albumEvent({ conversationId: conversation, albumId: 'trip', messageId, index, total: 2 })));
+  return writeEvent(albumEvent({ conversationId: conversation, albumId: 'trip', messageId, index, total: 2 }));
+}
+
+function writeEvent(event: Record<string, unknown>): string {
+  const file = path.join(tmp, `${unique('event')}.json`);
+  fs.writeFileSync(file, JSON.stringify(event));
   return file;
+}
+
+/** Sends an event with the CLI, as a user would. */
+async function send(event: Record<string, unknown>): Promise<void> {
+  const sent = await albumflow(['send', writeEvent(event), '--workspace', stack.workspace, '--secret', stack.secret]);
+  expect(sent.stderr).toBe('');
+  expect(sent.code).toBe(0);
+}
+
+/** The album's status body, from the API in this process (a CLI process per poll is slow on a busy machine). */
+async function statusOf(albumId: string): Promise<AlbumStatus> {
+  const response = await stack.app.inject({
+    method: 'GET',
+    url: `/workspaces/${encodeURIComponent(stack.workspace)}/albums/whatsapp/acc_1/${encodeURIComponent(conversation)}/${encodeURIComponent(albumId)}`,
+    headers: { authorization: `Bearer ${adminToken}` },
+  });
+  expect(response.statusCode).toBe(200);
+  return response.json<AlbumStatus>();
 }
 
 describe('albumflow CLI against a running server', () => {
@@ -113,8 +138,8 @@ describe('albumflow CLI against a running server', () => {
     for (const args of [['list', stack.workspace, '--frobnicate'], ['frobnicate'], ['list']]) {
       const wrong = await albumflow(args);
       expect(wrong.code).toBe(2);
-      expect(wrong.stderr.trim().split('\n')).toHaveLength(2);
-      expect(wrong.stderr.trim()).toMatch(/^albumflow: .+\nRun `albumflow help` for usage\.$/);
+      expect(wrong.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(wrong.stderr.trimEnd()).toMatch(/^albumflow: .+ \(albumflow help\)$/);
       expect(wrong.stderr).not.toContain('    at ');
     }
   });
@@ -147,6 +172,70 @@ describe('albumflow CLI against a running server', () => {
     });
     expect(status.stdout).not.toContain('(reached)');
   });
+
+  it('retry-downloads fetches an expired attachment again once its server answers', async () => {
+    const albumId = unique('retry');
+    const file = `/${unique('broken')}.jpg`;
+    await send(albumEvent({ conversationId: conversation, albumId, messageId: `${albumId}-0`, index: 0, total: 1, attachments: [{ type: 'image', url: media.url(file) }] }));
+    await eventually(async () => expect((await statusOf(albumId)).children[0]?.attachments[0]).toMatchObject({ status: 'expired', error: 'HTTP 404' }));
+
+    media.fix(file);
+    const retried = await albumflow(['retry-downloads', stack.workspace, 'whatsapp', 'acc_1', conversation, albumId]);
+    expect(retried.stderr).toBe('');
+    expect(retried.code).toBe(0);
+    expect(retried.stdout.trim()).toBe('1 attachment set back to pending; their downloads are starting');
+    const downloaded = await eventually(async () => {
+      const body = await statusOf(albumId);
+      expect(body.children[0]?.attachments[0]).toMatchObject({ status: 'downloaded', error: null });
+      return body;
+    });
+    expect(downloaded.media).toMatchObject({ downloaded: 1, expired: 0 });
+    expect(media.fetches.filter((fetched) => fetched === file)).toHaveLength(2);
+  }, 120_000);
+
+  it('resolve-review takes an album out of the review queue with its note', async () => {
+    const albumId = unique('review');
+    for (const messageId of [`${albumId}-a`, `${albumId}-b`]) await send(albumEvent({ conversationId: conversation, albumId, messageId, index: 0, total: 3 }));
+    await eventually(async () => expect((await statusOf(albumId)).review).toEqual({ required: true, reasons: ['duplicate_index'] }));
+    const queued = await albumflow(['list', stack.workspace, '--review', '--json']);
+    expect(queued.stdout).toContain(albumId);
+
+    const resolved = await albumflow(['resolve-review', stack.workspace, 'whatsapp', 'acc_1', conversation, albumId, '--note', 'same photo twice, fine']);
+    expect(resolved.stderr).toBe('');
+    expect(resolved.code).toBe(0);
+    const at = /^review resolved at (\S+): same photo twice, fine$/.exec(resolved.stdout.trim())?.[1];
+    expect(at, resolved.stdout).toBeDefined();
+
+    expect((await statusOf(albumId)).review).toEqual({ required: false, reasons: ['duplicate_index'], resolved: { at, note: 'same photo twice, fine' } });
+    const table = await albumflow(['status', stack.workspace, 'whatsapp', 'acc_1', conversation, albumId]);
+    expect(table.stdout).toContain(`review:         resolved at ${at} (same photo twice, fine): duplicate_index`);
+    expect((await albumflow(['list', stack.workspace, '--review', '--json'])).stdout).not.toContain(albumId);
+  }, 120_000);
+
+  it('prints a refused operator action as one line and exits 1: an album with nothing to review, an album whose workflow is closed', async () => {
+    const albumId = unique('closed');
+    await send(albumEvent({ conversationId: conversation, albumId, messageId: `${albumId}-0`, index: 0, total: 1 }));
+    const decided = await eventually(async () => {
+      const body = await statusOf(albumId);
+      expect(body.decisions).toHaveLength(1);
+      return body;
+    });
+    const keyArgs = [stack.workspace, 'whatsapp', 'acc_1', conversation, albumId];
+
+    const nothingToReview = await albumflow(['resolve-review', ...keyArgs, '--note', 'nothing']);
+    expect(nothingToReview.code).toBe(1);
+    expect(nothingToReview.stdout).toBe('');
+    expect(nothingToReview.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(nothingToReview.stderr).toMatch(/^albumflow: 409 review_not_required: /);
+
+    // This stack's late window is long: the album's workflow is closed here by terminating it.
+    await stack.client.workflow.getHandle(decided.workflowId).terminate('closed for the CLI test');
+    const closed = await albumflow(['retry-downloads', ...keyArgs]);
+    expect(closed.code).toBe(1);
+    expect(closed.stdout).toBe('');
+    expect(closed.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(closed.stderr.trimEnd()).toBe("albumflow: 409 album_closed: the album's workflow is closed: nothing can be retried");
+  }, 120_000);
 
   it('sends ALBUMFLOW_TOKEN, else the admin token file, and says in one line what to set when refused', async () => {
     const list = ['list', stack.workspace];

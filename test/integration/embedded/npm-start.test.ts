@@ -227,4 +227,26 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     expect((await readiness(instance.url)).code).toBe(200);
     expect((await albumStatus(instance.url, 'during-postgres'))?.decisions.at(-1)?.childMessageIds).toEqual(['during-postgres-0', 'during-postgres-1']);
   }, 240_000);
+
+  it('exits 1 saying why when its embedded PostgreSQL dies and cannot be restarted, leaving no server running', async () => {
+    const dying = instance!;
+    const servers = [record('postgres'), record('temporal.db')];
+    // Its data made unusable: every restart fails until albumflow gives up.
+    const version = path.join(dataDir, 'postgres', 'PG_VERSION');
+    const original = fs.readFileSync(version, 'utf8');
+    fs.writeFileSync(version, '99\n');
+    try {
+      process.kill(servers[0]!.pid, 'SIGKILL');
+      expect(await dying.exited).toBe(1);
+    } finally {
+      fs.writeFileSync(version, original);
+    }
+    instance = undefined;
+    expect(dying.output()).toContain('albumflow cannot go on: exiting so that it can be started again');
+    expect(dying.output()).toMatch(
+      /the embedded PostgreSQL could not be restarted \(6 attempts; the last: the embedded PostgreSQL exited with code \d+ before it served:.*database files are incompatible with server/,
+    );
+    expect(servers.filter(isRunning)).toEqual([]);
+    expect(fs.readdirSync(dataDir).filter((name) => name.endsWith('.pid'))).toEqual([]);
+  }, 180_000);
 });

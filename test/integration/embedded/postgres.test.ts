@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listen } from '../../../src/db/listen.js';
 import { connectionConfig, createPool, ensureDatabase, isUnavailable, standaloneClient, type Pool } from '../../../src/db/pool.js';
-import { isRunning } from '../../../src/embedded/ownership.js';
+import { identify, isRunning } from '../../../src/embedded/ownership.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../../src/embedded/postgres.js';
 import { eventually } from '../../helpers/albums.js';
 import { leaveOrphan } from './orphan.js';
@@ -129,6 +129,34 @@ describe('the embedded PostgreSQL', () => {
     const next = await startEmbeddedPostgres({ dataDir, log });
     try {
       expect(messages).toContain(`stopping the embedded PostgreSQL (pid ${orphan.pid}) left running by albumflow pid ${owner}, which is gone`);
+      expect(isRunning(orphan)).toBe(false);
+      await ensureDatabase(connectionConfig(next.url));
+    } finally {
+      await next.stop();
+    }
+  }, 120_000);
+
+  it('finds by its postmaster.pid a server left running with no albumflow record, and stops it only when no live albumflow claims the data', async () => {
+    const dataDir = path.join(root, 'unrecorded', 'postgres');
+    const claimFile = path.join(root, 'unrecorded', 'albumflow.pid');
+    const { owner, orphan } = await leaveOrphan('startEmbeddedPostgres', { dataDir }, `${dataDir}.pid`);
+    // As if its albumflow had been killed between starting it and writing the record.
+    fs.rmSync(`${dataDir}.pid`);
+    expect(isRunning(orphan)).toBe(true);
+
+    // The data directory claimed by a live albumflow (here, the process that runs this test file).
+    fs.writeFileSync(claimFile, JSON.stringify(identify(process.ppid)));
+    await expect(startEmbeddedPostgres({ dataDir, log })).rejects.toThrow(`albumflow (pid ${process.ppid}) is already running on ${path.dirname(dataDir)}`);
+    expect(isRunning(orphan)).toBe(true);
+
+    // Claimed by an albumflow that is gone: the server is stopped, saying so, and a new one serves the same data.
+    fs.writeFileSync(claimFile, JSON.stringify({ pid: owner }));
+    const next = await startEmbeddedPostgres({ dataDir, log });
+    try {
+      expect(messages).toContain(
+        `stopping the embedded PostgreSQL (pid ${orphan.pid}) that ${dataDir}/postmaster.pid names: albumflow has no record of it, ` +
+          `and the albumflow that ran on ${path.dirname(dataDir)} (pid ${owner}) is gone`,
+      );
       expect(isRunning(orphan)).toBe(false);
       await ensureDatabase(connectionConfig(next.url));
     } finally {
