@@ -93,6 +93,14 @@ async function count(stack: Stack, table: 'events' | 'messages' | 'quarantine'):
   return rows[0]!.n;
 }
 
+/** albumflow_signature_failures_total by its `reason` label, as /metrics shows it. */
+async function signatureFailures(stack: Stack): Promise<Map<string, number>> {
+  const response = await stack.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${apiToken}` } });
+  expect(response.statusCode).toBe(200);
+  const series = response.body.matchAll(/^albumflow_signature_failures_total\{reason="([a-z_]+)"\} (\d+)$/gm);
+  return new Map([...series].map(([, reason, value]) => [reason!, Number(value)]));
+}
+
 let fast: Stack;
 let slow: Stack;
 
@@ -110,9 +118,10 @@ afterAll(async () => {
 });
 
 describe('the Telegram webhook: answers', () => {
-  it('refuses a wrong or missing secret token with 401 and stores nothing', async () => {
+  it('refuses a wrong or missing secret token with 401, stores nothing, and counts each in the signature failures', async () => {
     const [update] = telegramFixture('standalone-photo');
     const before = await Promise.all([count(fast, 'events'), count(fast, 'messages'), count(fast, 'quarantine')]);
+    const failuresBefore = await signatureFailures(fast);
     const wrong = await fast.telegram(update, { bot: 'shop', secretToken: otherSecret });
     const missing = await fast.telegram(update, { bot: 'shop', secretToken: null });
     const garbage = await fast.telegram('not json', { bot: 'shop', secretToken: 'x' });
@@ -120,6 +129,9 @@ describe('the Telegram webhook: answers', () => {
     expect([missing.statusCode, errorCode(missing.body)]).toEqual([401, 'missing_secret_token']);
     expect(garbage.statusCode).toBe(401);
     expect(await Promise.all([count(fast, 'events'), count(fast, 'messages'), count(fast, 'quarantine')])).toEqual(before);
+    const failures = await signatureFailures(fast);
+    expect(failures.get('invalid_secret_token')! - (failuresBefore.get('invalid_secret_token') ?? 0)).toBe(2);
+    expect(failures.get('missing_secret_token')! - (failuresBefore.get('missing_secret_token') ?? 0)).toBe(1);
   });
 
   it('answers 404 for a bot or workspace not in TELEGRAM_BOTS', async () => {
