@@ -15,6 +15,8 @@ export interface FakeFile {
   expireAfterOneUse?: boolean;
   /** The file_path getFile answers instead of a fresh `documents/file_<n>` (written to disk in local mode). */
   filePath?: string;
+  /** The Content-Type the file route answers (default application/octet-stream). */
+  contentType?: string;
 }
 
 export interface RecordedRequest {
@@ -27,8 +29,12 @@ export interface RecordedRequest {
   body: string;
 }
 
-/** One answer given instead of the normal one: a JSON body, or a text body as is; `hang` never answers. */
-export type ScriptedAnswer = { status: number; body: unknown; headers?: Record<string, string> } | { hang: true };
+/**
+ * One answer given instead of the normal one: a JSON body, or a text body as is; `hang` never answers;
+ * `cutShort` (the file route) serves the file as usual — the path's use counts — but breaks the
+ * connection after half of its bytes.
+ */
+export type ScriptedAnswer = { status: number; body: unknown; headers?: Record<string, string> } | { hang: true } | { cutShort: true };
 
 export type FakeRoute = 'getFile' | 'file' | 'setWebhook';
 
@@ -119,15 +125,16 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
     });
   }
 
-  function serveFile(response: http.ServerResponse, token: string, requestedPath: string) {
+  function serveFile(response: http.ServerResponse, token: string, requestedPath: string, cutShort = false) {
     const notFound = () => apiError(response, 404, 'Not Found');
     if (options.localDir !== undefined) return notFound();
     const entry = issued.get(decodeURIComponent(requestedPath));
     const file = entry && entry.token === token ? bots.get(token)?.get(entry.fileId) : undefined;
     if (!entry || !file || (file.expireAfterOneUse && entry.uses > 0)) return notFound();
     entry.uses += 1;
-    response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(file.content.length) });
-    response.end(file.content);
+    response.writeHead(200, { 'content-type': file.contentType ?? 'application/octet-stream', 'content-length': String(file.content.length) });
+    if (!cutShort) return response.end(file.content);
+    response.write(file.content.subarray(0, Math.floor(file.content.length / 2)), () => response.destroy());
   }
 
   function setWebhook(response: http.ServerResponse, token: string, args: Record<string, unknown>) {
@@ -156,13 +163,17 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
         hanging.add(response);
         return;
       }
+      const token = (methodPath.exec(url.pathname) ?? filePath.exec(url.pathname))?.[1];
+      if (answer && 'cutShort' in answer) {
+        if (route !== 'file' || token === undefined) return apiError(response, 500, 'cutShort answers the file route only');
+        return serveFile(response, token, filePath.exec(url.pathname)![2]!, true);
+      }
       if (answer && typeof answer.body === 'string') {
         response.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
         return response.end(answer.body);
       }
       if (answer) return send(response, answer.status, answer.body, answer.headers);
 
-      const token = (methodPath.exec(url.pathname) ?? filePath.exec(url.pathname))?.[1];
       if (!route || token === undefined) return apiError(response, 404, 'Not Found');
       if (route === 'file') return serveFile(response, token, filePath.exec(url.pathname)![2]!);
       if (!bots.has(token)) return apiError(response, 401, 'Unauthorized');

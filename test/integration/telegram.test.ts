@@ -325,25 +325,32 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     expect([album.children[0]?.caption, album.children[0]?.history, album.media.downloaded]).toEqual(['Our trip to the lake (day 1)', [], 1]);
   });
 
-  it('maps getFile "file is too big" to unavailable, and retries an expired path and a transient failure with a fresh getFile', async () => {
+  it('maps getFile "file is too big" to unavailable, and retries a used path and a transient failure with a fresh getFile', async () => {
     const updates = variant(telegramFixture('document-album'), 4_000, (message) => {
       message.media_group_id = 'failing-files';
     });
     const [big, expired, flaky] = updates.map(fileIdOf);
     serveFiles(api, shopToken, [updates[0]!], { tooBig: true });
-    serveFiles(api, shopToken, updates.slice(1));
-    // The next file fetch 404s, as a path does once it expired; the next getFile answers a server error.
-    api.failNext('file', { status: 404, body: { ok: false, error_code: 404, description: 'Not Found' } });
+    // Each path getFile gives for these serves its file once, then 404s, as an expired path does.
+    serveFiles(api, shopToken, updates.slice(1), { expireAfterOneUse: true });
+    // The next file fetch uses its path but breaks off halfway; the next getFile answers a server error.
+    api.failNext('file', { cutShort: true });
     api.failNext('getFile', { status: 500, body: { ok: false, error_code: 500, description: `Internal Server Error for bot${shopToken}` } });
+    const filesBefore = api.calls('file', shopToken).length;
     await send(fast, updates);
     const album = await settledAlbum(fast, albumKeyOf(fast, updates[0]!), 3);
     const [tooBig, afterExpiry, afterFailure] = album.children.map((c) => c.attachments[0]!) as [AttachmentView, AttachmentView, AttachmentView];
     expect(tooBig.status).toBe('unavailable');
     expect(tooBig.error).toMatch(/up to 20 MB.*file is too big/);
-    expect([afterExpiry.status, afterFailure.status]).toEqual(['downloaded', 'downloaded']);
-    // One getFile each, one more after the expired path and one more after the server error (whichever files they hit).
+    expect([afterExpiry, afterFailure]).toEqual([downloadedAs('application/pdf', expired!), downloadedAs('application/zip', flaky!)]);
+    // One getFile each, one more after the broken transfer and one more after the server error (whichever files they hit).
     const asked = (fileId: string) => api.calls('getFile', shopToken).filter((r) => r.body.includes(fileId)).length;
     expect(asked(big!) + asked(expired!) + asked(flaky!)).toBe(5);
+    // The retry fetched a new path: none was fetched twice, and the one broken off is expired now.
+    const fetched = api.calls('file', shopToken).slice(filesBefore).map((r) => r.path);
+    expect(fetched).toHaveLength(3);
+    expect(new Set(fetched).size).toBe(3);
+    expect((await fetch(`${api.url}${fetched[0]}`)).status).toBe(404);
   });
 
   it('gives the operator retry a fresh getFile', async () => {
