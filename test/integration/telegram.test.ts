@@ -314,6 +314,59 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     await saveHistory('album-telegram-edited', fast.client.workflow.getHandle(workflowId));
   });
 
+  it('downloads the new file of an edit that replaces the photo, keeps the replaced version in the history, and announces it once', async () => {
+    const updates = variant(telegramFixture('photo-album'), 7_000, (message) => {
+      message.media_group_id = 'replaced-media';
+    });
+    serveFiles(api, shopToken, updates);
+    await send(fast, updates);
+    const key = albumKeyOf(fast, updates[0]!);
+    const before = await settledAlbum(fast, key, 3);
+    const oldFile = fileIdOf(updates[0]!);
+    expect(before.children[0]?.attachments).toEqual([downloadedAs('image/jpeg', oldFile)]);
+
+    // The same caption, another photo (editMessageMedia): a new file_unique_id.
+    const edit = editOf(updates[0]!, 100, (message) => {
+      message.photo = [
+        { file_id: 'replacement-small', file_unique_id: 'replacement-small-unique', file_size: 900, width: 90, height: 68 },
+        { file_id: 'replacement-photo', file_unique_id: 'replacement-photo-unique', file_size: 150000, width: 1280, height: 960 },
+      ];
+      message.edit_date = 1790676700;
+    });
+    expect(fileIdOf(edit)).toBe('replacement-photo');
+    serveFiles(api, shopToken, [edit]);
+    await send(fast, [edit, edit]);
+
+    const workflowId = albumWorkflowId(key);
+    const updated = await eventually(async () => {
+      const notifications = (await storedNotifications(fast.pool, workflowId)).filter((n) => n.type === 'album.updated');
+      expect(notifications).toHaveLength(1);
+      return notifications[0]!;
+    });
+    expect(updated.id).toBe(`${workflowId}/edited/7101/1`);
+    expect(updated.payload).toMatchObject({
+      change: 'edited',
+      edit: { messageId: '7101', version: 1, caption: 'Our trip to the lake', previousCaption: 'Our trip to the lake', mediaReplaced: true },
+    });
+    const album = await eventually(async () => {
+      const status = await albumStatus(fast, key);
+      expect(status.children[0]?.attachments).toEqual([downloadedAs('image/jpeg', 'replacement-photo')]);
+      return status;
+    });
+    const history = [
+      { caption: 'Our trip to the lake', mediaReplaced: true, replacedAt: new Date(1790676700 * 1000).toISOString(), recordedAt: expect.any(String) as string },
+    ];
+    expect(album.children[0]?.history).toEqual(history);
+    expect((await messageStatus(fast, key, 7101)).history).toEqual(history);
+    // The other children and the decision stay as they were; the replaced file was not fetched again.
+    expect(album.children.slice(1)).toEqual(before.children.slice(1));
+    expect(album.decisions).toEqual(before.decisions);
+    const asked = (fileId: string) => api.calls('getFile', shopToken).filter((r) => r.body.includes(`"${fileId}"`)).length;
+    expect([asked(oldFile), asked('replacement-photo')]).toEqual([1, 1]);
+    const types = (await storedNotifications(fast.pool, workflowId)).map((n) => n.type);
+    expect(types.filter((type) => type === 'album.ready' || type === 'album.updated')).toEqual(['album.ready', 'album.updated']);
+  });
+
   it('stores an edit of a child it never saw as the child', async () => {
     const [edit] = variant(telegramFixture('edited-caption'), 3_000, (message) => {
       message.media_group_id = 'edit-first';
