@@ -1,4 +1,7 @@
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
@@ -26,12 +29,15 @@ const { logger, lines: logLines } = capturedLogger('telegram-test', 'debug');
 const statusBodies: string[] = [];
 
 let api: FakeBotApi;
+/** A local Bot API server (`--local`): getFile answers absolute paths on its disk, and it serves no files. */
+let localApi: FakeBotApi;
+const localDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-local-bot-api-'));
 
-function stackEnv(timing: Record<string, string>) {
+function stackEnv(timing: Record<string, string>, apiRoot = () => api.url) {
   return (workspace: string) => ({
     ...timing,
     API_TOKENS: JSON.stringify({ [apiToken]: ['*'] }),
-    TELEGRAM_API_ROOT: api.url,
+    TELEGRAM_API_ROOT: apiRoot(),
     TELEGRAM_BOTS: JSON.stringify({
       [workspace]: { shop: { token: shopToken, secretToken: shopSecret }, other: { token: otherToken, secretToken: otherSecret } },
     }),
@@ -103,18 +109,25 @@ async function signatureFailures(stack: Stack): Promise<Map<string, number>> {
 
 let fast: Stack;
 let slow: Stack;
+/** Downloads from the local Bot API server. */
+let local: Stack;
 
 beforeAll(async () => {
   api = await startFakeBotApi();
+  localApi = await startFakeBotApi({ localDir });
   fast = await startStack(stackEnv({ QUIET_PERIOD_MS: '400', MAX_WAIT_MS: '4000', LATE_WINDOW_MS: '60000' }), { logger });
   // Items 5 s apart are one album here; the late window is short, so an edit finds the album closed.
   slow = await startStack(stackEnv({ QUIET_PERIOD_MS: '6000', MAX_WAIT_MS: '30000', LATE_WINDOW_MS: '1500' }), { logger });
+  local = await startStack(stackEnv({ QUIET_PERIOD_MS: '400', MAX_WAIT_MS: '4000', LATE_WINDOW_MS: '60000' }, () => localApi.url), { logger });
 });
 
 afterAll(async () => {
   await fast?.close();
   await slow?.close();
+  await local?.close();
   await api?.close();
+  await localApi?.close();
+  fs.rmSync(localDir, { recursive: true, force: true });
 });
 
 describe('the Telegram webhook: answers', () => {
@@ -498,12 +511,34 @@ describe('Telegram albums with a long quiet period', () => {
   });
 });
 
+describe('Telegram albums through a local Bot API server', () => {
+  it('reads each file at the absolute path getFile answers, and fails one it cannot read with the reason', async () => {
+    const updates = variant(telegramFixture('photo-album'), 8_000, (message) => {
+      message.media_group_id = 'local-server';
+    });
+    serveFiles(localApi, shopToken, updates.slice(0, 2));
+    // A path this worker does not see (the server's working directory mounted elsewhere); it names the token, as the real server's paths do.
+    const unseen = fileIdOf(updates[2]!);
+    localApi.addFile(shopToken, unseen, { content: fileContent(unseen), filePath: path.join(localDir, 'elsewhere', shopToken, 'photos', 'file_9.jpg') });
+    await send(local, updates);
+    const album = await settledAlbum(local, albumKeyOf(local, updates[0]!), 3);
+    expect(album.children.slice(0, 2).map((c) => c.attachments)).toEqual(updates.slice(0, 2).map((u) => [downloadedAs('image/jpeg', fileIdOf(u))]));
+    expect(album.children[2]?.attachments[0]).toMatchObject({
+      status: 'failed',
+      error: "the local Bot API server's file is not readable here (ENOENT): albumflow must see that server's working directory at the same path",
+    });
+    // One getFile each; nothing asked of the file route, which such a server does not serve.
+    expect(updates.map((u) => localApi.calls('getFile', shopToken).filter((r) => r.body.includes(`"${fileIdOf(u)}"`)).length)).toEqual([1, 1, 1]);
+    expect(localApi.calls('file')).toEqual([]);
+  });
+});
+
 describe('the bot token', () => {
   it('appears in no log line, status body, notification, attachment error or workflow history', async () => {
     const secrets = [shopToken, otherToken, shopToken.split(':')[1]!, otherToken.split(':')[1]!, shopSecret, otherSecret];
     const histories: string[] = [];
     const notifications: string[] = [];
-    for (const stack of [fast, slow]) {
+    for (const stack of [fast, slow, local]) {
       const { rows: albums } = await stack.pool.query<{ workflow_id: string }>(`SELECT workflow_id FROM albums`);
       const { rows: standalone } = await stack.pool.query<{ workspace: string; provider: string; account_id: string; conversation_id: string; message_id: string }>(
         `SELECT workspace, provider, account_id, conversation_id, message_id FROM messages WHERE album_pk IS NULL`,
