@@ -166,11 +166,12 @@ describe('the Telegram webhook: answers', () => {
     expect(await count(fast, 'quarantine')).toBe(before + 1);
   });
 
-  it('answers 503 while PostgreSQL is unavailable, for a child, an edit and an update without a child', async () => {
+  it('answers 503 while PostgreSQL is unavailable, for a child, an edit, a text message and an update without a child', async () => {
     const deadPool = testPool({ ...fast.config, databaseUrl: 'postgresql://nobody@127.0.0.1:1/none' });
     const broken = await buildApp({ config: fast.config, pool: deadPool, temporal: fast.client, wakeDispatcher: () => undefined, logger });
     try {
-      for (const update of [...telegramFixture('photo-album').slice(0, 1), ...telegramFixture('edited-caption'), ...telegramFixture('text-message')]) {
+      const updates = ['edited-caption', 'text-message', 'unknown-update'].flatMap((name) => telegramFixture(name));
+      for (const update of [...telegramFixture('photo-album').slice(0, 1), ...updates]) {
         const response = await broken.inject({
           method: 'POST',
           url: `/webhooks/telegram/${fast.workspace}/shop`,
@@ -191,8 +192,11 @@ describe('the Telegram webhook: answers', () => {
     expect(Object.keys(route?.responses ?? {}).sort()).toEqual(['200', '400', '401', '404', '413', '415', '500', '503']);
   });
 
-  it('records a text message and an unknown update type, answers 200 and stores no child', async () => {
-    const updates = [...telegramFixture('text-message'), ...telegramFixture('unknown-update')];
+  it('records an unknown update type and a message with nothing albumflow keeps, answers 200 and stores no child', async () => {
+    const [text] = telegramFixture('text-message');
+    const location: Record<string, unknown> = { ...messageOf(text!), message_id: 403, location: { latitude: 46.2, longitude: 6.1 } };
+    delete location.text;
+    const updates = [...telegramFixture('unknown-update'), { update_id: 810000802, message: location }];
     const messages = await count(fast, 'messages');
     await send(fast, updates);
     const { rows } = await fast.pool.query<{ event_id: string; type: string }>(
@@ -200,11 +204,31 @@ describe('the Telegram webhook: answers', () => {
       [updates.map((u) => `${shop}:${u.update_id}`)],
     );
     expect(rows).toEqual([
-      { event_id: `${shop}:810000801`, type: 'message' },
+      { event_id: `${shop}:810000802`, type: 'message' },
       { event_id: `${shop}:810000901`, type: 'callback_query' },
       { event_id: `${shop}:810000902`, type: 'some_future_update' },
     ]);
     expect(await count(fast, 'messages')).toBe(messages);
+  });
+
+  it('stores a text message as a standalone child without attachments, as a UnifyPort message without attachments, and its edit as an edit', async () => {
+    const [text] = telegramFixture('text-message');
+    await send(fast, [text!]);
+    const scope = { workspace: fast.workspace, provider: 'telegram', accountId: shop, conversationId: String(messageOf(text!).chat.id) };
+    const message = await eventually(async () => {
+      const body = await messageStatus(fast, scope, 402);
+      expect(body.decisions).toHaveLength(1);
+      return body;
+    });
+    expect([message.albumKey, message.caption, message.attachments, message.decisions.map((d) => d.trigger)]).toEqual([null, 'hello bot', [], ['standalone']]);
+
+    const edit = editOf(text!, 10, (edited) => {
+      edited.text = 'hello, bot';
+      edited.edit_date = 1790676500;
+    });
+    await send(fast, [edit]);
+    const edited = await messageStatus(fast, scope, 402);
+    expect([edited.caption, edited.history.map((version) => version.caption)]).toEqual(['hello, bot', ['hello bot']]);
   });
 });
 
