@@ -1,6 +1,7 @@
-// A Bot API server of our own for tests: getFile and the file route behind it, setWebhook, and the
-// failures the real one shows (too big, expired paths, server errors, throttling). It logs every
-// request, so a test can count calls and see where the token went.
+// A fake Bot API server of our own, for tests and the demo (test/helpers/fake-bot-api-main.ts); it never
+// talks to Telegram: getFile and the file route behind it, setWebhook, and the failures the real one
+// shows (too big, expired paths, server errors, throttling). It logs every request, so a test can count
+// calls and see where the token went.
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -44,6 +45,10 @@ export interface FakeBotApiOptions {
    * file it wrote under `dir/<token>/`, and the file route answers 404 (that server serves no files).
    */
   localDir?: string;
+  /** The port to listen on, on 127.0.0.1 (default: a free one). */
+  port?: number;
+  /** Called with each request once it is answered (its path holds the token). */
+  onAnswered?: (request: RecordedRequest, status: number) => void;
 }
 
 export interface FakeBotApi {
@@ -155,7 +160,9 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
     request.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
       const url = new URL(request.url ?? '/', 'http://fake');
-      requests.push({ at: Date.now(), method: request.method ?? '', path: url.pathname + url.search, headers: request.headers, body });
+      const recorded: RecordedRequest = { at: Date.now(), method: request.method ?? '', path: url.pathname + url.search, headers: request.headers, body };
+      requests.push(recorded);
+      response.on('close', () => options.onAnswered?.(recorded, response.statusCode));
 
       const route = routeOf(url.pathname);
       const answer = route ? scripted.get(route)?.shift() : undefined;
@@ -187,7 +194,10 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
       return setWebhook(response, token, args);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
 
   const filesOf = (token: string) => bots.get(token) ?? bots.set(token, new Map()).get(token)!;
