@@ -72,6 +72,31 @@ function messageStatus(stack: Stack, key: Omit<ReturnType<typeof albumKeyOf>, 'a
   return get(stack, `/workspaces/${parts[0]}/messages/${parts.slice(1).join('/')}`);
 }
 
+/** Waits until the album emitted an album.updated, and returns it; there must be only one. */
+function theOnlyUpdate(stack: Stack, workflowId: string) {
+  return eventually(async () => {
+    const notifications = (await storedNotifications(stack.pool, workflowId)).filter((n) => n.type === 'album.updated');
+    expect(notifications).toHaveLength(1);
+    return notifications[0]!;
+  });
+}
+
+/**
+ * Waits for the album's only album.updated and checks that it announces the first edit of a message as
+ * `edit` says (its id and payload); returns the album's workflow id.
+ */
+async function firstEditAnnounced(
+  stack: Stack,
+  key: ReturnType<typeof albumKeyOf>,
+  edit: { messageId: string; caption: string; previousCaption: string; mediaReplaced: boolean },
+): Promise<string> {
+  const workflowId = albumWorkflowId(key);
+  const updated = await theOnlyUpdate(stack, workflowId);
+  expect(updated.id).toBe(`${workflowId}/edited/${edit.messageId}/1`);
+  expect(updated.payload).toMatchObject({ change: 'edited', edit: { ...edit, version: 1 } });
+  return workflowId;
+}
+
 /** Waits until the album is decided and none of its attachments is pending. */
 function settledAlbum(stack: Stack, key: ReturnType<typeof albumKeyOf>, children: number): Promise<AlbumStatus> {
   return eventually(async () => {
@@ -320,16 +345,11 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     await settledAlbum(fast, key, 3);
 
     await send(fast, [edit!, edit!]);
-    const workflowId = albumWorkflowId(key);
-    const updated = await eventually(async () => {
-      const notifications = (await storedNotifications(fast.pool, workflowId)).filter((n) => n.type === 'album.updated');
-      expect(notifications).toHaveLength(1);
-      return notifications[0]!;
-    });
-    expect(updated.id).toBe(`${workflowId}/edited/2101/1`);
-    expect(updated.payload).toMatchObject({
-      change: 'edited',
-      edit: { messageId: '2101', version: 1, caption: 'Our trip to the lake (day 1)', previousCaption: 'Our trip to the lake', mediaReplaced: false },
+    const workflowId = await firstEditAnnounced(fast, key, {
+      messageId: '2101',
+      caption: 'Our trip to the lake (day 1)',
+      previousCaption: 'Our trip to the lake',
+      mediaReplaced: false,
     });
     const album = await albumStatus(fast, key);
     expect(album.children[0]?.caption).toBe('Our trip to the lake (day 1)');
@@ -374,16 +394,11 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     serveFiles(api, shopToken, [edit]);
     await send(fast, [edit, edit]);
 
-    const workflowId = albumWorkflowId(key);
-    const updated = await eventually(async () => {
-      const notifications = (await storedNotifications(fast.pool, workflowId)).filter((n) => n.type === 'album.updated');
-      expect(notifications).toHaveLength(1);
-      return notifications[0]!;
-    });
-    expect(updated.id).toBe(`${workflowId}/edited/7101/1`);
-    expect(updated.payload).toMatchObject({
-      change: 'edited',
-      edit: { messageId: '7101', version: 1, caption: 'Our trip to the lake', previousCaption: 'Our trip to the lake', mediaReplaced: true },
+    const workflowId = await firstEditAnnounced(fast, key, {
+      messageId: '7101',
+      caption: 'Our trip to the lake',
+      previousCaption: 'Our trip to the lake',
+      mediaReplaced: true,
     });
     const album = await eventually(async () => {
       const status = await albumStatus(fast, key);
@@ -522,11 +537,7 @@ describe('Telegram albums with a long quiet period', () => {
       message.edit_date = 1790677000;
     });
     await send(slow, [edit]);
-    const updated = await eventually(async () => {
-      const notifications = (await storedNotifications(slow.pool, workflowId)).filter((n) => n.type === 'album.updated');
-      expect(notifications).toHaveLength(1);
-      return notifications[0]!;
-    });
+    const updated = await theOnlyUpdate(slow, workflowId);
     expect(updated.payload).toMatchObject({ change: 'edited', edit: { messageId: '304', version: 1, caption: 'fourth, captioned later' } });
     expect((await storedNotifications(slow.pool, workflowId)).filter((n) => n.type === 'album.ready')).toHaveLength(1);
     const handle = slow.client.workflow.getHandle(workflowId);
