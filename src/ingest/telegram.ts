@@ -42,7 +42,7 @@ export type TelegramRejectionCode = 'invalid_json' | 'invalid_update' | 'unstora
 
 /**
  * Why a Telegram Update was recorded without storing a child: an update type albumflow does not read, a
- * message with nothing albumflow keeps (no media of §9's list, no text or caption: a poll, a location, a
+ * message with nothing albumflow keeps (none of the media below, no text or caption: a poll, a location, a
  * service message such as a member joining), or a message Telegram has not sent yet.
  */
 export type IgnoredReason = 'other_update' | 'no_content' | 'unsent_message';
