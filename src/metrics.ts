@@ -23,7 +23,7 @@ export const webhooksTotal = new Counter({
 
 export const signatureFailuresTotal = new Counter({
   name: 'albumflow_signature_failures_total',
-  help: 'Webhook requests refused for their signature or timestamp, by the error code answered',
+  help: 'Webhook requests refused for their signature or timestamp (UnifyPort) or their secret token (Telegram), by the error code answered',
   labelNames: ['reason'] as const,
   registers: [registry],
 });

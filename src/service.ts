@@ -15,7 +15,7 @@ import { claimDataDir } from './embedded/ownership.js';
 import { pickPort } from './embedded/ports.js';
 import { startEmbeddedPostgres } from './embedded/postgres.js';
 import type { EmbeddedServer } from './embedded/server.js';
-import { startDevServer, type DevServer } from './embedded/temporal.js';
+import { devServerDbFile, startDevServer, type DevServer } from './embedded/temporal.js';
 import { connectClient, connectWorker, prepareNamespace, temporalConnectOptions } from './temporal/connection.js';
 import { installTemporalRuntime } from './temporal/telemetry.js';
 import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
@@ -96,7 +96,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
       ? undefined
       : embed(
           await startDevServer({
-            dbFile: path.join(config.dataDir, 'temporal.db'),
+            dbFile: devServerDbFile(config.dataDir),
             port: config.temporal.port,
             uiPort: config.temporal.uiPort,
             log: logger,

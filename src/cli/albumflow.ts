@@ -1,10 +1,10 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
 import type { AlbumListBody, AlbumStatus, MessageStatus } from '../http/schemas.js';
 import { signatureHeader } from '../signature.js';
 import { CliError, createApi, misuse } from './api.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
 import { readFile, sendTelegram, setWebhook } from './telegram.js';
+import { printRuns } from './temporal.js';
 
 const usage = `albumflow — inspect albums, act on them, and send sample webhooks to a running albumflow
 
@@ -35,6 +35,9 @@ Options:
   -h, --help        this text
 
 The API token is ALBUMFLOW_TOKEN, else the admin token in DATA_DIR/admin-token (default .data/admin-token).
+history reaches Temporal as albumflow does: TEMPORAL_ADDRESS with TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
+TEMPORAL_TLS_* or TEMPORAL_PROFILE, else the embedded dev server of the albumflow running on DATA_DIR (else
+127.0.0.1:TEMPORAL_PORT); its Temporal UI link is TEMPORAL_UI_URL, else that embedded server's.
 `;
 
 const options = {
@@ -80,40 +83,6 @@ function secretFor(workspace: string, values: Values): string | undefined {
     return secrets[workspace]?.[0];
   } catch {
     return undefined;
-  }
-}
-
-/** The runs of one workflow, from the Temporal server named by TEMPORAL_ADDRESS (the embedded one's default). */
-async function printRuns(workflowId: string): Promise<void> {
-  const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
-  const target = process.env.TEMPORAL_ADDRESS ? ` --address ${address} --namespace ${namespace}` : '';
-  const quoted = `'${workflowId.replace(/'/g, `'\\''`)}'`;
-  console.log(
-    [
-      `workflow id: ${workflowId}`,
-      '',
-      'Inspect it with the Temporal CLI:',
-      `  temporal workflow describe --workflow-id ${quoted}${target}`,
-      `  temporal workflow show --workflow-id ${quoted}${target}`,
-      `  temporal workflow query --workflow-id ${quoted} --name status${target}`,
-      '',
-      `Temporal UI (embedded dev server): http://localhost:8233/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`,
-    ].join('\n'),
-  );
-  let connection: Connection | undefined;
-  try {
-    connection = await Connection.connect({ address, connectTimeout: 3_000 });
-    const client = new Client({ connection, namespace });
-    const runs: string[] = [];
-    for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId.replace(/"/g, '\\"')}"` })) {
-      runs.push(`  ${run.runId}  ${run.status.name.padEnd(10)}  started ${run.startTime.toISOString()}${run.closeTime ? `  closed ${run.closeTime.toISOString()}` : ''}`);
-    }
-    console.log(`\nRuns on ${address} (${namespace}):\n${runs.length ? runs.join('\n') : '  none yet (the outbox has not handed the child to Temporal)'}`);
-  } catch (err) {
-    console.log(`\nTemporal at ${address} is unreachable (${(err as Error).message}); set TEMPORAL_ADDRESS to list the runs.`);
-  } finally {
-    await connection?.close();
   }
 }
 

@@ -1,6 +1,7 @@
 // What every albumflow command shares: its errors and the HTTP client of a running albumflow.
 
 import path from 'node:path';
+import { ConfigError, loadConfig, type Config } from '../config.js';
 import { adminTokenPath, readAdminToken } from '../http/access/admin-token.js';
 import { defaultDataDir } from '../paths.js';
 
@@ -16,6 +17,19 @@ export class CliError extends Error {
 
 /** A command line albumflow cannot run: one line, with where the usage is. */
 export const misuse = (message: string) => new CliError(`${message} (albumflow help)`, 2);
+
+/**
+ * The configuration read from the environment variables `names` as the server reads them, and from
+ * nothing else of the environment (what a command does not use cannot stop it); a mistake is a CliError.
+ */
+export function cliConfig(names: readonly string[]): Config {
+  try {
+    return loadConfig(Object.fromEntries(names.map((name) => [name, process.env[name]])));
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message);
+    throw err;
+  }
+}
 
 export type Api = ReturnType<typeof createApi>;
 

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
-import { ConfigError, loadConfig, type TelegramBot, type TelegramConfig } from '../config.js';
+import type { TelegramBot, TelegramConfig } from '../config.js';
 import { readUpdateTypes } from '../ingest/telegram.js';
 import { BotApiError, createBotApi } from '../telegram/bot-api.js';
 import type { Values } from './albumflow.js';
-import { CliError, misuse, type Api } from './api.js';
+import { CliError, cliConfig, misuse, type Api } from './api.js';
 
 export function readFile(file: string): Buffer {
   try {
@@ -15,13 +15,7 @@ export function readFile(file: string): Buffer {
 
 /** TELEGRAM_BOTS and TELEGRAM_API_ROOT read as the server reads them, and nothing else of the environment. */
 function telegramConfig(): TelegramConfig {
-  const { TELEGRAM_BOTS, TELEGRAM_API_ROOT } = process.env;
-  try {
-    return loadConfig({ TELEGRAM_BOTS, TELEGRAM_API_ROOT }).telegram;
-  } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message);
-    throw err;
-  }
+  return cliConfig(['TELEGRAM_BOTS', 'TELEGRAM_API_ROOT']).telegram;
 }
 
 function requiredBot(values: Values): string {

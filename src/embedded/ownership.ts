@@ -133,6 +133,12 @@ export function writeServerRecord(file: string, pid: number, ports: readonly num
   fs.writeFileSync(file, JSON.stringify(record));
 }
 
+/** The server a record names, while it runs; undefined without a record or once it stopped. */
+export function runningServer(file: string): ServerRecord | undefined {
+  const record = parseJson<ServerRecord>(readText(file));
+  return record && isRunning(record) ? record : undefined;
+}
+
 export function removeServerRecord(file: string): void {
   fs.rmSync(file, { force: true });
 }

@@ -4,6 +4,7 @@ import { Connection } from '@temporalio/client';
 import { searchAttributes } from '../../workflows/definitions.js';
 import { downloadWithSdk, locateTemporalCli } from '../temporal/cli.js';
 import { dynamicConfigFlags } from '../temporal/dynamic-config.js';
+import { runningServer } from './ownership.js';
 import { isFree } from './ports.js';
 import { silent, startEmbeddedServer, type EmbeddedServer, type ServerLog } from './server.js';
 
@@ -27,6 +28,25 @@ export interface DevServerOptions {
   onFailed?: (err: Error) => void;
 }
 
+/** Where `npm start` keeps its embedded dev server's state in a data directory. */
+export function devServerDbFile(dataDir: string): string {
+  return path.join(dataDir, 'temporal.db');
+}
+
+const recordFileOf = (dbFile: string) => `${dbFile}.pid`;
+const defaultIp = '127.0.0.1';
+
+/**
+ * The addresses of the embedded dev server that an albumflow runs on `dataDir` now (its ports may have
+ * been picked at start), from the record it keeps there; undefined when none runs.
+ */
+export function runningDevServer(dataDir: string): { address: string; uiUrl: string | undefined } | undefined {
+  const record = runningServer(recordFileOf(devServerDbFile(dataDir)));
+  const [port, uiPort] = record?.ports ?? [];
+  if (port === undefined) return undefined;
+  return { address: `${defaultIp}:${port}`, uiUrl: uiPort === undefined ? undefined : `http://${defaultIp}:${uiPort}` };
+}
+
 const searchAttributeFlags = Object.values(searchAttributes).map((key) => {
   const type = { KEYWORD: 'Keyword', BOOL: 'Bool', INT: 'Int' }[key.type];
   return `${key.name}=${type}`;
@@ -39,7 +59,7 @@ const searchAttributeFlags = Object.values(searchAttributes).map((key) => {
  */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const log = options.log ?? silent;
-  const ip = options.ip ?? '127.0.0.1';
+  const ip = options.ip ?? defaultIp;
   const headless = options.uiPort === false;
   const say = (message: string) => log.info(message);
   const cli = await locateTemporalCli({ log: say });
@@ -79,7 +99,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     ],
     stopSignal: 'SIGTERM',
     waitUntilServing: ([port], _output, signal) => waitUntilServing(`${ip}:${port}`, signal),
-    ...(options.dbFile ? { recordFile: `${options.dbFile}.pid` } : {}),
+    ...(options.dbFile ? { recordFile: recordFileOf(options.dbFile) } : {}),
     log,
     ...(options.onFailed ? { onFailed: options.onFailed } : {}),
   });

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { Config } from '../config.js';
 import type { EventSource } from '../ingest/sources.js';
 import { parseUpdate } from '../ingest/telegram.js';
+import { signatureFailuresTotal } from '../metrics.js';
 import { webhookErrorResponses } from './schemas.js';
 import type { Ingress } from './webhook-ingress.js';
 
@@ -19,6 +20,11 @@ const unstorable = {
   code: 'unstorable_update',
   message: 'the update holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)',
 };
+
+const secretTokenFailures = {
+  missing_secret_token: `the ${secretTokenHeader} header is required`,
+  invalid_secret_token: `${secretTokenHeader} is not this bot's secret token`,
+} as const;
 
 /** Both sides hashed first, so that the comparison takes the same time whatever their lengths. */
 function secretTokenMatches(sent: string, expected: string): boolean {
@@ -67,11 +73,13 @@ export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhook
       const { workspace } = request.params;
       const bot = botOf(workspace, request.params.bot)!;
       const sent = request.headers[secretTokenHeader];
-      if (typeof sent !== 'string' || sent === '') {
-        throw refuse(request, 401, 'missing_secret_token', `the ${secretTokenHeader} header is required`);
-      }
-      if (!secretTokenMatches(sent, bot.secretToken)) {
-        throw refuse(request, 401, 'invalid_secret_token', `${secretTokenHeader} is not this bot's secret token`);
+      let failure: keyof typeof secretTokenFailures | undefined;
+      if (typeof sent !== 'string' || sent === '') failure = 'missing_secret_token';
+      else if (!secretTokenMatches(sent, bot.secretToken)) failure = 'invalid_secret_token';
+      if (failure !== undefined) {
+        // Counted with UnifyPort's signature failures: both are senders that did not prove who they are.
+        signatureFailuresTotal.inc({ reason: failure });
+        throw refuse(request, 401, failure, secretTokenFailures[failure]);
       }
       if (!Buffer.isBuffer(request.body)) throw refuse(request, 415, 'unsupported_media_type', 'the body must be application/json');
       const body = request.body;

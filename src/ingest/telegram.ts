@@ -40,8 +40,12 @@ const mediaFields = ['video', 'animation', 'document', 'audio', 'voice', 'video_
 
 export type TelegramRejectionCode = 'invalid_json' | 'invalid_update' | 'unstorable_update' | 'missing_identity' | 'invalid_identity';
 
-/** Why a Telegram Update was recorded without storing a child. */
-export type IgnoredReason = 'other_update' | 'no_media' | 'unsent_message';
+/**
+ * Why a Telegram Update was recorded without storing a child: an update type albumflow does not read, a
+ * message with nothing albumflow keeps (none of the media below, no text or caption: a poll, a location, a
+ * service message such as a member joining), or a message Telegram has not sent yet.
+ */
+export type IgnoredReason = 'other_update' | 'no_content' | 'unsent_message';
 
 export type ParsedUpdate =
   | { kind: 'child'; eventId: string; type: MessageUpdateType; child: ChildMessage }
@@ -90,7 +94,9 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
 
   const media = attachmentOf(type, message);
   if (typeof media === 'string') return reject('invalid_update', media);
-  if (media === null) return { kind: 'ignored', eventId, type, reason: 'no_media' };
+  // A text message is a child without attachments, as UnifyPort's message without attachments is.
+  const caption = firstNonEmptyString(message.caption, message.text);
+  if (media === null && caption === null) return { kind: 'ignored', eventId, type, reason: 'no_content' };
 
   const key: MessageKey = { ...scope, messageId: String(messageNumber) };
   let albumKey: AlbumKey | null = null;
@@ -107,9 +113,9 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
     key,
     albumKey,
     album: null,
-    caption: firstNonEmptyString(message.caption, message.text),
+    caption,
     sentAt: unixTime(message.date),
-    attachments: [media],
+    attachments: media === null ? [] : [media],
   };
   if (isEditUpdate(type)) return { kind: 'edit', eventId, type, child, editedAt: unixTime(message.edit_date) };
   return { kind: 'child', eventId, type, child };

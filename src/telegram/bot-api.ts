@@ -169,9 +169,14 @@ export function createBotApi({ apiRoot, token, callTimeoutMs = 30_000 }: BotApiO
     }
     if (response.ok && response.body) {
       const length = Number(response.headers.get('content-length'));
+      const stream = Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+      // A transfer that breaks before the caller reads (it opens its file first) errors this stream while
+      // nothing listens, which Node throws as an uncaught exception and stops the worker. The caller's read
+      // still fails with that error (the stream is destroyed with it); this listener only keeps it from being thrown.
+      stream.on('error', () => undefined);
       return {
         status: 'ready',
-        stream: Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
+        stream,
         contentLength: response.headers.has('content-length') && Number.isSafeInteger(length) ? length : null,
         contentType: response.headers.get('content-type'),
       };

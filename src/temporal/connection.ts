@@ -20,13 +20,13 @@ export function temporalConnectOptions(embeddedAddress: string | undefined): {
   return { connectionOptions, namespace };
 }
 
-export async function connectClient(options: NativeConnectionOptions, namespace: string): Promise<Client> {
+export async function connectClient(options: NativeConnectionOptions, namespace: string, connectTimeoutMs = 10_000): Promise<Client> {
   const connection = await Connection.connect({
     address: options.address,
     tls: options.tls,
     apiKey: options.apiKey,
     metadata: options.metadata,
-    connectTimeout: 10_000,
+    connectTimeout: connectTimeoutMs,
   });
   return new Client({ connection, namespace });
 }

@@ -1,6 +1,7 @@
-// A Bot API server of our own for tests: getFile and the file route behind it, setWebhook, and the
-// failures the real one shows (too big, expired paths, server errors, throttling). It logs every
-// request, so a test can count calls and see where the token went.
+// A fake Bot API server of our own, for tests and the demo (test/helpers/fake-bot-api-main.ts); it never
+// talks to Telegram: getFile and the file route behind it, setWebhook, and the failures the real one
+// shows (too big, expired paths, server errors, throttling). It logs every request, so a test can count
+// calls and see where the token went.
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -15,6 +16,8 @@ export interface FakeFile {
   expireAfterOneUse?: boolean;
   /** The file_path getFile answers instead of a fresh `documents/file_<n>` (written to disk in local mode). */
   filePath?: string;
+  /** The Content-Type the file route answers (default application/octet-stream). */
+  contentType?: string;
 }
 
 export interface RecordedRequest {
@@ -27,8 +30,12 @@ export interface RecordedRequest {
   body: string;
 }
 
-/** One answer given instead of the normal one: a JSON body, or a text body as is; `hang` never answers. */
-export type ScriptedAnswer = { status: number; body: unknown; headers?: Record<string, string> } | { hang: true };
+/**
+ * One answer given instead of the normal one: a JSON body, or a text body as is; `hang` never answers;
+ * `cutShort` (the file route) serves the file as usual — the path's use counts — but breaks the
+ * connection after half of its bytes.
+ */
+export type ScriptedAnswer = { status: number; body: unknown; headers?: Record<string, string> } | { hang: true } | { cutShort: true };
 
 export type FakeRoute = 'getFile' | 'file' | 'setWebhook';
 
@@ -38,6 +45,10 @@ export interface FakeBotApiOptions {
    * file it wrote under `dir/<token>/`, and the file route answers 404 (that server serves no files).
    */
   localDir?: string;
+  /** The port to listen on, on 127.0.0.1 (default: a free one). */
+  port?: number;
+  /** Called with each request once it is answered (its path holds the token). */
+  onAnswered?: (request: RecordedRequest, status: number) => void;
 }
 
 export interface FakeBotApi {
@@ -119,15 +130,16 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
     });
   }
 
-  function serveFile(response: http.ServerResponse, token: string, requestedPath: string) {
+  function serveFile(response: http.ServerResponse, token: string, requestedPath: string, cutShort = false) {
     const notFound = () => apiError(response, 404, 'Not Found');
     if (options.localDir !== undefined) return notFound();
     const entry = issued.get(decodeURIComponent(requestedPath));
     const file = entry && entry.token === token ? bots.get(token)?.get(entry.fileId) : undefined;
     if (!entry || !file || (file.expireAfterOneUse && entry.uses > 0)) return notFound();
     entry.uses += 1;
-    response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(file.content.length) });
-    response.end(file.content);
+    response.writeHead(200, { 'content-type': file.contentType ?? 'application/octet-stream', 'content-length': String(file.content.length) });
+    if (!cutShort) return response.end(file.content);
+    response.write(file.content.subarray(0, Math.floor(file.content.length / 2)), () => response.destroy());
   }
 
   function setWebhook(response: http.ServerResponse, token: string, args: Record<string, unknown>) {
@@ -148,7 +160,9 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
     request.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
       const url = new URL(request.url ?? '/', 'http://fake');
-      requests.push({ at: Date.now(), method: request.method ?? '', path: url.pathname + url.search, headers: request.headers, body });
+      const recorded: RecordedRequest = { at: Date.now(), method: request.method ?? '', path: url.pathname + url.search, headers: request.headers, body };
+      requests.push(recorded);
+      response.on('close', () => options.onAnswered?.(recorded, response.statusCode));
 
       const route = routeOf(url.pathname);
       const answer = route ? scripted.get(route)?.shift() : undefined;
@@ -156,13 +170,17 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
         hanging.add(response);
         return;
       }
+      const token = (methodPath.exec(url.pathname) ?? filePath.exec(url.pathname))?.[1];
+      if (answer && 'cutShort' in answer) {
+        if (route !== 'file' || token === undefined) return apiError(response, 500, 'cutShort answers the file route only');
+        return serveFile(response, token, filePath.exec(url.pathname)![2]!, true);
+      }
       if (answer && typeof answer.body === 'string') {
         response.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
         return response.end(answer.body);
       }
       if (answer) return send(response, answer.status, answer.body, answer.headers);
 
-      const token = (methodPath.exec(url.pathname) ?? filePath.exec(url.pathname))?.[1];
       if (!route || token === undefined) return apiError(response, 404, 'Not Found');
       if (route === 'file') return serveFile(response, token, filePath.exec(url.pathname)![2]!);
       if (!bots.has(token)) return apiError(response, 401, 'Unauthorized');
@@ -176,7 +194,10 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
       return setWebhook(response, token, args);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
 
   const filesOf = (token: string) => bots.get(token) ?? bots.set(token, new Map()).get(token)!;

@@ -59,8 +59,9 @@ export function editOf(update: Update, offset: number, change: (message: Message
 /** The file id albumflow keeps for an Update's media (the largest photo size, or the other media), as its parser picks it. */
 export function fileIdOf(update: Update): string {
   const parsed = parseUpdate('ws', '1', Buffer.from(JSON.stringify(update)));
-  if (parsed.kind !== 'child' && parsed.kind !== 'edit') throw new Error(`update ${update.update_id} carries no media`);
-  return parsed.child.attachments[0]!.telegramFile!.fileId;
+  const file = parsed.kind === 'child' || parsed.kind === 'edit' ? parsed.child.attachments[0]?.telegramFile : undefined;
+  if (!file) throw new Error(`update ${update.update_id} carries no media`);
+  return file.fileId;
 }
 
 /** Bytes standing for the file, different for every file id. */

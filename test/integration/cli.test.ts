@@ -1,9 +1,13 @@
 import fs from 'node:fs';
+import http2 from 'node:http2';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeServerRecord } from '../../src/embedded/ownership.js';
+import { devServerDbFile } from '../../src/embedded/temporal.js';
 import { loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
+import { messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { eventually, startFlakyMediaServer, type FlakyMediaServer } from '../helpers/albums.js';
 import { runCli, type CliRun } from '../helpers/cli.js';
@@ -259,5 +263,86 @@ describe('albumflow CLI against a running server', () => {
       expect(refused.stderr).toMatch(message);
       expect(refused.stderr).not.toContain(env.ALBUMFLOW_TOKEN ?? adminToken);
     }
+  });
+});
+
+describe('albumflow history reaches Temporal as albumflow does', () => {
+  const solo = unique('history');
+  let id: string;
+  let port: string;
+  const args = () => ['history', stack.workspace, 'whatsapp', 'acc_1', conversation, solo];
+  const runsListed = (address: string) => new RegExp(`Runs on ${address.replace(/\./g, '\\.')} \\(default\\):\\n\\s+\\S+\\s+(RUNNING|COMPLETED)`);
+  const uiLink = (uiUrl: string) => `Temporal UI: ${uiUrl}/namespaces/default/workflows/${encodeURIComponent(id)}`;
+
+  beforeAll(async () => {
+    expect((await stack.post(albumEvent({ conversationId: conversation, messageId: solo }))).statusCode).toBe(202);
+    id = messageWorkflowId({ workspace: stack.workspace, provider: 'whatsapp', accountId: 'acc_1', conversationId: conversation, messageId: solo });
+    await eventually(() => stack.client.workflow.getHandle(id).describe());
+    port = stack.config.temporal.address!.split(':').at(-1)!;
+  });
+
+  it('with TEMPORAL_ADDRESS, lists the runs there and links TEMPORAL_UI_URL, or says it knows no UI', async () => {
+    const linked = await albumflow(args(), { TEMPORAL_UI_URL: 'https://temporal.example.com/ui/' });
+    expect(linked.code).toBe(0);
+    expect(linked.stdout).toMatch(runsListed(stack.config.temporal.address!));
+    expect(linked.stdout).toContain(uiLink('https://temporal.example.com/ui'));
+    expect(linked.stdout).toContain(`--address ${stack.config.temporal.address} --namespace default`);
+
+    const unlinked = await albumflow(args());
+    expect(unlinked.stdout).toContain('Temporal UI: not known here; set TEMPORAL_UI_URL');
+    expect(unlinked.stdout).not.toContain('8233');
+  });
+
+  it('with TEMPORAL_ADDRESS, connects with the API key and TLS settings of the Temporal environment configuration', async () => {
+    // A gRPC endpoint that records what it is sent and refuses it.
+    const seen: http2.IncomingHttpHeaders[] = [];
+    const grpc = http2.createServer();
+    grpc.on('stream', (h2, headers) => {
+      seen.push(headers);
+      h2.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '14', 'grpc-message': 'refused by the test' }, { endStream: true });
+    });
+    // A TCP server that keeps the first bytes it gets: a TLS client starts with a handshake record (0x16).
+    const firstBytes: Buffer[] = [];
+    const tcp = net.createServer((socket) => socket.once('data', (chunk: Buffer) => {
+      firstBytes.push(chunk);
+      socket.destroy();
+    }));
+    await Promise.all([grpc, tcp].map((server) => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))));
+    const address = (server: net.Server | http2.Http2Server) => `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const keyed = await albumflow(args(), { TEMPORAL_ADDRESS: address(grpc), TEMPORAL_API_KEY: 'cli-test-api-key', TEMPORAL_TLS: 'false', TEMPORAL_NAMESPACE: 'elsewhere' });
+      expect(keyed.code).toBe(0);
+      expect(keyed.stdout).toContain(`Temporal at ${address(grpc)} is unreachable`);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(seen[0]).toMatchObject({ authorization: 'Bearer cli-test-api-key' });
+
+      const tls = await albumflow(args(), { TEMPORAL_ADDRESS: address(tcp), TEMPORAL_TLS: 'true' });
+      expect(tls.stdout).toContain(`Temporal at ${address(tcp)} is unreachable`);
+      expect(firstBytes[0]?.[0]).toBe(0x16);
+    } finally {
+      grpc.close();
+      tcp.close();
+    }
+  });
+
+  it('without TEMPORAL_ADDRESS, reaches the embedded dev server of the albumflow running on DATA_DIR, also on ports it picked', async () => {
+    const running = path.join(tmp, 'running');
+    fs.mkdirSync(running, { recursive: true });
+    // What `npm start` records for its dev server (here, one whose frontend is the test run's Temporal), with this process standing for it.
+    writeServerRecord(`${devServerDbFile(running)}.pid`, process.pid, [Number(port), 18233]);
+    const embedded = { TEMPORAL_ADDRESS: '', ALBUMFLOW_TOKEN: adminToken, DATA_DIR: running, TEMPORAL_PORT: '1', TEMPORAL_UI_PORT: '1' };
+    const recorded = await albumflow(args(), embedded);
+    expect(recorded.code).toBe(0);
+    expect(recorded.stdout).toMatch(runsListed(`127.0.0.1:${port}`));
+    expect(recorded.stdout).toContain(uiLink('http://127.0.0.1:18233'));
+    expect(recorded.stdout).toContain(`--name status --address 127.0.0.1:${port}\n`);
+    const linked = await albumflow(args(), { ...embedded, TEMPORAL_UI_URL: 'https://temporal.example.com' });
+    expect(linked.stdout).toContain(uiLink('https://temporal.example.com'));
+
+    // None runs there: the ports albumflow would give it.
+    const configured = await albumflow(args(), { ...embedded, DATA_DIR: noDataDir, TEMPORAL_PORT: port, TEMPORAL_UI_PORT: '18234' });
+    expect(configured.code).toBe(0);
+    expect(configured.stdout).toMatch(runsListed(`127.0.0.1:${port}`));
+    expect(configured.stdout).toContain(uiLink('http://127.0.0.1:18234'));
   });
 });

@@ -1,4 +1,7 @@
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
@@ -26,12 +29,15 @@ const { logger, lines: logLines } = capturedLogger('telegram-test', 'debug');
 const statusBodies: string[] = [];
 
 let api: FakeBotApi;
+/** A local Bot API server (`--local`): getFile answers absolute paths on its disk, and it serves no files. */
+let localApi: FakeBotApi;
+const localDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-local-bot-api-'));
 
-function stackEnv(timing: Record<string, string>) {
+function stackEnv(timing: Record<string, string>, apiRoot = () => api.url) {
   return (workspace: string) => ({
     ...timing,
     API_TOKENS: JSON.stringify({ [apiToken]: ['*'] }),
-    TELEGRAM_API_ROOT: api.url,
+    TELEGRAM_API_ROOT: apiRoot(),
     TELEGRAM_BOTS: JSON.stringify({
       [workspace]: { shop: { token: shopToken, secretToken: shopSecret }, other: { token: otherToken, secretToken: otherSecret } },
     }),
@@ -66,6 +72,31 @@ function messageStatus(stack: Stack, key: Omit<ReturnType<typeof albumKeyOf>, 'a
   return get(stack, `/workspaces/${parts[0]}/messages/${parts.slice(1).join('/')}`);
 }
 
+/** Waits until the album emitted an album.updated, and returns it; there must be only one. */
+function theOnlyUpdate(stack: Stack, workflowId: string) {
+  return eventually(async () => {
+    const notifications = (await storedNotifications(stack.pool, workflowId)).filter((n) => n.type === 'album.updated');
+    expect(notifications).toHaveLength(1);
+    return notifications[0]!;
+  });
+}
+
+/**
+ * Waits for the album's only album.updated and checks that it announces the first edit of a message as
+ * `edit` says (its id and payload); returns the album's workflow id.
+ */
+async function firstEditAnnounced(
+  stack: Stack,
+  key: ReturnType<typeof albumKeyOf>,
+  edit: { messageId: string; caption: string; previousCaption: string; mediaReplaced: boolean },
+): Promise<string> {
+  const workflowId = albumWorkflowId(key);
+  const updated = await theOnlyUpdate(stack, workflowId);
+  expect(updated.id).toBe(`${workflowId}/edited/${edit.messageId}/1`);
+  expect(updated.payload).toMatchObject({ change: 'edited', edit: { ...edit, version: 1 } });
+  return workflowId;
+}
+
 /** Waits until the album is decided and none of its attachments is pending. */
 function settledAlbum(stack: Stack, key: ReturnType<typeof albumKeyOf>, children: number): Promise<AlbumStatus> {
   return eventually(async () => {
@@ -93,26 +124,42 @@ async function count(stack: Stack, table: 'events' | 'messages' | 'quarantine'):
   return rows[0]!.n;
 }
 
+/** albumflow_signature_failures_total by its `reason` label, as /metrics shows it. */
+async function signatureFailures(stack: Stack): Promise<Map<string, number>> {
+  const response = await stack.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${apiToken}` } });
+  expect(response.statusCode).toBe(200);
+  const series = response.body.matchAll(/^albumflow_signature_failures_total\{reason="([a-z_]+)"\} (\d+)$/gm);
+  return new Map([...series].map(([, reason, value]) => [reason!, Number(value)]));
+}
+
 let fast: Stack;
 let slow: Stack;
+/** Downloads from the local Bot API server. */
+let local: Stack;
 
 beforeAll(async () => {
   api = await startFakeBotApi();
+  localApi = await startFakeBotApi({ localDir });
   fast = await startStack(stackEnv({ QUIET_PERIOD_MS: '400', MAX_WAIT_MS: '4000', LATE_WINDOW_MS: '60000' }), { logger });
   // Items 5 s apart are one album here; the late window is short, so an edit finds the album closed.
   slow = await startStack(stackEnv({ QUIET_PERIOD_MS: '6000', MAX_WAIT_MS: '30000', LATE_WINDOW_MS: '1500' }), { logger });
+  local = await startStack(stackEnv({ QUIET_PERIOD_MS: '400', MAX_WAIT_MS: '4000', LATE_WINDOW_MS: '60000' }, () => localApi.url), { logger });
 });
 
 afterAll(async () => {
   await fast?.close();
   await slow?.close();
+  await local?.close();
   await api?.close();
+  await localApi?.close();
+  fs.rmSync(localDir, { recursive: true, force: true });
 });
 
 describe('the Telegram webhook: answers', () => {
-  it('refuses a wrong or missing secret token with 401 and stores nothing', async () => {
+  it('refuses a wrong or missing secret token with 401, stores nothing, and counts each in the signature failures', async () => {
     const [update] = telegramFixture('standalone-photo');
     const before = await Promise.all([count(fast, 'events'), count(fast, 'messages'), count(fast, 'quarantine')]);
+    const failuresBefore = await signatureFailures(fast);
     const wrong = await fast.telegram(update, { bot: 'shop', secretToken: otherSecret });
     const missing = await fast.telegram(update, { bot: 'shop', secretToken: null });
     const garbage = await fast.telegram('not json', { bot: 'shop', secretToken: 'x' });
@@ -120,6 +167,9 @@ describe('the Telegram webhook: answers', () => {
     expect([missing.statusCode, errorCode(missing.body)]).toEqual([401, 'missing_secret_token']);
     expect(garbage.statusCode).toBe(401);
     expect(await Promise.all([count(fast, 'events'), count(fast, 'messages'), count(fast, 'quarantine')])).toEqual(before);
+    const failures = await signatureFailures(fast);
+    expect(failures.get('invalid_secret_token')! - (failuresBefore.get('invalid_secret_token') ?? 0)).toBe(2);
+    expect(failures.get('missing_secret_token')! - (failuresBefore.get('missing_secret_token') ?? 0)).toBe(1);
   });
 
   it('answers 404 for a bot or workspace not in TELEGRAM_BOTS', async () => {
@@ -141,11 +191,12 @@ describe('the Telegram webhook: answers', () => {
     expect(await count(fast, 'quarantine')).toBe(before + 1);
   });
 
-  it('answers 503 while PostgreSQL is unavailable, for a child, an edit and an update without a child', async () => {
+  it('answers 503 while PostgreSQL is unavailable, for a child, an edit, a text message and an update without a child', async () => {
     const deadPool = testPool({ ...fast.config, databaseUrl: 'postgresql://nobody@127.0.0.1:1/none' });
     const broken = await buildApp({ config: fast.config, pool: deadPool, temporal: fast.client, wakeDispatcher: () => undefined, logger });
     try {
-      for (const update of [...telegramFixture('photo-album').slice(0, 1), ...telegramFixture('edited-caption'), ...telegramFixture('text-message')]) {
+      const updates = ['edited-caption', 'text-message', 'unknown-update'].flatMap((name) => telegramFixture(name));
+      for (const update of [...telegramFixture('photo-album').slice(0, 1), ...updates]) {
         const response = await broken.inject({
           method: 'POST',
           url: `/webhooks/telegram/${fast.workspace}/shop`,
@@ -166,8 +217,11 @@ describe('the Telegram webhook: answers', () => {
     expect(Object.keys(route?.responses ?? {}).sort()).toEqual(['200', '400', '401', '404', '413', '415', '500', '503']);
   });
 
-  it('records a text message and an unknown update type, answers 200 and stores no child', async () => {
-    const updates = [...telegramFixture('text-message'), ...telegramFixture('unknown-update')];
+  it('records an unknown update type and a message with nothing albumflow keeps, answers 200 and stores no child', async () => {
+    const [text] = telegramFixture('text-message');
+    const location: Record<string, unknown> = { ...messageOf(text!), message_id: 403, location: { latitude: 46.2, longitude: 6.1 } };
+    delete location.text;
+    const updates = [...telegramFixture('unknown-update'), { update_id: 810000802, message: location }];
     const messages = await count(fast, 'messages');
     await send(fast, updates);
     const { rows } = await fast.pool.query<{ event_id: string; type: string }>(
@@ -175,11 +229,31 @@ describe('the Telegram webhook: answers', () => {
       [updates.map((u) => `${shop}:${u.update_id}`)],
     );
     expect(rows).toEqual([
-      { event_id: `${shop}:810000801`, type: 'message' },
+      { event_id: `${shop}:810000802`, type: 'message' },
       { event_id: `${shop}:810000901`, type: 'callback_query' },
       { event_id: `${shop}:810000902`, type: 'some_future_update' },
     ]);
     expect(await count(fast, 'messages')).toBe(messages);
+  });
+
+  it('stores a text message as a standalone child without attachments, as a UnifyPort message without attachments, and its edit as an edit', async () => {
+    const [text] = telegramFixture('text-message');
+    await send(fast, [text!]);
+    const scope = { workspace: fast.workspace, provider: 'telegram', accountId: shop, conversationId: String(messageOf(text!).chat.id) };
+    const message = await eventually(async () => {
+      const body = await messageStatus(fast, scope, 402);
+      expect(body.decisions).toHaveLength(1);
+      return body;
+    });
+    expect([message.albumKey, message.caption, message.attachments, message.decisions.map((d) => d.trigger)]).toEqual([null, 'hello bot', [], ['standalone']]);
+
+    const edit = editOf(text!, 10, (edited) => {
+      edited.text = 'hello, bot';
+      edited.edit_date = 1790676500;
+    });
+    await send(fast, [edit]);
+    const edited = await messageStatus(fast, scope, 402);
+    expect([edited.caption, edited.history.map((version) => version.caption)]).toEqual(['hello, bot', ['hello bot']]);
   });
 });
 
@@ -271,16 +345,11 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     await settledAlbum(fast, key, 3);
 
     await send(fast, [edit!, edit!]);
-    const workflowId = albumWorkflowId(key);
-    const updated = await eventually(async () => {
-      const notifications = (await storedNotifications(fast.pool, workflowId)).filter((n) => n.type === 'album.updated');
-      expect(notifications).toHaveLength(1);
-      return notifications[0]!;
-    });
-    expect(updated.id).toBe(`${workflowId}/edited/2101/1`);
-    expect(updated.payload).toMatchObject({
-      change: 'edited',
-      edit: { messageId: '2101', version: 1, caption: 'Our trip to the lake (day 1)', previousCaption: 'Our trip to the lake', mediaReplaced: false },
+    const workflowId = await firstEditAnnounced(fast, key, {
+      messageId: '2101',
+      caption: 'Our trip to the lake (day 1)',
+      previousCaption: 'Our trip to the lake',
+      mediaReplaced: false,
     });
     const album = await albumStatus(fast, key);
     expect(album.children[0]?.caption).toBe('Our trip to the lake (day 1)');
@@ -302,6 +371,54 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     await saveHistory('album-telegram-edited', fast.client.workflow.getHandle(workflowId));
   });
 
+  it('downloads the new file of an edit that replaces the photo, keeps the replaced version in the history, and announces it once', async () => {
+    const updates = variant(telegramFixture('photo-album'), 7_000, (message) => {
+      message.media_group_id = 'replaced-media';
+    });
+    serveFiles(api, shopToken, updates);
+    await send(fast, updates);
+    const key = albumKeyOf(fast, updates[0]!);
+    const before = await settledAlbum(fast, key, 3);
+    const oldFile = fileIdOf(updates[0]!);
+    expect(before.children[0]?.attachments).toEqual([downloadedAs('image/jpeg', oldFile)]);
+
+    // The same caption, another photo (editMessageMedia): a new file_unique_id.
+    const edit = editOf(updates[0]!, 100, (message) => {
+      message.photo = [
+        { file_id: 'replacement-small', file_unique_id: 'replacement-small-unique', file_size: 900, width: 90, height: 68 },
+        { file_id: 'replacement-photo', file_unique_id: 'replacement-photo-unique', file_size: 150000, width: 1280, height: 960 },
+      ];
+      message.edit_date = 1790676700;
+    });
+    expect(fileIdOf(edit)).toBe('replacement-photo');
+    serveFiles(api, shopToken, [edit]);
+    await send(fast, [edit, edit]);
+
+    const workflowId = await firstEditAnnounced(fast, key, {
+      messageId: '7101',
+      caption: 'Our trip to the lake',
+      previousCaption: 'Our trip to the lake',
+      mediaReplaced: true,
+    });
+    const album = await eventually(async () => {
+      const status = await albumStatus(fast, key);
+      expect(status.children[0]?.attachments).toEqual([downloadedAs('image/jpeg', 'replacement-photo')]);
+      return status;
+    });
+    const history = [
+      { caption: 'Our trip to the lake', mediaReplaced: true, replacedAt: new Date(1790676700 * 1000).toISOString(), recordedAt: expect.any(String) as string },
+    ];
+    expect(album.children[0]?.history).toEqual(history);
+    expect((await messageStatus(fast, key, 7101)).history).toEqual(history);
+    // The other children and the decision stay as they were; the replaced file was not fetched again.
+    expect(album.children.slice(1)).toEqual(before.children.slice(1));
+    expect(album.decisions).toEqual(before.decisions);
+    const asked = (fileId: string) => api.calls('getFile', shopToken).filter((r) => r.body.includes(`"${fileId}"`)).length;
+    expect([asked(oldFile), asked('replacement-photo')]).toEqual([1, 1]);
+    const types = (await storedNotifications(fast.pool, workflowId)).map((n) => n.type);
+    expect(types.filter((type) => type === 'album.ready' || type === 'album.updated')).toEqual(['album.ready', 'album.updated']);
+  });
+
   it('stores an edit of a child it never saw as the child', async () => {
     const [edit] = variant(telegramFixture('edited-caption'), 3_000, (message) => {
       message.media_group_id = 'edit-first';
@@ -313,25 +430,32 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     expect([album.children[0]?.caption, album.children[0]?.history, album.media.downloaded]).toEqual(['Our trip to the lake (day 1)', [], 1]);
   });
 
-  it('maps getFile "file is too big" to unavailable, and retries an expired path and a transient failure with a fresh getFile', async () => {
+  it('maps getFile "file is too big" to unavailable, and retries a used path and a transient failure with a fresh getFile', async () => {
     const updates = variant(telegramFixture('document-album'), 4_000, (message) => {
       message.media_group_id = 'failing-files';
     });
     const [big, expired, flaky] = updates.map(fileIdOf);
     serveFiles(api, shopToken, [updates[0]!], { tooBig: true });
-    serveFiles(api, shopToken, updates.slice(1));
-    // The next file fetch 404s, as a path does once it expired; the next getFile answers a server error.
-    api.failNext('file', { status: 404, body: { ok: false, error_code: 404, description: 'Not Found' } });
+    // Each path getFile gives for these serves its file once, then 404s, as an expired path does.
+    serveFiles(api, shopToken, updates.slice(1), { expireAfterOneUse: true });
+    // The next file fetch uses its path but breaks off halfway; the next getFile answers a server error.
+    api.failNext('file', { cutShort: true });
     api.failNext('getFile', { status: 500, body: { ok: false, error_code: 500, description: `Internal Server Error for bot${shopToken}` } });
+    const filesBefore = api.calls('file', shopToken).length;
     await send(fast, updates);
     const album = await settledAlbum(fast, albumKeyOf(fast, updates[0]!), 3);
     const [tooBig, afterExpiry, afterFailure] = album.children.map((c) => c.attachments[0]!) as [AttachmentView, AttachmentView, AttachmentView];
     expect(tooBig.status).toBe('unavailable');
     expect(tooBig.error).toMatch(/up to 20 MB.*file is too big/);
-    expect([afterExpiry.status, afterFailure.status]).toEqual(['downloaded', 'downloaded']);
-    // One getFile each, one more after the expired path and one more after the server error (whichever files they hit).
+    expect([afterExpiry, afterFailure]).toEqual([downloadedAs('application/pdf', expired!), downloadedAs('application/zip', flaky!)]);
+    // One getFile each, one more after the broken transfer and one more after the server error (whichever files they hit).
     const asked = (fileId: string) => api.calls('getFile', shopToken).filter((r) => r.body.includes(fileId)).length;
     expect(asked(big!) + asked(expired!) + asked(flaky!)).toBe(5);
+    // The retry fetched a new path: none was fetched twice, and the one broken off is expired now.
+    const fetched = api.calls('file', shopToken).slice(filesBefore).map((r) => r.path);
+    expect(fetched).toHaveLength(3);
+    expect(new Set(fetched).size).toBe(3);
+    expect((await fetch(`${api.url}${fetched[0]}`)).status).toBe(404);
   });
 
   it('gives the operator retry a fresh getFile', async () => {
@@ -413,11 +537,7 @@ describe('Telegram albums with a long quiet period', () => {
       message.edit_date = 1790677000;
     });
     await send(slow, [edit]);
-    const updated = await eventually(async () => {
-      const notifications = (await storedNotifications(slow.pool, workflowId)).filter((n) => n.type === 'album.updated');
-      expect(notifications).toHaveLength(1);
-      return notifications[0]!;
-    });
+    const updated = await theOnlyUpdate(slow, workflowId);
     expect(updated.payload).toMatchObject({ change: 'edited', edit: { messageId: '304', version: 1, caption: 'fourth, captioned later' } });
     expect((await storedNotifications(slow.pool, workflowId)).filter((n) => n.type === 'album.ready')).toHaveLength(1);
     const handle = slow.client.workflow.getHandle(workflowId);
@@ -426,12 +546,34 @@ describe('Telegram albums with a long quiet period', () => {
   });
 });
 
+describe('Telegram albums through a local Bot API server', () => {
+  it('reads each file at the absolute path getFile answers, and fails one it cannot read with the reason', async () => {
+    const updates = variant(telegramFixture('photo-album'), 8_000, (message) => {
+      message.media_group_id = 'local-server';
+    });
+    serveFiles(localApi, shopToken, updates.slice(0, 2));
+    // A path this worker does not see (the server's working directory mounted elsewhere); it names the token, as the real server's paths do.
+    const unseen = fileIdOf(updates[2]!);
+    localApi.addFile(shopToken, unseen, { content: fileContent(unseen), filePath: path.join(localDir, 'elsewhere', shopToken, 'photos', 'file_9.jpg') });
+    await send(local, updates);
+    const album = await settledAlbum(local, albumKeyOf(local, updates[0]!), 3);
+    expect(album.children.slice(0, 2).map((c) => c.attachments)).toEqual(updates.slice(0, 2).map((u) => [downloadedAs('image/jpeg', fileIdOf(u))]));
+    expect(album.children[2]?.attachments[0]).toMatchObject({
+      status: 'failed',
+      error: "the local Bot API server's file is not readable here (ENOENT): albumflow must see that server's working directory at the same path",
+    });
+    // One getFile each; nothing asked of the file route, which such a server does not serve.
+    expect(updates.map((u) => localApi.calls('getFile', shopToken).filter((r) => r.body.includes(`"${fileIdOf(u)}"`)).length)).toEqual([1, 1, 1]);
+    expect(localApi.calls('file')).toEqual([]);
+  });
+});
+
 describe('the bot token', () => {
   it('appears in no log line, status body, notification, attachment error or workflow history', async () => {
     const secrets = [shopToken, otherToken, shopToken.split(':')[1]!, otherToken.split(':')[1]!, shopSecret, otherSecret];
     const histories: string[] = [];
     const notifications: string[] = [];
-    for (const stack of [fast, slow]) {
+    for (const stack of [fast, slow, local]) {
       const { rows: albums } = await stack.pool.query<{ workflow_id: string }>(`SELECT workflow_id FROM albums`);
       const { rows: standalone } = await stack.pool.query<{ workspace: string; provider: string; account_id: string; conversation_id: string; message_id: string }>(
         `SELECT workspace, provider, account_id, conversation_id, message_id FROM messages WHERE album_pk IS NULL`,

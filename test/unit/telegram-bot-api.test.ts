@@ -89,6 +89,17 @@ describe('Bot API client against the fake Bot API', () => {
     expect(await content(await api.openFile({ fileId: 'expiring', declaredSize: null }))).toEqual(photo);
   });
 
+  it('a transfer that breaks before the caller reads fails that read, and throws nothing elsewhere', async () => {
+    const big = Buffer.alloc(4096, 1);
+    fake.addFile(token, 'broken', { content: big });
+    fake.failNext('file', { cutShort: true });
+    const download = await api.openFile({ fileId: 'broken', declaredSize: null });
+    // The caller opens its file first: the connection is gone by the time it reads. Nothing listened to the
+    // stream meanwhile, and an error emitted then would be an uncaught exception (the run would report it).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await expect(content(download)).rejects.toThrow('terminated');
+  });
+
   it('"file is too big" makes the attachment unavailable with that reason, and nothing is fetched', async () => {
     fake.addFile(token, 'huge', { content: photo, tooBig: true });
     const download = await api.openFile({ fileId: 'huge', declaredSize: null });

@@ -169,8 +169,20 @@ describe('parseUpdate over the fixtures', () => {
     expect(onlyAttachment(photo!).telegramFile).toMatchObject({ width: 1080, height: 1350 });
   });
 
-  it('a text message is recorded and ignored: it has no media', () => {
-    expect(parse(fixture('text-message')[0])).toEqual({ kind: 'ignored', eventId: `${botId}:810000801`, type: 'message', reason: 'no_media' });
+  it('a text message is a standalone child without attachments, its text the caption', () => {
+    const parsed = parse(fixture('text-message')[0]);
+    expect(parsed).toMatchObject({ kind: 'child', eventId: `${botId}:810000801`, type: 'message' });
+    expect(child(parsed)).toEqual({
+      key: { workspace, provider: 'telegram', accountId: botId, conversationId: '123456789', messageId: '402' },
+      albumKey: null,
+      album: null,
+      caption: 'hello bot',
+      sentAt: '2026-09-29T10:06:50.000Z',
+      attachments: [],
+    });
+    // An edited text is an edit of that child.
+    const edited = parse({ update_id: 2, edited_message: { ...fixture('text-message')[0]!.message as object, text: 'hello, bot', edit_date: 1790676500 } });
+    expect(edited).toMatchObject({ kind: 'edit', child: { caption: 'hello, bot', attachments: [] }, editedAt: '2026-09-29T10:08:20.000Z' });
   });
 
   it('other update types are recorded and ignored under their own name', () => {
@@ -213,10 +225,30 @@ describe('parseUpdate: media', () => {
     expect(mediaOf({ photo: [file('p', { width: 1, height: 1 })], video: file('v') }).kind).toBe('photo');
   });
 
-  it('ignores a message whose only content albumflow does not keep', () => {
-    for (const message of [{ text: 'hi' }, { location: { latitude: 1, longitude: 2 } }, { poll: { id: 'p' } }, { paid_media: { star_count: 1 } }]) {
-      expect(parse(photoUpdate({ photo: undefined, ...message }))).toMatchObject({ kind: 'ignored', reason: 'no_media' });
+  it('ignores a message with neither media nor text that albumflow keeps', () => {
+    const nothingKept = [
+      { location: { latitude: 1, longitude: 2 } },
+      { poll: { id: 'p' } },
+      { paid_media: { star_count: 1 } },
+      { new_chat_members: [{ id: 1, is_bot: false, first_name: 'Bob' }] },
+      { text: '' },
+    ];
+    for (const message of nothingKept) {
+      expect(parse(photoUpdate({ photo: undefined, ...message }))).toMatchObject({ kind: 'ignored', reason: 'no_content' });
     }
+    // A live location moves by edits: each is recorded and ignored too.
+    expect(parse(photoUpdate({ photo: undefined, location: { latitude: 1, longitude: 2 }, edit_date: 1790676100 }, {}, 'edited_message'))).toMatchObject({
+      kind: 'ignored',
+      reason: 'no_content',
+    });
+  });
+
+  it('keeps the text or caption of a message without media it keeps, as a child without attachments', () => {
+    expect(child(parse(photoUpdate({ photo: undefined, text: 'hi' })))).toMatchObject({ caption: 'hi', attachments: [] });
+    expect(child(parse(photoUpdate({ photo: undefined, paid_media: { star_count: 1 }, caption: 'for a star' })))).toMatchObject({
+      caption: 'for a star',
+      attachments: [],
+    });
   });
 
   it('keeps descriptive fields of the wrong type as unknown', () => {
@@ -381,7 +413,8 @@ describe('parseUpdate: properties', () => {
         expect(['child', 'edit', 'ignored', 'rejected']).toContain(parsed.kind);
         if (parsed.kind === 'rejected') expect(parsed.message.length).toBeGreaterThan(0);
         if (parsed.kind === 'child' || parsed.kind === 'edit') {
-          expect(parsed.child.attachments).toHaveLength(1);
+          // One attachment, or none and a text: nothing else makes a child.
+          if (parsed.child.attachments.length !== 1) expect([parsed.child.attachments.length, typeof parsed.child.caption]).toEqual([0, 'string']);
           expect(parsed.child.key).toMatchObject({ workspace, provider: 'telegram', accountId: bot });
           expect(parsed.eventId.startsWith(`${bot}:`)).toBe(true);
         }

@@ -1,4 +1,5 @@
 import { execFile as execFileCallback, spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,13 +11,16 @@ import { projectRoot } from '../../../src/paths.js';
 import { signatureHeader } from '../../../src/signature.js';
 import type { AlbumStatus } from '../../../workflows/types.js';
 import { eventually } from '../../helpers/albums.js';
+import { startFakeBotApi, type FakeBotApi } from '../../helpers/fake-bot-api.js';
+import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos, type ServedPhoto } from '../../helpers/fake-bot-api-demo.js';
 import { albumEvent } from '../../helpers/stack.js';
 
 const execFile = promisify(execFileCallback);
 
 // `npm start` in child processes, each in a process group of its own as in a terminal, with neither
 // DATABASE_URL nor TEMPORAL_ADDRESS: its own embedded PostgreSQL and Temporal dev server in a data
-// directory made for this file.
+// directory made for this file. Its Telegram bot downloads from the fake Bot API, as in the demo of
+// docs/telegram.md.
 
 const workspace = 'embedded';
 const secret = 'embedded-secret';
@@ -24,8 +28,11 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-embedded-'));
 // As root, the embedded PostgreSQL runs as the postgres user, which must reach its directory.
 fs.chmodSync(dataDir, 0o755);
 
+// Nothing of albumflow's from this process: the CLI finds its API token in the data directory.
 const inherited = Object.fromEntries(
-  Object.entries(process.env).filter(([name]) => name !== 'DATABASE_URL' && !name.startsWith('TEMPORAL_') && !name.startsWith('PG')),
+  Object.entries(process.env).filter(
+    ([name]) => name !== 'DATABASE_URL' && !['TEMPORAL_', 'PG', 'ALBUMFLOW_', 'TELEGRAM_'].some((prefix) => name.startsWith(prefix)),
+  ),
 );
 const env: NodeJS.ProcessEnv = {
   ...inherited,
@@ -34,10 +41,23 @@ const env: NodeJS.ProcessEnv = {
   TEMPORAL_PORT: '0',
   TEMPORAL_UI_PORT: '0',
   WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }),
+  TELEGRAM_BOTS: demoTelegramBots(workspace),
   QUIET_PERIOD_MS: '300',
   MAX_WAIT_MS: '3000',
   LOG_LEVEL: 'info',
 };
+
+/** The fake Bot API the bot downloads from (TELEGRAM_API_ROOT), and the photos it serves for the example album. */
+let botApi: FakeBotApi | undefined;
+let photos: ServedPhoto[] = [];
+
+/** The last row of the decisions `albumflow status` prints, listing these children. */
+const lastDecisionOf = (messageIds: string[]) => new RegExp(`\\n\\d+\\s+[a-z_]+\\s+\\S+\\s+${messageIds.join(', ')}\\n?$`);
+
+/** `npx albumflow …` in the project, as a user runs it, with the environment of the instances (no ALBUMFLOW_TOKEN). */
+async function npx(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return execFile('npx', ['albumflow', ...args], { cwd: projectRoot, env, timeout: 60_000 });
+}
 
 interface Instance {
   /** npm's process, the leader of the instance's process group. */
@@ -114,10 +134,12 @@ async function postAlbum(url: string, albumId: string): Promise<void> {
   }
 }
 
+/** The status API's body for a UnifyPort album of `conv`, or for `<provider>/<account>/<conversation>/<album>`. */
 async function albumStatus(url: string, albumId: string): Promise<AlbumStatus | undefined> {
   // API_TOKENS is unset: the admin token albumflow generated in the data directory.
   const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
-  const response = await fetch(`${url}/workspaces/${workspace}/albums/whatsapp/acc_1/conv/${albumId}`, { headers: { authorization: `Bearer ${token}` } });
+  const tail = albumId.includes('/') ? albumId : `whatsapp/acc_1/conv/${albumId}`;
+  const response = await fetch(`${url}/workspaces/${workspace}/albums/${tail}`, { headers: { authorization: `Bearer ${token}` } });
   return response.status === 200 ? ((await response.json()) as AlbumStatus) : undefined;
 }
 
@@ -138,11 +160,15 @@ let instance: (Instance & { url: string; pid: number }) | undefined;
 
 afterAll(async () => {
   if (instance) await interrupt(instance);
+  await botApi?.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
   beforeAll(async () => {
+    botApi = await startFakeBotApi();
+    photos = await servePhotos(botApi, demoBot.token, [exampleAlbumFile]);
+    env.TELEGRAM_API_ROOT = botApi.url;
     instance = await serve();
   }, 240_000);
 
@@ -162,7 +188,67 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
       expect(sent.stdout).toMatch(/^202 /);
     }
     expect((await decided(url, 'cli')).state).toBe('processed');
+
+    // Without ALBUMFLOW_TOKEN: the CLI reads the admin token from the data directory, as the README's quick start has it.
+    expect(env.ALBUMFLOW_TOKEN).toBeUndefined();
+    const status = await npx(['status', workspace, 'whatsapp', 'acc_1', 'conv', 'cli', '--url', url]);
+    expect(status.stdout).toContain('state:          processed');
+    expect(status.stdout).toMatch(lastDecisionOf(['cli-0', 'cli-1']));
   }, 120_000);
+
+  it('decides a Telegram album sent with the CLI, its photos downloaded from the fake Bot API, and shows it in the status API, the CLI and the Temporal UI', async () => {
+    const { url, output } = instance!;
+    const [first] = JSON.parse(fs.readFileSync(exampleAlbumFile, 'utf8')) as Array<{ message: { chat: { id: number }; media_group_id: string } }>;
+    const key = ['telegram', demoBot.id, String(first!.message.chat.id), first!.message.media_group_id];
+    const messageIds = ['201', '202', '203'];
+
+    const sent = await npx(['send', '--telegram', exampleAlbumFile, '--workspace', workspace, '--bot', demoBot.name, '--url', url]);
+    expect(sent.stdout.trim().split('\n')).toEqual(photos.map((photo) => `200 update_id ${photo.updateId}`));
+
+    // The status API: one album, decided, every photo downloaded as the fake served it.
+    const album = await eventually(async () => {
+      const status = await albumStatus(url, key.join('/'));
+      expect(status?.decisions.at(-1)?.childMessageIds).toEqual(messageIds);
+      expect(status?.media.downloaded).toBe(3);
+      return status!;
+    }, 90_000);
+    expect([album.state, album.distinctChildren, album.children.map((child) => child.messageId)]).toEqual(['processed', 3, messageIds]);
+    expect(album.children.map((child) => child.attachments)).toEqual(
+      photos.map((photo) => [
+        { position: 0, status: 'downloaded', contentType: 'image/jpeg', bytes: photo.content.length, sha256: crypto.createHash('sha256').update(photo.content).digest('hex'), error: null },
+      ]),
+    );
+    expect([botApi!.calls('getFile', demoBot.token).length, botApi!.calls('file', demoBot.token).length]).toEqual([3, 3]);
+
+    // The CLI.
+    const status = await npx(['status', workspace, ...key, '--url', url]);
+    expect(status.stdout).toContain(`workflow id:    ${album.workflowId}`);
+    expect(status.stdout).toContain('media:          3/3 downloaded, 0 pending');
+    expect(status.stdout).toMatch(lastDecisionOf(messageIds));
+
+    // The Temporal UI: its own API lists the workflow by its search attributes, as its workflow list shows them.
+    const uiUrl = /Temporal UI\s+(http:\/\/\S+?)\/namespaces\//.exec(output())?.[1];
+    expect(uiUrl, output()).toBeDefined();
+    const query = encodeURIComponent(`AlbumWorkspace = "${workspace}" AND AlbumProvider = "telegram"`);
+    await eventually(async () => {
+      const response = await fetch(`${uiUrl}/api/v1/namespaces/default/workflows?query=${query}`);
+      const body = (await response.json()) as { executions?: Array<{ execution: { workflowId: string }; searchAttributes: { indexedFields: Record<string, { data: string }> } }> };
+      expect(body.executions?.map((execution) => execution.execution.workflowId)).toEqual([album.workflowId]);
+      const attributes = Object.fromEntries(
+        Object.entries(body.executions![0]!.searchAttributes.indexedFields).map(([name, { data }]) => [name, JSON.parse(Buffer.from(data, 'base64').toString()) as unknown]),
+      );
+      expect(attributes).toMatchObject({ AlbumWorkspace: workspace, AlbumProvider: 'telegram', AlbumState: 'processed', AlbumChildren: 3, AlbumNeedsReview: false });
+    }, 60_000);
+    const workflowPage = `${uiUrl}/namespaces/default/workflows/${encodeURIComponent(album.workflowId)}`;
+    expect((await fetch(workflowPage)).status).toBe(200);
+
+    // `albumflow history` finds the embedded dev server on the ports it picked, and links that page.
+    const history = await npx(['history', workspace, ...key, '--url', url]);
+    expect(history.stdout).toContain(`Temporal UI: ${workflowPage}`);
+    expect(history.stdout).toMatch(/Runs on 127\.0\.0\.1:\d+ \(default\):\n\s+\S+\s+RUNNING/);
+
+    expect(output()).not.toContain(demoBot.token.split(':')[1]);
+  }, 240_000);
 
   it('refuses a second start on the same data directory at once, naming the running pid, and the first keeps working', async () => {
     const { url, pid } = instance!;

@@ -1,0 +1,62 @@
+// What the demo of docs/telegram.md ("Try it without Telegram") serves from the fake Bot API: real
+// JPEG photos for the file ids of the example album (examples/telegram-album.json), to a bot whose
+// token only the fake knows. Shared by the runnable fake (fake-bot-api-main.ts) and the npm start test.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseUpdate } from '../../src/ingest/telegram.js';
+import { projectRoot } from '../../src/paths.js';
+import type { FakeBotApi } from './fake-bot-api.js';
+import { jpeg } from './images.js';
+
+/** The demo's bot: a token of BotFather's form that only the fake Bot API accepts. */
+export const demoBot = {
+  workspace: 'demo',
+  name: 'shop',
+  id: '7000000001',
+  token: '7000000001:FAKE-token-known-only-to-the-fake-Bot-API',
+  secretToken: 'fake-bot-api-demo-secret-token',
+} as const;
+
+/** The example album: its three Updates in the order Telegram would send them, as `albumflow send --telegram` takes them. */
+export const exampleAlbumFile = path.join(projectRoot, 'examples', 'telegram-album.json');
+
+export interface ServedPhoto {
+  /** The file of the Update it belongs to. */
+  file: string;
+  updateId: number;
+  fileId: string;
+  width: number;
+  height: number;
+  content: Buffer;
+}
+
+/** TELEGRAM_BOTS for albumflow with the demo's bot under `workspace`. */
+export function demoTelegramBots(workspace: string = demoBot.workspace): string {
+  return JSON.stringify({ [workspace]: { [demoBot.name]: { token: demoBot.token, secretToken: demoBot.secretToken } } });
+}
+
+/**
+ * Makes the fake serve to the bot `token`, for the media albumflow keeps of each Update in `files` (each
+ * holds an Update or a list of them), a JPEG of the size the Update gives, each a different picture.
+ */
+export async function servePhotos(api: FakeBotApi, token: string, files: readonly string[]): Promise<ServedPhoto[]> {
+  api.addBot(token);
+  const updates = files.flatMap((file) => {
+    const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as unknown;
+    return (Array.isArray(parsed) ? parsed : [parsed]).map((update) => ({ file, update: update as { update_id: number } }));
+  });
+  const served: ServedPhoto[] = [];
+  for (const { file, update } of updates) {
+    const parsed = parseUpdate(demoBot.workspace, token.split(':')[0]!, Buffer.from(JSON.stringify(update)));
+    const media = parsed.kind === 'child' || parsed.kind === 'edit' ? parsed.child.attachments[0]?.telegramFile : undefined;
+    if (!media) continue;
+    const width = media.width ?? 1280;
+    const height = media.height ?? 960;
+    const content = await jpeg(width, height, (200 + 47 * served.length) % 360);
+    api.addFile(token, media.fileId, { content, contentType: 'image/jpeg' });
+    served.push({ file, updateId: update.update_id, fileId: media.fileId, width, height, content });
+  }
+  if (served.length === 0) throw new Error(`no Update of ${files.join(', ')} has a photo or another file`);
+  return served;
+}

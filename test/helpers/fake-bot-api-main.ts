@@ -1,0 +1,71 @@
+// `npm run fake-bot-api [-- --port N] [update.json …]`: the tests' FAKE Telegram Bot API, started on its
+// own so that a person can try albumflow's Telegram route without Telegram (docs/telegram.md, "Try it
+// without Telegram"). It is test tooling: it knows one made-up bot and the files of the Updates it is
+// given (the example album by default), serves a real JPEG for each, and never talks to Telegram.
+
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { startFakeBotApi } from './fake-bot-api.js';
+import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos } from './fake-bot-api-demo.js';
+
+const usage = `npm run fake-bot-api [-- --port N] [update.json …]
+
+Starts a FAKE Telegram Bot API (getFile and the file route) on 127.0.0.1 for the bot ${demoBot.id} of
+TELEGRAM_BOTS["${demoBot.workspace}"]["${demoBot.name}"], serving a JPEG for the photo (or other file) of each Update
+in the files given, each holding an Update or a list (default: examples/telegram-album.json). --port 0
+picks a free port (default 8081).`;
+
+const { values, positionals } = parseArgs({
+  options: { port: { type: 'string', default: '8081' }, help: { type: 'boolean', short: 'h', default: false } },
+  allowPositionals: true,
+});
+if (values.help) {
+  console.log(usage);
+  process.exit(0);
+}
+const port = Number(values.port);
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`fake-bot-api: --port must be a port number, not "${values.port}"`);
+  process.exit(2);
+}
+const files = positionals.length > 0 ? positionals.map((file) => path.resolve(file)) : [exampleAlbumFile];
+const relative = (file: string) => path.relative(process.cwd(), file) || file;
+
+/** The path as requested, the token's secret part left out. */
+const shown = (requestPath: string) => requestPath.split(demoBot.token).join(`${demoBot.id}:…`);
+
+const api = await startFakeBotApi({
+  port,
+  onAnswered: (request, status) => {
+    const fileId = request.body.match(/"file_id":"([^"]+)"/)?.[1];
+    console.log(`${new Date(request.at).toISOString()}  ${request.method} ${shown(request.path)}${fileId ? ` (${fileId.slice(0, 16)}…)` : ''} → ${status}`);
+  },
+}).catch((err: NodeJS.ErrnoException) => {
+  console.error(`fake-bot-api: cannot listen on 127.0.0.1:${port} (${err.code ?? err.message}); pass --port with another port, or 0 for any`);
+  process.exit(1);
+});
+const photos = await servePhotos(api, demoBot.token, files);
+
+const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+console.log(
+  [
+    `A FAKE Telegram Bot API (albumflow's test tooling; it never talks to Telegram) is listening on ${api.url}`,
+    `It knows one bot, ${demoBot.id}, and serves ${photos.length} photos to it:`,
+    ...photos.map((photo) => `  ${photo.fileId.slice(0, 24)}…  ${photo.width}×${photo.height} JPEG, ${photo.content.length} bytes  (update ${photo.updateId} of ${relative(photo.file)})`),
+    '',
+    'Run albumflow against it, and keep TELEGRAM_BOTS for the CLI (it signs with the secret token):',
+    `  export TELEGRAM_BOTS=${quote(demoTelegramBots())}`,
+    `  TELEGRAM_API_ROOT=${api.url} npm start`,
+    '',
+    'Then send the Updates (one request each, in order, as Telegram does):',
+    ...files.map((file) => `  npx albumflow send --telegram ${relative(file)} --workspace ${demoBot.workspace} --bot ${demoBot.name}`),
+    '',
+    'Requests (the token shown without its secret part); Ctrl-C stops it:',
+  ].join('\n'),
+);
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void api.close().then(() => process.exit(0));
+  });
+}
