@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { banner } from '../../src/banner.js';
+import { loadConfig } from '../../src/config.js';
+
+const urls = { http: 'http://127.0.0.1:3000', console: 'http://127.0.0.1:3000/ui', temporal: '127.0.0.1:7233' };
+const bots = JSON.stringify({ shop: { sales: { token: '7000000001:AAH-fake-bot-token-for-banner-tests', secretToken: 'secret-token-of-sales' } } });
+
+function lines(env: Record<string, string>): string[] {
+  return banner(urls, loadConfig({ DATA_DIR: '/tmp/albumflow-banner', ...env })).split('\n');
+}
+
+describe('the banner of npm start', () => {
+  it('names the UnifyPort webhook and the status URL of the first configured workspace', () => {
+    const printed = lines({ WORKSPACE_SECRETS: JSON.stringify({ 'demo space': ['s'] }) });
+    expect(printed).toContain('  webhook      POST http://127.0.0.1:3000/webhooks/unifyport/demo%20space');
+    expect(printed.some((line) => line.includes('/workspaces/demo%20space/albums'))).toBe(true);
+    expect(printed.some((line) => line.includes('none configured'))).toBe(false);
+  });
+
+  it('with Telegram bots alone, names their webhooks and their workspace in the status URL, and no UnifyPort webhook', () => {
+    const printed = lines({ TELEGRAM_BOTS: bots });
+    expect(printed.some((line) => line.includes('/webhooks/telegram/shop/sales'))).toBe(true);
+    expect(printed.some((line) => line.includes('/workspaces/shop/albums'))).toBe(true);
+    expect(printed.some((line) => line.includes('unifyport') || line.includes('<workspace>'))).toBe(false);
+    expect(printed.join('\n')).not.toContain('AAH-fake-bot-token');
+  });
+
+  it('without any workspace, says that every webhook gets 404 and how to configure one', () => {
+    const printed = lines({});
+    expect(printed).toContain('  webhook      POST http://127.0.0.1:3000/webhooks/unifyport/<workspace>');
+    expect(printed.some((line) => line.includes('none configured, so every webhook gets 404'))).toBe(true);
+  });
+});
