@@ -4,7 +4,6 @@ import { signatureHeader } from '../signature.js';
 import { CliError, createApi, misuse } from './api.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
 import { readFile, sendTelegram, setWebhook } from './telegram.js';
-import { printRuns } from './temporal.js';
 
 const usage = `albumflow — inspect albums, act on them, and send sample webhooks to a running albumflow
 
@@ -123,6 +122,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'history': {
       const base = keyPath(rest, `${albumKeyWords.slice(0, -'<album>'.length)}<album-or-message>`);
+      // The Temporal SDK (a native module) loads for this command alone: every other one starts without it.
+      const { printRuns } = await import('./temporal.js');
       const album = await api.authorized('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
       if (album.status === 200) return printRuns((album.body as AlbumStatus).workflowId);
       const message = await api.authorized('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/messages/'));
