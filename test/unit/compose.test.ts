@@ -135,7 +135,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('publishes only the ingress beyond this host, and holds no API token of its own', () => {
+  it('publishes only the ingress beyond this host, and holds no API token or signing secret of its own', () => {
     for (const [name, service] of Object.entries(services)) {
       for (const port of service.ports ?? []) {
         if (name === 'ingress') expect(port).toBe('3000:3000');
@@ -144,6 +144,8 @@ describe('docker-compose.yml', () => {
     }
     expect(services.ingress?.environment?.API_TOKENS).toBe('${API_TOKENS:-}');
     expect(services.worker?.environment?.API_TOKENS).toBeUndefined();
+    // The ingress is public: a signing secret written here would let anyone who reads this file post webhooks.
+    expect(services.ingress?.environment?.WORKSPACE_SECRETS).toBe('${WORKSPACE_SECRETS:-{}}');
     // Without API_TOKENS the ingress generates its admin token in DATA_DIR: a volume, so it survives a new container.
     const dataDir = services.ingress?.environment?.DATA_DIR;
     expect(services.ingress?.volumes?.some((volume) => volume.endsWith(`:${dataDir}`))).toBe(true);
