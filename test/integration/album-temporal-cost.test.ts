@@ -75,7 +75,14 @@ describe('the Temporal cost of an album', () => {
     await eventually(async () => expect(await storedDecisions(pool, workflowId)).toHaveLength(1), 60_000);
     const [decision] = await storedDecisions(pool, workflowId);
     expect(decision).toMatchObject({ trigger: 'quiet_period', child_message_ids: ['p0', 'p1', 'p2'] });
-    const events = (await handle.fetchHistory()).events ?? [];
+    // The decision is stored while its record-and-notify activity runs; the late window's timer is armed
+    // once that activity completed, in a later workflow task: read the history once it is.
+    const ofType = (events: readonly HistoryEvent[], type: proto.temporal.api.enums.v1.EventType) => events.filter((event) => event.eventType === type);
+    let events: HistoryEvent[] = [];
+    await eventually(async () => {
+      events = (await handle.fetchHistory()).events ?? [];
+      expect(ofType(events, EventType.EVENT_TYPE_TIMER_STARTED).length).toBeGreaterThan(ofType(events, EventType.EVENT_TYPE_TIMER_FIRED).length);
+    }, 60_000);
     await handle.terminate('test done').catch(() => undefined);
 
     const counts = countHistory({ events });
@@ -85,8 +92,8 @@ describe('the Temporal cost of an album', () => {
     // A timer is never cancelled (a later deadline keeps the running one), so every timer started but the
     // late window's running one has fired; and a signal alone starts none (a timer restarted for each
     // child would be cancelled twice and started in both later signals' tasks).
-    expect(events.filter((event) => event.eventType === EventType.EVENT_TYPE_TIMER_CANCELED)).toEqual([]);
-    expect(counts.timersStarted).toBe(1 + events.filter((event) => event.eventType === EventType.EVENT_TYPE_TIMER_FIRED).length);
+    expect(ofType(events, EventType.EVENT_TYPE_TIMER_CANCELED)).toEqual([]);
+    expect(counts.timersStarted).toBe(1 + ofType(events, EventType.EVENT_TYPE_TIMER_FIRED).length);
     const signalTasks = tasks.slice(1).filter(({ causes }) => has(causes, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED));
     expect(signalTasks).toHaveLength(2);
     for (const { causes, commands } of signalTasks) {
