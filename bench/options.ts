@@ -56,7 +56,7 @@ export interface BenchOptions {
   mediaMegabytesPerSecond: number;
   /** How long to wait for every accepted child of a phase to be decided (and its media settled). */
   settleTimeoutMs: number;
-  /** Run the ingress and the worker with --cpu-prof (profiles under the run's results folder). */
+  /** Run the ingress, the worker, the ceiling and the ingress alone with --cpu-prof (profiles under the run's results folder). */
   profile: boolean;
   /** The PostgreSQL server the run's databases are created on (as DATABASE_URL; its database name is ignored). */
   databaseUrl: string | undefined;

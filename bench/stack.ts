@@ -173,10 +173,10 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const startups = await Promise.allSettled([
     start('worker', 'src/worker.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, /albumflow worker polling/, profileArgs('worker')),
     start('ingress', 'src/ingress.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb) }, /listening on (http:\/\/\S+?),/, profileArgs('ingress')),
-    start('ceiling', 'bench/ceiling.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) }, /ceiling listening on (\S+)/),
+    start('ceiling', 'bench/ceiling.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) }, /ceiling listening on (\S+)/, profileArgs('ceiling')),
     start('load', 'bench/load.ts', { ...inherited }, /load generator ready/, [], true),
     ingressAloneDatabase
-      ? start('ingress alone', 'bench/ingress-alone.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ingressAloneDatabase)) }, /listening on (http:\/\/\S+)/)
+      ? start('ingress alone', 'bench/ingress-alone.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ingressAloneDatabase)) }, /listening on (http:\/\/\S+)/, profileArgs('ingress-alone'))
       : Promise.resolve(undefined),
     withMedia
       ? start(
