@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace';
 import { loadConfig, type Config } from './config.js';
+import { InstanceRunningError } from './embedded/ownership.js';
 import { createLogger, type Logger } from './log.js';
 import { onStopSignals } from './stop-signals.js';
 import { startService, type Roles, type Service } from './service.js';
@@ -34,7 +35,8 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
   try {
     service = await startService(config, roles, logger);
   } catch (err) {
-    logger.fatal({ err }, 'albumflow could not start');
+    // Another albumflow on this data directory is a refusal that explains itself: the one line below says it.
+    if (!(err instanceof InstanceRunningError)) logger.fatal({ err }, 'albumflow could not start');
     return fail((err as Error).message);
   }
   process.stdout.write(describe(service, config));
