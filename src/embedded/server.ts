@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { pickPort, saysAddressInUse } from './ports.js';
 import { removeServerRecord, stopOrphan, writeServerRecord, type UnrecordedServer } from './ownership.js';
@@ -178,7 +179,7 @@ async function launch<Ports extends readonly number[]>(spec: EmbeddedServerSpec<
     output = (output + chunk.toString()).slice(-8_000);
   });
   const exited = new Promise<string>((resolve) => {
-    child.once('error', (err) => resolve(`could not be started (${err.message})`));
+    child.once('error', (err) => resolve(`could not be started (${spawnFailure(err, spec.cwd)})`));
     child.once('exit', (code, signal) => resolve(signal ? `was killed (${signal})` : `exited with code ${code}`));
   });
   const current: Running = { child, exited };
@@ -205,6 +206,12 @@ async function launch<Ports extends readonly number[]>(spec: EmbeddedServerSpec<
     abort.abort();
     clearTimeout(timer);
   }
+}
+
+/** Why a spawn failed, for people: Node reports a missing working directory as the command's own ENOENT. */
+function spawnFailure(err: NodeJS.ErrnoException, cwd: string | undefined): string {
+  if (err.code === 'ENOENT' && cwd !== undefined && !fs.existsSync(cwd)) return `its directory ${cwd} does not exist`;
+  return err.message;
 }
 
 async function stopProcess({ child, exited }: Running, signal: NodeJS.Signals): Promise<void> {

@@ -159,3 +159,23 @@ describe('an embedded server killed under albumflow', () => {
     }
   }, 60_000);
 });
+
+describe('an embedded server that cannot be started', () => {
+  it('says its directory is gone when that is why, not that its command is missing', async () => {
+    const gone = path.join(root, 'deleted-data');
+    fs.mkdirSync(gone);
+    fs.rmSync(gone, { recursive: true });
+    const started = startEmbeddedServer({
+      id: 'homeless',
+      name: 'the fake server homeless',
+      command: process.execPath,
+      args: () => ['-e', ''],
+      ports: [0] as const,
+      cwd: gone,
+      stopSignal: 'SIGTERM',
+      waitUntilServing: () => new Promise<void>(() => undefined),
+      log,
+    });
+    await expect(started).rejects.toThrow(`the fake server homeless could not be started (its directory ${gone} does not exist) before it served`);
+  });
+});
