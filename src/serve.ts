@@ -45,9 +45,13 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
     await service.close();
     process.exit(1);
   });
-  // Signals are handled by onStopSignals, not by close-with-grace (it keeps errors): close-with-grace exits 1
-  // on any second signal, and npm's relay of a Ctrl-C is one, before the embedded servers are stopped.
-  const shutdown = closeWithGrace({ delay: 30_000, logger, skip: ['SIGINT', 'SIGTERM'] }, async ({ err }) => {
+  // SIGINT and SIGTERM are handled by onStopSignals, not by close-with-grace (it keeps errors and the other
+  // signals it stops on): close-with-grace exits 1 on any second signal, and npm's relay of a Ctrl-C is one,
+  // before the embedded servers are stopped. The signal Node writes heap snapshots on must not stop albumflow.
+  const snapshotSignal = heapSnapshotSignal();
+  const skip: closeWithGrace.AllEvents[] = ['SIGINT', 'SIGTERM'];
+  if (snapshotSignal) skip.push(snapshotSignal as closeWithGrace.AllEvents);
+  const shutdown = closeWithGrace({ delay: 30_000, logger, skip }, async ({ err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     await service.close();
   });
@@ -61,4 +65,10 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
       process.exit(1);
     },
   );
+}
+
+/** The signal named by Node's `--heapsnapshot-signal`, on the command line or in NODE_OPTIONS. */
+function heapSnapshotSignal(): string | undefined {
+  const flags = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' ');
+  return /--heapsnapshot-signal(?:=|\s+)(SIG[A-Z0-9]+)/.exec(flags)?.[1];
 }

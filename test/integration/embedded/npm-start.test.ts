@@ -45,6 +45,8 @@ const env: NodeJS.ProcessEnv = {
   QUIET_PERIOD_MS: '300',
   MAX_WAIT_MS: '3000',
   LOG_LEVEL: 'info',
+  // As an operator who wants a heap snapshot of a running instance sets it.
+  NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${path.join(dataDir, 'diagnostics')}`,
 };
 
 /** The fake Bot API the bot downloads from (TELEGRAM_API_ROOT), and the photos it serves for the example album. */
@@ -285,6 +287,26 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     await decided(url, `during-${id}`);
     expect((await albumStatus(url, `before-${id}`))?.decisions.at(-1)?.childMessageIds).toEqual([`before-${id}-0`, `before-${id}-1`]);
   }, 240_000);
+
+  it('writes a heap snapshot on the signal Node is told to write one on, and keeps serving', async () => {
+    const { url, pid } = instance!;
+    const diagnostics = path.join(dataDir, 'diagnostics');
+    fs.mkdirSync(diagnostics, { recursive: true });
+    process.kill(pid, 'SIGUSR2');
+    const snapshot = await eventually(() => {
+      const written = fs.readdirSync(diagnostics).filter((name) => name.endsWith('.heapsnapshot'));
+      expect(written).toHaveLength(1);
+      return path.join(diagnostics, written[0]!);
+    }, 30_000);
+    // Written whole: a snapshot is one JSON document.
+    await eventually(() => expect(() => JSON.parse(fs.readFileSync(snapshot, 'utf8')) as unknown).not.toThrow(), 30_000);
+
+    await postAlbum(url, 'after-snapshot');
+    await decided(url, 'after-snapshot');
+    expect(isRunning(owner())).toBe(true);
+    expect(owner().pid).toBe(pid);
+    expect((await readiness(url)).code).toBe(200);
+  }, 120_000);
 
   it('exits 0 on Ctrl-C leaving no server running, and the next start finds its albums', async () => {
     await postAlbum(instance!.url, 'before-ctrl-c');
