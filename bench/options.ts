@@ -56,7 +56,10 @@ export interface BenchOptions {
   mediaMegabytesPerSecond: number;
   /** How long to wait for every accepted child of a phase to be decided (and its media settled). */
   settleTimeoutMs: number;
-  /** Run the ingress, the worker, the ceiling and the ingress alone with --cpu-prof (profiles under the run's results folder). */
+  /**
+   * Run the ingress, the worker, the ceiling and the ingress alone with --cpu-prof, and sample the Temporal
+   * server with Linux `perf` (profiles under the run's results folder).
+   */
   profile: boolean;
   /** The PostgreSQL server the run's databases are created on (as DATABASE_URL; its database name is ignored). */
   databaseUrl: string | undefined;
@@ -134,6 +137,7 @@ const usage =
   'The sustained and burst phases download every child\'s attachment from a local media server (--no-media: none).\n' +
   'DATABASE_URL names the PostgreSQL server (fresh databases are created on it and dropped after; unset: an embedded one of the run);\n' +
   'TEMPORAL_ADDRESS, when set, is used instead of starting a dev server.\n' +
+  '--profile writes CPU profiles of the Node processes (--cpu-prof) and, with `perf` on PATH, of the Temporal server.\n' +
   'The run\'s section of BENCHMARKS.md replaces the previous run\'s (--no-benchmarks-md: the file is left as it is).\n';
 
 /** The options a command line sets, or null when it asked for --help (printed). */

@@ -15,6 +15,8 @@ import { startDevServer } from '../src/embedded/temporal.js';
 import type { MediaFile } from './media/catalogue.js';
 import { repoRoot, type BenchOptions, type PhaseName } from './options.js';
 import { childPids, MemorySampler, pidsListeningOn, spawnNode, type ManagedProcess } from './processes.js';
+import { recordPerf } from './perf.js';
+import { describePerfSummary } from './perf-summary.js';
 import { connectAdmin } from './queries.js';
 import type { ServedMedia } from './workload.js';
 
@@ -215,6 +217,16 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     : pidsListeningOn(Number(temporalAddress.split(':').pop()))[0];
   if (temporalPid !== undefined) watched.temporal = temporalPid;
   else log(`bench: no process of this machine listens on ${temporalAddress}; the Temporal server's CPU is not measured`);
+  if (options.profile && temporalPid !== undefined) {
+    const dir = path.join(runDir, 'profiles', 'temporal');
+    const recording = recordPerf(temporalPid, dir, log);
+    if (recording) {
+      closers.push("the Temporal server's profile", async () => {
+        const summary = await recording.stop();
+        if (summary) log(`bench: the Temporal server's profile (${summary.cpuSeconds} CPU-s sampled): ${describePerfSummary(summary)}; in ${dir}`);
+      });
+    }
+  }
   const sampler = new MemorySampler();
   for (const [name, pid] of Object.entries(watched)) sampler.watch(name, pid);
   sampler.start();

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { summarizePerfReport } from '../../bench/perf-summary.js';
+
+// Shaped as `perf report --stdio --sort sym -g none` prints them (headers trimmed to what is read).
+const selfReport = `# Samples: 2K of event 'cpu-clock:ppp'
+# Event count (approx.): 12500000000
+#
+# Overhead  Symbol
+# ........  ......
+#
+    20.00%  [.] modernc.org/sqlite/lib._sqlite3VdbeExec
+    10.00%  [.] modernc.org/libc.Xmemcpy
+    15.00%  [.] runtime.scanObject
+     5.00%  [.] internal/runtime/maps.(*Map).getWithoutKeySmallFastStr
+    12.00%  [k] clear_page_erms
+     8.00%  [.] google.golang.org/protobuf/internal/impl.(*MessageInfo).sizePointerSlow
+     6.00%  [.] google.golang.org/grpc.(*Server).processUnaryRPC
+     7.00%  [.] go.temporal.io/server/service/history.(*historyEngineImpl).Start
+     2.00%  [.] github.com/uber-go/tally/v4.(*scopeRegistry).Subscope
+    15.00%  [.] encoding/json.(*decodeState).object
+`;
+
+const childrenReport = `# Samples: 2K of event 'cpu-clock:ppp'
+#
+# Children      Self  Symbol
+# ........  ........  ......
+#
+    44.71%     0.00%  [.] google.golang.org/grpc.(*Server).handleStream
+    15.88%     0.00%  [.] go.temporal.io/server/service/history.(*visibilityQueueTaskExecutor).Execute
+    10.22%     0.00%  [.] go.temporal.io/server/api/historyservice/v1._HistoryService_SignalWithStartWorkflowExecution_Handler
+    10.04%     0.00%  [.] go.temporal.io/server/api/historyservice/v1._HistoryService_SignalWithStartWorkflowExecution_Handler.func1
+     5.66%     0.00%  [.] runtime.gcBgMarkWorker
+     5.66%     0.00%  [.] go.temporal.io/api/workflowservice/v1._WorkflowService_SignalWithStartWorkflowExecution_Handler
+     2.92%     0.00%  [.] go.temporal.io/server/service/history.(*transferQueueActiveTaskExecutor).Execute
+     2.37%     0.18%  [.] go.temporal.io/server/api/matchingservice/v1._MatchingService_PollWorkflowTaskQueue_Handler
+`;
+
+describe('summarizing a perf report of the Temporal server', () => {
+  const summary = summarizePerfReport(selfReport, childrenReport);
+
+  it('reads the CPU time the samples stand for from the cpu-clock event count', () => {
+    expect(summary.cpuSeconds).toBe(12.5);
+  });
+
+  it('reports the time under each request handler, queue executor and the GC workers, largest first', () => {
+    expect(summary.under).toEqual([
+      { name: 'visibilityQueueTaskExecutor', percent: 15.9 },
+      { name: 'HistoryService.SignalWithStartWorkflowExecution', percent: 10.2 },
+      { name: 'garbage collection (background mark workers)', percent: 5.7 },
+      { name: 'WorkflowService.SignalWithStartWorkflowExecution', percent: 5.7 },
+      { name: 'transferQueueActiveTaskExecutor', percent: 2.9 },
+      { name: 'MatchingService.PollWorkflowTaskQueue', percent: 2.4 },
+    ]);
+  });
+
+  it('sorts self time into areas of code', () => {
+    const areas = Object.fromEntries(summary.areas.map(({ name, percent }) => [name, percent]));
+    expect(areas).toEqual({
+      "SQLite (the dev server's persistence and visibility, modernc.org)": 30,
+      'Go runtime (allocation, GC, scheduling, maps)': 20,
+      'the kernel (system calls, network, page faults)': 12,
+      'Temporal server code': 7,
+      'metrics (tally, the Prometheus client)': 2,
+      protobuf: 8,
+      'gRPC and HTTP/2': 6,
+      'other (Go libraries, the standard library)': 15,
+    });
+    expect(summary.areas.map(({ percent }) => percent)).toEqual([...summary.areas.map(({ percent }) => percent)].sort((a, b) => b - a));
+  });
+
+  it('scales the areas to the printed shares\' sum, which rounding of many one-sample symbols takes over 100', () => {
+    const rounded = `# Event count (approx.): 1000000000\n    60.00%  [.] runtime.scanObject\n    40.00%  [.] modernc.org/libc.Xmemcpy\n     4.00%  [.] runtime.step\n`;
+    const areas = summarizePerfReport(rounded, '').areas;
+    expect(areas.map(({ percent }) => percent)).toEqual([61.5, 38.5]);
+    expect(areas.reduce((sum, { percent }) => sum + percent, 0)).toBeCloseTo(100, 0);
+  });
+});
