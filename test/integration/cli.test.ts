@@ -74,7 +74,12 @@ async function statusOf(albumId: string): Promise<AlbumStatus> {
   return response.json<AlbumStatus>();
 }
 
-describe('albumflow CLI against a running server', () => {
+// Each `albumflow` call is a new Node process that compiles the CLI's TypeScript (about 2 CPU-seconds), and a
+// test makes up to eight: on a machine busy with other work that takes minutes, so these tests get more time
+// than the suite's default. Nothing here is about speed.
+const cliTestTimeoutMs = 240_000;
+
+describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }, () => {
   it('send signs and posts events; status shows the album as a table and as JSON', async () => {
     for (const [messageId, index] of [['p2', 1], ['p1', 0]] as const) {
       const sent = await albumflow(['send', eventFile(messageId, index), '--workspace', stack.workspace, '--secret', stack.secret]);
@@ -266,7 +271,7 @@ describe('albumflow CLI against a running server', () => {
   });
 });
 
-describe('albumflow history reaches Temporal as albumflow does', () => {
+describe('albumflow history reaches Temporal as albumflow does', { timeout: cliTestTimeoutMs }, () => {
   const solo = unique('history');
   let id: string;
   let port: string;
