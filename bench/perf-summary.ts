@@ -14,6 +14,8 @@ export interface PerfSummary {
   cpuSeconds: number;
   /** Time under each gRPC handler (service.Method), each history queue executor, and the garbage collector's workers. */
   under: PerfShare[];
+  /** Time in work that every kind of request does (callees included; these overlap the `under` shares). */
+  within: PerfShare[];
   /** Self time by area of code, summing to 100 (give or take rounding). */
   areas: PerfShare[];
 }
@@ -58,6 +60,13 @@ function entryName(symbol: string): string | null {
   return null;
 }
 
+/** Work every request kind does, by the symbol all of it passes through. */
+const crossCutting: Array<[string, string]> = [
+  ['database/sql.withLock', 'the SQL driver (database/sql: every statement, row and commit of persistence and visibility)'],
+  ['modernc.org/sqlite/lib._sqlite3RunParser', "SQLite compiling SQL text (the dev server's driver prepares every statement anew)"],
+  ['runtime.mallocgc', 'memory allocation (runtime.mallocgc)'],
+];
+
 function round(value: number): number {
   return Math.round(value * 10) / 10;
 }
@@ -65,7 +74,10 @@ function round(value: number): number {
 export function summarizePerfReport(selfReport: string, childrenReport: string): PerfSummary {
   const nanoseconds = Number(/^# Event count \(approx\.\): (\d+)/m.exec(selfReport)?.[1] ?? 0);
   const under = new Map<string, number>();
+  const within = new Map<string, number>();
   for (const line of parseLines(childrenReport, true)) {
+    const label = crossCutting.find(([symbol]) => symbol === line.symbol)?.[1];
+    if (label !== undefined) within.set(label, line.children);
     const name = entryName(line.symbol);
     // A handler's symbol appears once; keep the largest if a name repeats (a wrapper of the same method).
     if (name !== null) under.set(name, Math.max(under.get(name) ?? 0, line.children));
@@ -81,11 +93,11 @@ export function summarizePerfReport(selfReport: string, childrenReport: string):
   for (const [area, percent] of areas) areas.set(area, listed > 0 ? (percent / listed) * 100 : 0);
   const sorted = (map: Map<string, number>) =>
     [...map.entries()].map(([name, percent]) => ({ name, percent: round(percent) })).sort((a, b) => b.percent - a.percent);
-  return { cpuSeconds: round(nanoseconds / 1e9), under: sorted(under), areas: sorted(areas) };
+  return { cpuSeconds: round(nanoseconds / 1e9), under: sorted(under), within: sorted(within), areas: sorted(areas) };
 }
 
 /** One line for the run's log: the largest shares of each kind. */
 export function describePerfSummary(summary: PerfSummary): string {
   const shares = (list: PerfShare[]) => list.slice(0, 6).map(({ name, percent }) => `${name} ${percent}%`).join(', ');
-  return `under ${shares(summary.under)}; self time in ${shares(summary.areas)}`;
+  return `under ${shares(summary.under)}; in ${shares(summary.within)}; self time in ${shares(summary.areas)}`;
 }

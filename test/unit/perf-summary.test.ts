@@ -29,6 +29,9 @@ const childrenReport = `# Samples: 2K of event 'cpu-clock:ppp'
     15.88%     0.00%  [.] go.temporal.io/server/service/history.(*visibilityQueueTaskExecutor).Execute
     10.22%     0.00%  [.] go.temporal.io/server/api/historyservice/v1._HistoryService_SignalWithStartWorkflowExecution_Handler
     10.04%     0.00%  [.] go.temporal.io/server/api/historyservice/v1._HistoryService_SignalWithStartWorkflowExecution_Handler.func1
+    26.87%     0.03%  [.] database/sql.withLock
+    11.39%     0.12%  [.] modernc.org/sqlite/lib._sqlite3RunParser
+     8.03%     0.44%  [.] runtime.mallocgc
      5.66%     0.00%  [.] runtime.gcBgMarkWorker
      5.66%     0.00%  [.] go.temporal.io/api/workflowservice/v1._WorkflowService_SignalWithStartWorkflowExecution_Handler
      2.92%     0.00%  [.] go.temporal.io/server/service/history.(*transferQueueActiveTaskExecutor).Execute
@@ -50,6 +53,14 @@ describe('summarizing a perf report of the Temporal server', () => {
       { name: 'WorkflowService.SignalWithStartWorkflowExecution', percent: 5.7 },
       { name: 'transferQueueActiveTaskExecutor', percent: 2.9 },
       { name: 'MatchingService.PollWorkflowTaskQueue', percent: 2.4 },
+    ]);
+  });
+
+  it('reports the time in the SQL driver, in SQLite compiling statements and in allocation, whoever called them', () => {
+    expect(summary.within).toEqual([
+      { name: 'the SQL driver (database/sql: every statement, row and commit of persistence and visibility)', percent: 26.9 },
+      { name: "SQLite compiling SQL text (the dev server's driver prepares every statement anew)", percent: 11.4 },
+      { name: 'memory allocation (runtime.mallocgc)', percent: 8 },
     ]);
   });
 
