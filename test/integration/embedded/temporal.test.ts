@@ -73,6 +73,27 @@ describe('the embedded Temporal dev server', () => {
     }
   }, 60_000);
 
+  it('keeps its state file in write-ahead-log mode, synced at every commit', async () => {
+    const dbFile = path.join(root, 'wal', 'temporal.db');
+    const server = await startDevServer({ dbFile, uiPort: false, log });
+    try {
+      // Bytes 18 and 19 of an SQLite file's header are its write and read versions: 1 with a rollback
+      // journal, 2 in WAL mode (sqlite.org/fileformat.html).
+      const header = Buffer.alloc(20);
+      const file = fs.openSync(dbFile, 'r');
+      fs.readSync(file, header, 0, 20, 0);
+      fs.closeSync(file);
+      expect(header.subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0');
+      expect([header[18], header[19]]).toEqual([2, 2]);
+      expect(fs.existsSync(`${dbFile}-wal`)).toBe(true);
+      // synchronous is not kept in the file: the server is told it on its command line each start.
+      const args = fs.readFileSync(`/proc/${server.status().pid}/cmdline`, 'utf8').split('\0');
+      expect(args).toEqual(expect.arrayContaining(['--sqlite-pragma', 'journal_mode=wal', 'synchronous=full']));
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+
   it('is restarted on the same port and state when it is killed', async () => {
     const server = await startDevServer({ dbFile: path.join(root, 'killed', 'temporal.db'), uiPort: false, log });
     try {
