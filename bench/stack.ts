@@ -11,7 +11,7 @@ import { defaultTelegramApiRoot } from '../src/config.js';
 import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } from '../src/db/pool.js';
 import { pickPort } from '../src/embedded/ports.js';
 import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
-import { startDevServer } from '../src/embedded/temporal.js';
+import { devServerDbFile, startDevServer } from '../src/embedded/temporal.js';
 import type { MediaFile } from './media/catalogue.js';
 import { repoRoot, type BenchOptions, type PhaseName } from './options.js';
 import { childPids, MemorySampler, pidsListeningOn, spawnNode, type ManagedProcess } from './processes.js';
@@ -113,8 +113,13 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   let startedDevServer = false;
   if (!temporalAddress) {
     log('bench: starting the Temporal dev server');
-    const devServer = await startDevServer({ port: 0, uiPort: false });
-    closers.push('the Temporal dev server', () => devServer.stop());
+    // Its state in a file of the run, as `npm start` keeps it (in memory, SQLite never writes to disk).
+    const devServerDir = path.join(runDir, 'temporal');
+    const devServer = await startDevServer({ port: 0, uiPort: false, dbFile: devServerDbFile(devServerDir) });
+    closers.push('the Temporal dev server', async () => {
+      await devServer.stop();
+      await fs.promises.rm(devServerDir, { recursive: true, force: true });
+    });
     temporalAddress = devServer.address;
     startedDevServer = true;
   }
