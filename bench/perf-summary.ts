@@ -1,7 +1,7 @@
 // What a `perf report` of the Temporal server says, in the terms BENCHMARKS.md reasons in: how much of the
 // server's CPU each request kind and background queue took (time under its handler, callees included), and
-// which code the samples landed in (self time by area). Pure: it reads the text `perf report --stdio -g none`
-// prints, sorted by symbol, with --no-children (self) and --children (inclusive).
+// which code the samples landed in (self time by area). Pure: it reads the text `perf report --stdio
+// --children --sort sym -g none` prints, a line per symbol with its time callees included and its self time.
 
 export interface PerfShare {
   name: string;
@@ -21,21 +21,20 @@ export interface PerfSummary {
 }
 
 interface Line {
-  self: number;
+  /** Percent of the samples under the symbol, callees included. */
   children: number;
+  /** Percent of the samples in the symbol itself. */
+  self: number;
   kernel: boolean;
   symbol: string;
 }
 
-/** The symbol lines of a report: `  12.34%  [.] sym` (self), or `  45.67%  1.23%  [.] sym` (with --children). */
-function parseLines(report: string, withChildren: boolean): Line[] {
-  const pattern = withChildren ? /^\s*([\d.]+)%\s+([\d.]+)%\s+\[(.)\]\s+(.+?)\s*$/ : /^\s*([\d.]+)%\s+\[(.)\]\s+(.+?)\s*$/;
+/** The symbol lines of the report: `  45.67%  1.23%  [.] sym`. */
+function parseLines(report: string): Line[] {
   const lines: Line[] = [];
   for (const text of report.split('\n')) {
-    const match = pattern.exec(text);
-    if (!match) continue;
-    if (withChildren) lines.push({ children: Number(match[1]), self: Number(match[2]), kernel: match[3] === 'k', symbol: match[4]! });
-    else lines.push({ self: Number(match[1]), children: Number(match[1]), kernel: match[2] === 'k', symbol: match[3]! });
+    const match = /^\s*([\d.]+)%\s+([\d.]+)%\s+\[(.)\]\s+(.+?)\s*$/.exec(text);
+    if (match) lines.push({ children: Number(match[1]), self: Number(match[2]), kernel: match[3] === 'k', symbol: match[4]! });
   }
   return lines;
 }
@@ -71,19 +70,17 @@ function round(value: number): number {
   return Math.round(value * 10) / 10;
 }
 
-export function summarizePerfReport(selfReport: string, childrenReport: string): PerfSummary {
-  const nanoseconds = Number(/^# Event count \(approx\.\): (\d+)/m.exec(selfReport)?.[1] ?? 0);
+export function summarizePerfReport(report: string): PerfSummary {
+  const nanoseconds = Number(/^# Event count \(approx\.\): (\d+)/m.exec(report)?.[1] ?? 0);
   const under = new Map<string, number>();
   const within = new Map<string, number>();
-  for (const line of parseLines(childrenReport, true)) {
+  const areas = new Map<string, number>();
+  for (const line of parseLines(report)) {
     const label = crossCutting.find(([symbol]) => symbol === line.symbol)?.[1];
     if (label !== undefined) within.set(label, line.children);
     const name = entryName(line.symbol);
     // A handler's symbol appears once; keep the largest if a name repeats (a wrapper of the same method).
     if (name !== null) under.set(name, Math.max(under.get(name) ?? 0, line.children));
-  }
-  const areas = new Map<string, number>();
-  for (const line of parseLines(selfReport, false)) {
     const area = areaRules.find(([, matches]) => matches(line))?.[0] ?? 'other (Go libraries, the standard library)';
     areas.set(area, (areas.get(area) ?? 0) + line.self);
   }

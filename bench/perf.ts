@@ -11,7 +11,10 @@ export interface PerfRecording {
   stop(): Promise<PerfSummary | null>;
 }
 
-/** Samples per second and thread of the cpu-clock event (which counts nanoseconds on every machine, where hardware cycles are not always there): a few percent's resolution over a phase, at little cost. */
+/**
+ * Samples per second and thread of the cpu-clock event (it counts nanoseconds on every machine, where
+ * hardware cycles are not always there): a few percent's resolution over a phase, at little cost.
+ */
 const frequency = 199;
 
 function perfAvailable(): boolean {
@@ -42,16 +45,13 @@ export function recordPerf(pid: number, dir: string, log: (line: string) => void
         log(`bench: perf record on the Temporal server wrote no profile (exit ${code}): ${errors.join('').trim().slice(-300)}`);
         return null;
       }
-      // Self time per symbol, and time spent under each symbol (callees included), as perf sees them.
-      const report = (children: boolean) =>
-        spawnSync('perf', ['report', '-i', dataFile, '--stdio', children ? '--children' : '--no-children', '--sort', 'sym', '-g', 'none'], {
-          encoding: 'utf8',
-          maxBuffer: 64 * 1024 * 1024,
-        }).stdout;
-      const self = report(false);
-      const inclusive = report(true);
-      fs.writeFileSync(path.join(dir, 'report.txt'), `${self}\n${inclusive}`);
-      const summary = summarizePerfReport(self, inclusive);
+      // Per symbol, the time spent under it (callees included) and in it, as perf sees them.
+      const report = spawnSync('perf', ['report', '-i', dataFile, '--stdio', '--children', '--sort', 'sym', '-g', 'none'], {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      }).stdout;
+      fs.writeFileSync(path.join(dir, 'report.txt'), report);
+      const summary = summarizePerfReport(report);
       fs.writeFileSync(path.join(dir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
       return summary;
     },
