@@ -29,7 +29,10 @@ export default tseslint.config(
       parserOptions: { projectService: false, project: false },
       sourceType: 'script',
       globals: Object.fromEntries(
-        ['window', 'document', 'fetch', 'setTimeout', 'DOMParser', 'Element', 'HTMLFormElement', 'FormData'].map((name) => [name, 'readonly']),
+        ['window', 'document', 'fetch', 'setTimeout', 'DOMParser', 'Element', 'HTMLFormElement', 'FormData'].map((name) => [
+          name,
+          'readonly',
+        ]),
       ),
     },
   },
@@ -51,7 +54,11 @@ export default tseslint.config(
             { name: '@temporalio/activity', message: 'Workflow code must not import activity code.', allowTypeImports: true },
           ],
           patterns: [
-            { group: ['**/src/**', '**/activities/**'], message: 'Workflow code imports only @temporalio/workflow, types and pure modules.', allowTypeImports: true },
+            {
+              group: ['**/src/**', '**/activities/**'],
+              message: 'Workflow code imports only @temporalio/workflow, types and pure modules.',
+              allowTypeImports: true,
+            },
           ],
         },
       ],

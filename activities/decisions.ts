@@ -24,7 +24,10 @@ export function createDecisionActivities({ pool, logger }: ActivityDeps) {
     const { workflowId, decision } = input;
     if (inserted) {
       decisionsTotal.inc({ trigger: decision.trigger });
-      logger.info({ workflowId, seq: decision.seq, trigger: decision.trigger, children: decision.childMessageIds.length }, 'decision recorded');
+      logger.info(
+        { workflowId, seq: decision.seq, trigger: decision.trigger, children: decision.childMessageIds.length },
+        'decision recorded',
+      );
     }
     return { inserted };
   }

@@ -15,14 +15,7 @@ import { childKeyString } from '../workflows/keys.js';
 import type { AttachmentStatus, DownloadRequest, DownloadResult, MessageKey } from '../workflows/types.js';
 import type { Logger } from '../src/log.js';
 import type { ActivityDeps } from './index.js';
-import {
-  RefusedTargetError,
-  networkPolicy,
-  pinnedLookup,
-  vetTarget,
-  type NetworkPolicy,
-  type ResolvedAddress,
-} from './network-guard.js';
+import { RefusedTargetError, networkPolicy, pinnedLookup, vetTarget, type NetworkPolicy, type ResolvedAddress } from './network-guard.js';
 
 export interface DownloadInput {
   /** The attachments of one activity, each with its outcome at the same place of the result. */
@@ -232,11 +225,20 @@ interface MediaSource {
 
 function sourceOf(response: http.IncomingMessage): MediaSource {
   const declared = response.headers['content-length'];
-  return { body: response, contentLength: declared === undefined ? null : Number(declared), contentType: response.headers['content-type'] ?? null };
+  return {
+    body: response,
+    contentLength: declared === undefined ? null : Number(declared),
+    contentType: response.headers['content-type'] ?? null,
+  };
 }
 
 /** Streams the body into `tempPath`, hashing and counting as it goes; calls `onChunk` after each chunk. */
-async function writeBody(source: MediaSource, tempPath: string, maxBytes: number, onChunk: () => void): Promise<{ sha256: string; bytes: number }> {
+async function writeBody(
+  source: MediaSource,
+  tempPath: string,
+  maxBytes: number,
+  onChunk: () => void,
+): Promise<{ sha256: string; bytes: number }> {
   if (source.contentLength !== null && source.contentLength > maxBytes) {
     source.body.destroy();
     throw tooLarge(maxBytes);
@@ -293,7 +295,11 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
   const fetchLimit = pLimit(limits.concurrentFetches);
 
   /** Opens the source within one attempt (its abort, its time limit) and stores what it sends. */
-  async function fetchToStore(row: StoredAttachment, open: (attempt: AbortController) => Promise<MediaSource>, onChunk = () => {}): Promise<StoredMedia> {
+  async function fetchToStore(
+    row: StoredAttachment,
+    open: (attempt: AbortController) => Promise<MediaSource>,
+    onChunk = () => {},
+  ): Promise<StoredMedia> {
     await fs.mkdir(tempDir, { recursive: true });
     const prefix = tempFilePrefix(row.messagePk, row.position);
     await removeAbandonedTempFiles(tempDir, prefix, limits.attemptTimeoutMs);
@@ -360,8 +366,11 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
       );
       return { ...stored, contentType: telegramContentType(row, stored.contentType) };
     } catch (err) {
-      if (err instanceof BotApiError) throw err.retryable ? new TransientDownloadError(err.message) : new PermanentDownloadError('failed', err.message);
-      const ours = [CancelledFailure, TransientDownloadError, PermanentDownloadError, UnavailableDownloadError].some((type) => err instanceof type);
+      if (err instanceof BotApiError)
+        throw err.retryable ? new TransientDownloadError(err.message) : new PermanentDownloadError('failed', err.message);
+      const ours = [CancelledFailure, TransientDownloadError, PermanentDownloadError, UnavailableDownloadError].some(
+        (type) => err instanceof type,
+      );
       if (ours) throw err;
       // Whatever else broke the transfer, its words are kept only once the token is out of them.
       throw new TransientDownloadError(redactToken(errorMessage(err), token));
@@ -374,7 +383,12 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
    * The outcome of one attempt for the attachment as it is stored now: null when it is known already
    * (downloaded, or terminal and not retried); otherwise the outcome to record.
    */
-  async function attemptDownload(row: StoredAttachment, { key, retry }: DownloadRequest, finalAttempt: number, log: Logger): Promise<DownloadResult | null> {
+  async function attemptDownload(
+    row: StoredAttachment,
+    { key, retry }: DownloadRequest,
+    finalAttempt: number,
+    log: Logger,
+  ): Promise<DownloadResult | null> {
     if (row.status === 'downloaded' && row.sha256 && (await fileExists(mediaPath(mediaDir, row.sha256)))) return null;
     const retried = retry && (row.status === 'failed' || row.status === 'expired');
     if (row.status !== 'pending' && row.status !== 'downloaded' && !retried) return null;
@@ -413,7 +427,11 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
    */
   async function downloadOne(request: DownloadRequest, finalAttempt: number): Promise<DownloadResult> {
     const { key, position } = request;
-    const log = logger.child({ workflowId: Context.current().info.workflowExecution?.workflowId, attachment: childKeyString(key), position });
+    const log = logger.child({
+      workflowId: Context.current().info.workflowExecution?.workflowId,
+      attachment: childKeyString(key),
+      position,
+    });
     // An edit may replace a Telegram file while it downloads: the outcome is then the old file's, and
     // the attachment is read and downloaded again.
     for (let replaced = 0; ; replaced++) {
@@ -425,7 +443,8 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
         downloadsTotal.inc({ outcome: result.status });
         return result;
       }
-      if (replaced === maxReplacements) throw new TransientDownloadError('the attachment was replaced by an edit during each of its downloads');
+      if (replaced === maxReplacements)
+        throw new TransientDownloadError('the attachment was replaced by an edit during each of its downloads');
       log.info('the attachment was replaced by an edit during its download; downloading the new file');
     }
   }

@@ -51,7 +51,15 @@ export function createRecordAndNotifyActivities({ recordDecision, notify }: Reco
     for (const { type, decision, record, notice, edit } of steps) {
       if (record) await recordDecision({ workflowId, decision, album: record });
       try {
-        await notify({ workflowId, seq: decision.seq, type, decision, ...(notice !== undefined ? { notice } : {}), ...(edit ? { edit } : {}), ...body });
+        await notify({
+          workflowId,
+          seq: decision.seq,
+          type,
+          decision,
+          ...(notice !== undefined ? { notice } : {}),
+          ...(edit ? { edit } : {}),
+          ...body,
+        });
       } catch (err) {
         if (!(err instanceof ApplicationFailure && err.nonRetryable)) throw err;
         refused.push({ type, seq: decision.seq, error: err.message });

@@ -42,7 +42,13 @@ app.post<{ Params: { workspace: string }; Body: Buffer }>('/webhooks/unifyport/:
   if (!verdict.ok) return reply.code(401).send({ error: { code: verdict.reason, message: verdict.reason } });
   const event = parseEvent(workspace, request.body);
   if (event.kind !== 'child') return reply.code(400).send({ error: { code: 'not_a_child', message: event.kind } });
-  const stored = await ingestChild(pool, { source: 'unifyport', eventId: event.eventId, type: event.type, raw: request.body.toString('utf8'), child: event.child });
+  const stored = await ingestChild(pool, {
+    source: 'unifyport',
+    eventId: event.eventId,
+    type: event.type,
+    raw: request.body.toString('utf8'),
+    child: event.child,
+  });
   return reply.code(202).send({ status: 'accepted', ...stored });
 });
 

@@ -16,7 +16,10 @@ async function ingressAloneCommits(stack: Stack, records: readonly RequestRecord
   if (expected.size === 0 || stack.ingressAloneDatabase === null) return null;
   const pool = createPool(withDatabase(stack.base, stack.ingressAloneDatabase), { max: 1, applicationName: 'albumflow-bench' });
   try {
-    return { acceptedChildren: childCount(expected), notStored: notStored(expected, await storedChildren(pool, [...expected.keys()])).length };
+    return {
+      acceptedChildren: childCount(expected),
+      notStored: notStored(expected, await storedChildren(pool, [...expected.keys()])).length,
+    };
   } finally {
     await pool.end();
   }
@@ -41,7 +44,8 @@ export async function checkCorrectness(
   const decisions = await recordedDecisions(pool, workflowIds);
   const missing = undecided(expected, decisions);
   const decisionsByTrigger: Record<string, number> = {};
-  for (const rows of decisions.values()) for (const row of rows) decisionsByTrigger[row.trigger] = (decisionsByTrigger[row.trigger] ?? 0) + 1;
+  for (const rows of decisions.values())
+    for (const row of rows) decisionsByTrigger[row.trigger] = (decisionsByTrigger[row.trigger] ?? 0) + 1;
   const duplicateAlbumReady = [...readyCounts.values()].filter((n) => n > 1).length;
   const ingressAlone = await ingressAloneCommits(stack, ingressAloneChildren);
 

@@ -24,7 +24,12 @@ export function endToEnd(phase: string, records: readonly RequestRecord[], outco
   for (const record of records) {
     const workflowId = workflowIdOf(record);
     if (!record.accepted || workflowId === null) continue;
-    const album = albums.get(workflowId) ?? { size: record.albumSize, hasTotal: record.albumHasTotal, lastAck: 0, accepted: new Set<string>() };
+    const album = albums.get(workflowId) ?? {
+      size: record.albumSize,
+      hasTotal: record.albumHasTotal,
+      lastAck: 0,
+      accepted: new Set<string>(),
+    };
     album.accepted.add(record.messageId);
     if (record.duplicate === false) album.lastAck = Math.max(album.lastAck, record.ackAt);
     albums.set(workflowId, album);

@@ -51,5 +51,13 @@ export async function countPhase(client: Client, phase: string, workflowIds: rea
     }
   };
   await Promise.all(Array.from({ length: fetchesInFlight }, fetcher));
-  return { phase, albums: workflowIds.length, photos, runs, total, perAlbum: divided(total, workflowIds.length), perPhoto: divided(total, photos) };
+  return {
+    phase,
+    albums: workflowIds.length,
+    photos,
+    runs,
+    total,
+    perAlbum: divided(total, workflowIds.length),
+    perPhoto: divided(total, photos),
+  };
 }

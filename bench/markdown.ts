@@ -29,12 +29,25 @@ export function renderMarkdown(report: BenchReport): string {
   lines.push(`## Run of ${report.startedAt}`);
   lines.push('');
   lines.push(`- Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB RAM, ${machine.os}`);
-  lines.push(`- Versions: ${Object.entries(versions).map(([name, version]) => `${name} ${version}`).join(', ')}`);
-  lines.push(`- Configuration: ${Object.entries(configuration).map(([name, value]) => `${name}=${JSON.stringify(value)}`).join(', ')}`);
+  lines.push(
+    `- Versions: ${Object.entries(versions)
+      .map(([name, version]) => `${name} ${version}`)
+      .join(', ')}`,
+  );
+  lines.push(
+    `- Configuration: ${Object.entries(configuration)
+      .map(([name, value]) => `${name}=${JSON.stringify(value)}`)
+      .join(', ')}`,
+  );
   lines.push('');
   lines.push('### Targets');
   lines.push('');
-  lines.push(table(['figure', 'target', 'measured', 'met'], report.targets.map((t) => [t.name, t.target, t.measured, t.met === null ? 'n/a' : t.met ? 'yes' : '**no**'])));
+  lines.push(
+    table(
+      ['figure', 'target', 'measured', 'met'],
+      report.targets.map((t) => [t.name, t.target, t.measured, t.met === null ? 'n/a' : t.met ? 'yes' : '**no**']),
+    ),
+  );
   lines.push('');
   lines.push('### 1–2. Ingest against the ceiling (same load, same run)');
   lines.push('');
@@ -84,7 +97,7 @@ export function renderMarkdown(report: BenchReport): string {
       : 'Not measured (the telegram phase did not run).',
   );
   lines.push('');
-  lines.push('### 3. End to end: last child\'s 202 → recorded decision, and → its media settled');
+  lines.push("### 3. End to end: last child's 202 → recorded decision, and → its media settled");
   lines.push('');
   const spread = (p: Percentiles | null) => (p === null ? '–' : `${cell(p.p50)} / ${cell(p.p99)} / ${cell(p.max)}`);
   lines.push(
@@ -124,7 +137,14 @@ export function renderMarkdown(report: BenchReport): string {
       : `The highest rate that held: ${report.knee.highestMet === null ? 'none' : `${report.knee.highestMet} children/s`}.\n\n` +
           table(
             ['offered/s', 'children/s', 'albums with a total', 'p99 ms', 'app CPU ms per new child', 'held'],
-            report.knee.steps.map((step) => [step.rate, step.childrenPerS, step.albums, step.p99Ms, step.cpuMsPerChild, step.met ? 'yes' : '**no**']),
+            report.knee.steps.map((step) => [
+              step.rate,
+              step.childrenPerS,
+              step.albums,
+              step.p99Ms,
+              step.cpuMsPerChild,
+              step.met ? 'yes' : '**no**',
+            ]),
           ),
   );
   lines.push('');
@@ -164,16 +184,22 @@ export function renderMarkdown(report: BenchReport): string {
   lines.push(
     `${c.acceptedChildren} accepted children, ${c.missingFromDecisions} missing from every decision; ${c.albums} albums, ` +
       `${c.duplicateAlbumReady} with a duplicate album.ready, ${c.albumsWithoutReady} without one. Decisions: ` +
-      `${Object.entries(c.decisionsByTrigger).map(([trigger, n]) => `${trigger} ${n}`).join(', ')}.` +
-      (c.ingressAlone ? ` The ingress alone acknowledged ${c.ingressAlone.acceptedChildren} children; ${c.ingressAlone.notStored} of them are not in its database.` : '') +
+      `${Object.entries(c.decisionsByTrigger)
+        .map(([trigger, n]) => `${trigger} ${n}`)
+        .join(', ')}.` +
+      (c.ingressAlone
+        ? ` The ingress alone acknowledged ${c.ingressAlone.acceptedChildren} children; ${c.ingressAlone.notStored} of them are not in its database.`
+        : '') +
       (c.media
         ? ` ${c.media.attachments} attachments with a URL, not downloaded: ${
-            Object.entries(c.media.notDownloaded).map(([status, n]) => `${n} ${status}`).join(', ') || 'none'
+            Object.entries(c.media.notDownloaded)
+              .map(([status, n]) => `${n} ${status}`)
+              .join(', ') || 'none'
           }.`
         : ''),
   );
   lines.push('');
-  lines.push('### 7. Temporal counts per album and per photo, from the workflows\' histories');
+  lines.push("### 7. Temporal counts per album and per photo, from the workflows' histories");
   lines.push('');
   lines.push(
     'Billable actions as Temporal Cloud counts them (docs.temporal.io/cloud/actions, the April 2026 version): heartbeats ' +
@@ -208,7 +234,14 @@ export function renderMarkdown(report: BenchReport): string {
       ['phase', 'wall s', ...names, 'machine busy (cores)', 'of which others (cores)', 'app CPU ms per new child'],
       report.cpu.map((p) => {
         const cost = report.temporalCost.find((c) => `${c.phase}, app` === p.phase);
-        return [p.phase, p.wallS, ...names.map((n) => p.cpuS[n]), p.machineBusyCores, p.otherCores, cost ? appCpuMsPerChild(p, cost.children) : null];
+        return [
+          p.phase,
+          p.wallS,
+          ...names.map((n) => p.cpuS[n]),
+          p.machineBusyCores,
+          p.otherCores,
+          cost ? appCpuMsPerChild(p, cost.children) : null,
+        ];
       }),
     ),
   );

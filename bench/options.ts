@@ -134,11 +134,11 @@ const usage =
   '  [--burst-albums-per-second 20] [--burst-seconds 10] [--knee-start-rate 100] [--knee-step-rate 25] [--knee-max-rate 400]\n' +
   '  [--knee-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
   '  [--no-media] [--media-first-byte-ms 60] [--media-mb-per-s 25] [--seed N] [--profile] [--no-benchmarks-md]\n' +
-  'The sustained and burst phases download every child\'s attachment from a local media server (--no-media: none).\n' +
+  "The sustained and burst phases download every child's attachment from a local media server (--no-media: none).\n" +
   'DATABASE_URL names the PostgreSQL server (fresh databases are created on it and dropped after; unset: an embedded one of the run);\n' +
   'TEMPORAL_ADDRESS, when set, is used instead of starting a dev server.\n' +
   '--profile writes CPU profiles of the Node processes (--cpu-prof) and, with `perf` on PATH, of the Temporal server.\n' +
-  'The run\'s section of BENCHMARKS.md replaces the previous run\'s (--no-benchmarks-md: the file is left as it is).\n';
+  "The run's section of BENCHMARKS.md replaces the previous run's (--no-benchmarks-md: the file is left as it is).\n";
 
 /** The options a command line sets, or null when it asked for --help (printed). */
 export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
@@ -193,7 +193,10 @@ export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
       return name as PhaseName;
     }),
   );
-  set('rates', values.rates?.split(',').map((rate) => number(rate, 'rates')!));
+  set(
+    'rates',
+    values.rates?.split(',').map((rate) => number(rate, 'rates')!),
+  );
   set('stepSeconds', number(values['step-seconds'], 'step-seconds'));
   set('concurrency', number(values.concurrency, 'concurrency'));
   set('closedLoopConcurrency', number(values['closed-loop-concurrency'], 'closed-loop-concurrency'));

@@ -41,12 +41,15 @@ function parseLines(report: string): Line[] {
 
 const areaRules: Array<[string, (line: Line) => boolean]> = [
   ['the kernel (system calls, network, page faults)', (line) => line.kernel],
-  ['SQLite (the dev server\'s persistence and visibility, modernc.org)', (line) => line.symbol.startsWith('modernc.org/')],
+  ["SQLite (the dev server's persistence and visibility, modernc.org)", (line) => line.symbol.startsWith('modernc.org/')],
   ['protobuf', (line) => /^(google\.golang\.org\/protobuf|github\.com\/gogo\/protobuf)\//.test(line.symbol)],
   ['gRPC and HTTP/2', (line) => /^(google\.golang\.org\/grpc|golang\.org\/x\/net\/http2)/.test(line.symbol)],
   ['Temporal server code', (line) => line.symbol.startsWith('go.temporal.io/')],
   ['metrics (tally, the Prometheus client)', (line) => /^github\.com\/(uber-go\/tally|prometheus)\//.test(line.symbol)],
-  ['Go runtime (allocation, GC, scheduling, maps)', (line) => /^(runtime\.|internal\/runtime\/|runtime\/internal\/|gcWriteBarrier|memeqbody|aeshashbody|indexbytebody)/.test(line.symbol)],
+  [
+    'Go runtime (allocation, GC, scheduling, maps)',
+    (line) => /^(runtime\.|internal\/runtime\/|runtime\/internal\/|gcWriteBarrier|memeqbody|aeshashbody|indexbytebody)/.test(line.symbol),
+  ],
 ];
 
 /** `go.temporal.io/server/api/historyservice/v1._HistoryService_RecordWorkflowTaskStarted_Handler` → `HistoryService.RecordWorkflowTaskStarted`. */
@@ -95,6 +98,10 @@ export function summarizePerfReport(report: string): PerfSummary {
 
 /** One line for the run's log: the largest shares of each kind. */
 export function describePerfSummary(summary: PerfSummary): string {
-  const shares = (list: PerfShare[]) => list.slice(0, 6).map(({ name, percent }) => `${name} ${percent}%`).join(', ');
+  const shares = (list: PerfShare[]) =>
+    list
+      .slice(0, 6)
+      .map(({ name, percent }) => `${name} ${percent}%`)
+      .join(', ');
   return `under ${shares(summary.under)}; in ${shares(summary.within)}; self time in ${shares(summary.areas)}`;
 }

@@ -31,9 +31,13 @@ export function recordPerf(pid: number, dir: string, log: (line: string) => void
   fs.mkdirSync(dir, { recursive: true });
   const dataFile = path.join(dir, 'perf.data');
   const errors: string[] = [];
-  const recorder = spawn('perf', ['record', '--quiet', '-e', 'cpu-clock', '-F', String(frequency), '-g', '-p', String(pid), '-o', dataFile], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const recorder = spawn(
+    'perf',
+    ['record', '--quiet', '-e', 'cpu-clock', '-F', String(frequency), '-g', '-p', String(pid), '-o', dataFile],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   recorder.stderr.on('data', (chunk: Buffer) => errors.push(chunk.toString()));
   const exited = new Promise<number | null>((resolve) => recorder.once('exit', (code) => resolve(code)));
   return {

@@ -322,7 +322,9 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
       return {
         name: `CPU ms per new child at ${targetLimits.cpuRate} children/s (with downloads)`,
         target: `≤ ${targetLimits.cpuMsPerChild} (the ingress, the worker, the Temporal server, PostgreSQL)`,
-        measured: step ? `${step.cpuMsPerChild} at ${step.childrenPerS} children/s` : `not measured (no knee step at ${targetLimits.cpuRate}/s)`,
+        measured: step
+          ? `${step.cpuMsPerChild} at ${step.childrenPerS} children/s`
+          : `not measured (no knee step at ${targetLimits.cpuRate}/s)`,
         met: step?.cpuMsPerChild == null ? null : step.cpuMsPerChild <= targetLimits.cpuMsPerChild,
       };
     })(),
@@ -338,7 +340,9 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
       measured: sustainedCounts
         ? `${sustainedCounts.perPhoto.billableActions} (${sustainedCounts.total.billableActions} actions / ${sustainedCounts.photos} photos` +
           `${sustainedMedia ? '' : ', no downloads: --no-media'})` +
-          (baselineCounts ? `; the baseline (one signal per child, one download activity per attachment): ${baselineCounts.perPhoto.billableActions}` : '')
+          (baselineCounts
+            ? `; the baseline (one signal per child, one download activity per attachment): ${baselineCounts.perPhoto.billableActions}`
+            : '')
         : 'not measured',
       met: sustainedCounts && sustainedMedia ? sustainedCounts.perPhoto.billableActions <= targetLimits.billableActionsPerPhoto : null,
     },

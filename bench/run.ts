@@ -90,7 +90,12 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
         sustainedSeconds: options.sustainedSeconds,
         burstAlbumsPerSecond: options.burstAlbumsPerSecond,
         burstSeconds: options.burstSeconds,
-        knee: { startRate: options.kneeStartRate, stepRate: options.kneeStepRate, maxRate: options.kneeMaxRate, seconds: options.kneeSeconds },
+        knee: {
+          startRate: options.kneeStartRate,
+          stepRate: options.kneeStepRate,
+          maxRate: options.kneeMaxRate,
+          seconds: options.kneeSeconds,
+        },
         openAlbums: options.openAlbums,
         scaleRate: options.scaleRate,
         QUIET_PERIOD_MS: options.quietPeriodMs,

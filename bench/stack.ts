@@ -178,12 +178,36 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const withMedia = options.media && (runs('sustained') || runs('burst'));
   log(`bench: starting the worker, the ingress, the ceiling${withMedia ? ', the media server' : ''} and the load generator`);
   const startups = await Promise.allSettled([
-    start('worker', 'src/worker.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, /albumflow worker polling/, profileArgs('worker')),
-    start('ingress', 'src/ingress.ts', { ...albumEnv, DATABASE_URL: connectionUrl(appDb) }, /listening on (http:\/\/\S+?),/, profileArgs('ingress')),
-    start('ceiling', 'bench/ceiling.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) }, /ceiling listening on (\S+)/, profileArgs('ceiling')),
+    start(
+      'worker',
+      'src/worker.ts',
+      { ...albumEnv, DATABASE_URL: connectionUrl(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) },
+      /albumflow worker polling/,
+      profileArgs('worker'),
+    ),
+    start(
+      'ingress',
+      'src/ingress.ts',
+      { ...albumEnv, DATABASE_URL: connectionUrl(appDb) },
+      /listening on (http:\/\/\S+?),/,
+      profileArgs('ingress'),
+    ),
+    start(
+      'ceiling',
+      'bench/ceiling.ts',
+      { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) },
+      /ceiling listening on (\S+)/,
+      profileArgs('ceiling'),
+    ),
     start('load', 'bench/load.ts', { ...inherited }, /load generator ready/, [], true),
     ingressAloneDatabase
-      ? start('ingress alone', 'bench/ingress-alone.ts', { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ingressAloneDatabase)) }, /listening on (http:\/\/\S+)/, profileArgs('ingress-alone'))
+      ? start(
+          'ingress alone',
+          'bench/ingress-alone.ts',
+          { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ingressAloneDatabase)) },
+          /listening on (http:\/\/\S+)/,
+          profileArgs('ingress-alone'),
+        )
       : Promise.resolve(undefined),
     withMedia
       ? start(
@@ -228,7 +252,8 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     if (recording) {
       closers.push("the Temporal server's profile", async () => {
         const summary = await recording.stop();
-        if (summary) log(`bench: the Temporal server's profile (${summary.cpuSeconds} CPU-s sampled): ${describePerfSummary(summary)}; in ${dir}`);
+        if (summary)
+          log(`bench: the Temporal server's profile (${summary.cpuSeconds} CPU-s sampled): ${describePerfSummary(summary)}; in ${dir}`);
       });
     }
   }

@@ -29,8 +29,12 @@ export function banner(urls: Service['urls'], config: Config): string {
     `  readiness         ${http}/readyz`,
     `  Temporal UI       ${urls.temporalUi ? `${urls.temporalUi}/namespaces/${namespace}/workflows` : '(see your Temporal server)'}`,
     `  Temporal          ${urls.temporal}${config.temporal.address ? '' : ` (embedded dev server, state in ${config.dataDir}/temporal.db)`}`,
-    urls.database ? `  PostgreSQL        ${urls.database} (embedded, data in ${config.dataDir}/postgres, password in ${config.dataDir}/postgres.password)` : '',
-    unconfigured ? `  workspaces        none configured, so every webhook gets 404: restart with one, e.g. WORKSPACE_SECRETS='{"demo":["demo-secret"]}' npm start` : '',
+    urls.database
+      ? `  PostgreSQL        ${urls.database} (embedded, data in ${config.dataDir}/postgres, password in ${config.dataDir}/postgres.password)`
+      : '',
+    unconfigured
+      ? `  workspaces        none configured, so every webhook gets 404: restart with one, e.g. WORKSPACE_SECRETS='{"demo":["demo-secret"]}' npm start`
+      : '',
     'Press Ctrl-C to stop.',
     '',
   ]

@@ -31,7 +31,10 @@ const Env = Type.Object({
   QUIET_PERIOD_MS: Type.Integer({ minimum: 1, default: 2000 }),
   MAX_WAIT_MS: Type.Integer({ minimum: 1, default: 30000 }),
   LATE_WINDOW_MS: Type.Integer({ minimum: 0, default: 86400000 }),
-  LATE_ITEM_POLICY: Type.Union(lateItemPolicies.map((p) => Type.Literal(p)), { default: 'refresh' }),
+  LATE_ITEM_POLICY: Type.Union(
+    lateItemPolicies.map((p) => Type.Literal(p)),
+    { default: 'refresh' },
+  ),
   MEDIA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   MEDIA_MAX_BYTES: Type.Integer({ minimum: 1, default: 52428800 }),
   MEDIA_ALLOW_PRIVATE_NETWORKS: Type.Boolean({ default: false }),
@@ -164,7 +167,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: raw.TEMPORAL_PORT,
       uiPort: raw.TEMPORAL_UI_PORT,
       // The embedded dev server serves its UI on TEMPORAL_UI_PORT (known only once it runs when 0); any other server's UI is wherever it is.
-      uiUrl: raw.TEMPORAL_UI_URL?.replace(/\/+$/, '') ?? (raw.TEMPORAL_ADDRESS || raw.TEMPORAL_UI_PORT === 0 ? undefined : `http://127.0.0.1:${raw.TEMPORAL_UI_PORT}`),
+      uiUrl:
+        raw.TEMPORAL_UI_URL?.replace(/\/+$/, '') ??
+        (raw.TEMPORAL_ADDRESS || raw.TEMPORAL_UI_PORT === 0 ? undefined : `http://127.0.0.1:${raw.TEMPORAL_UI_PORT}`),
       workerMetricsPort: raw.WORKER_METRICS_PORT,
       maxCachedWorkflows: raw.WORKER_MAX_CACHED_WORKFLOWS,
       costBaseline: raw.TEMPORAL_COST_BASELINE,
@@ -225,7 +230,8 @@ const secretTokenPattern = /^[A-Za-z0-9_-]{1,256}$/;
  * the entry and the rule, never a value (they are printed at start).
  */
 export function parseTelegramBots(text: string): Map<string, Map<string, TelegramBot>> {
-  const shape = 'TELEGRAM_BOTS must be JSON: { "<workspace>": { "<bot name>": { "token": "<bot token>", "secretToken": "<secret token>" } } }';
+  const shape =
+    'TELEGRAM_BOTS must be JSON: { "<workspace>": { "<bot name>": { "token": "<bot token>", "secretToken": "<secret token>" } } }';
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -235,7 +241,8 @@ export function parseTelegramBots(text: string): Map<string, Map<string, Telegra
   if (!isPlainObject(parsed)) throw new ConfigError(shape);
   const workspaces = new Map<string, Map<string, TelegramBot>>();
   for (const [workspace, entries] of Object.entries(parsed)) {
-    if (!isPlainObject(entries)) throw new ConfigError(`TELEGRAM_BOTS["${workspace}"] must be an object mapping bot names to { "token", "secretToken" }`);
+    if (!isPlainObject(entries))
+      throw new ConfigError(`TELEGRAM_BOTS["${workspace}"] must be an object mapping bot names to { "token", "secretToken" }`);
     const bots = new Map<string, TelegramBot>();
     const names = new Map<string, string>();
     for (const [name, entry] of Object.entries(entries)) {
@@ -282,7 +289,9 @@ export function parseTrustProxy(text: string): TrustProxy {
   if (value === 'true') return true;
   if (value === 'false') return false;
   if (/^\d+$/.test(value)) {
-    throw new ConfigError('TRUST_PROXY takes no hop count (Fastify cannot tell a proxy from a client by it): name the proxy\'s addresses, such as 10.0.0.0/8, or true');
+    throw new ConfigError(
+      "TRUST_PROXY takes no hop count (Fastify cannot tell a proxy from a client by it): name the proxy's addresses, such as 10.0.0.0/8, or true",
+    );
   }
   const entries = value.split(',').map((entry) => entry.trim());
   const invalid = entries.filter((entry) => !isAddressOrRange(entry));
@@ -312,7 +321,8 @@ const maxTokenLength = 1024;
 
 /** The tokens are never quoted in an error: they are named by their place in the object. */
 function parseApiTokens(text: string): Map<string, string[]> {
-  const shape = 'API_TOKENS must be a JSON object mapping each token to the workspaces it reaches: { "<token>": ["<workspace>", …] }, ["*"] for all';
+  const shape =
+    'API_TOKENS must be a JSON object mapping each token to the workspaces it reaches: { "<token>": ["<workspace>", …] }, ["*"] for all';
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -329,7 +339,11 @@ function parseApiTokens(text: string): Map<string, string[]> {
           'such as the output of `openssl rand -hex 32`',
       );
     }
-    if (!Array.isArray(workspaces) || workspaces.length === 0 || !workspaces.every((w): w is string => typeof w === 'string' && w.length > 0)) {
+    if (
+      !Array.isArray(workspaces) ||
+      workspaces.length === 0 ||
+      !workspaces.every((w): w is string => typeof w === 'string' && w.length > 0)
+    ) {
       throw new ConfigError(`${which} must map to a non-empty list of workspace names, or ["*"] for all`);
     }
     if (workspaces.includes('*') && workspaces.length > 1) {

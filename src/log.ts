@@ -4,7 +4,14 @@ import pretty from 'pino-pretty';
 export type { Logger };
 
 /** Header names whose values are never written to a log line (requests log no headers at all). */
-const redactedHeaders = ['x-unifyport-signature', 'x-albumflow-signature', 'x-telegram-bot-api-secret-token', 'authorization', 'cookie', 'set-cookie'];
+const redactedHeaders = [
+  'x-unifyport-signature',
+  'x-albumflow-signature',
+  'x-telegram-bot-api-secret-token',
+  'authorization',
+  'cookie',
+  'set-cookie',
+];
 
 /** Query parameters whose values are never written to a log line (the sign-in link's code). */
 const redactedQueryParameters = new Set(['code', 'token', 'access_token']);

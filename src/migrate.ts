@@ -6,7 +6,9 @@ import { migrate } from './db/migrate.js';
 
 const config = loadConfig();
 if (!config.databaseUrl) {
-  process.stderr.write('npm run migrate: DATABASE_URL is not set. `npm start` applies the migrations to its embedded PostgreSQL; set DATABASE_URL to migrate another server.\n');
+  process.stderr.write(
+    'npm run migrate: DATABASE_URL is not set. `npm start` applies the migrations to its embedded PostgreSQL; set DATABASE_URL to migrate another server.\n',
+  );
   process.exit(2);
 }
 const dbConfig = connectionConfig(config.databaseUrl);

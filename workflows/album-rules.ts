@@ -74,7 +74,13 @@ export type AlbumCommand =
   /** `retry`: an operator asked for it; the attempt starts over even where PostgreSQL still says failed or expired. */
   | { type: 'download'; messageId: string; position: number; retry: boolean }
   /** Record the decision, then notify `album.ready` (first decision) or `album.updated` (late items). */
-  | { type: 'decide'; decision: DecisionView; reviewReasons: ReviewReason[]; reviewResolved: ReviewResolution | null; late: LateItems | null }
+  | {
+      type: 'decide';
+      decision: DecisionView;
+      reviewReasons: ReviewReason[];
+      reviewResolved: ReviewResolution | null;
+      late: LateItems | null;
+    }
   /** Notify `album.updated` (`"change": "edited"`): a child of `decision` was edited. */
   | { type: 'edited'; decision: DecisionView; edit: ChildEdit }
   /** `notice`: 1 for the first `album.media_settled` of the decision, 2 after its media settled again, … */
@@ -146,7 +152,9 @@ function compareIds(a: string, b: string): number {
 
 const comparators: Record<ChildOrder, (a: OrderedChild, b: OrderedChild) => number> = {
   index: (a, b) =>
-    compareNullsLast(a.index, b.index) || compareNullsLast(instantOrNull(a.sentAt), instantOrNull(b.sentAt)) || compareIds(a.messageId, b.messageId),
+    compareNullsLast(a.index, b.index) ||
+    compareNullsLast(instantOrNull(a.sentAt), instantOrNull(b.sentAt)) ||
+    compareIds(a.messageId, b.messageId),
   message_id: (a, b) =>
     compareNullsLast(numericId(a.messageId), numericId(b.messageId)) ||
     compareNullsLast(instantOrNull(a.sentAt), instantOrNull(b.sentAt)) ||
@@ -217,13 +225,27 @@ export function initialAttachments(arrival: ChildArrival): AttachmentView[] {
 
 function initialAttachment(ref: AttachmentRef): AttachmentView {
   const downloadable = ref.url !== null || ref.telegramFileUniqueId !== null;
-  return { position: ref.position, status: downloadable ? 'pending' : 'unavailable', contentType: null, bytes: null, sha256: null, error: null };
+  return {
+    position: ref.position,
+    status: downloadable ? 'pending' : 'unavailable',
+    contentType: null,
+    bytes: null,
+    sha256: null,
+    error: null,
+  };
 }
 
 export function settleAttachment(attachments: readonly AttachmentView[], position: number, result: DownloadResult): AttachmentView[] {
   return attachments.map((attachment) =>
     attachment.position === position && attachment.status === 'pending'
-      ? { position, status: result.status, contentType: result.contentType, bytes: result.bytes, sha256: result.sha256, error: result.error }
+      ? {
+          position,
+          status: result.status,
+          contentType: result.contentType,
+          bytes: result.bytes,
+          sha256: result.sha256,
+          error: result.error,
+        }
       : attachment,
   );
 }
@@ -402,12 +424,21 @@ function editedBy(known: ChildRecord, edited: ChildArrival): { record: ChildReco
       return fresh;
     });
   return {
-    record: { arrival: { ...known.arrival, caption: edited.caption, history: edited.history, attachments: edited.attachments }, attachments },
+    record: {
+      arrival: { ...known.arrival, caption: edited.caption, history: edited.history, attachments: edited.attachments },
+      attachments,
+    },
     positions,
   };
 }
 
-function addChildren(state: AlbumRulesState, incoming: readonly ChildRecord[], now: number, timings: AlbumTimings, profile: AlbumProfile): Transition {
+function addChildren(
+  state: AlbumRulesState,
+  incoming: readonly ChildRecord[],
+  now: number,
+  timings: AlbumTimings,
+  profile: AlbumProfile,
+): Transition {
   const index = new Map(state.children.map((child, i) => [child.arrival.messageId, i]));
   const children = [...state.children];
   const fresh: ChildRecord[] = [];
@@ -501,8 +532,10 @@ function evaluate(state: AlbumRulesState, now: number, timings: AlbumTimings, pr
 function dueTransition(state: AlbumRulesState, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition | null {
   if (state.phase === 'collecting' && state.children.length > 0) {
     const { usableTotal } = analyzeMetadata(arrivals(state));
-    if (usableTotal !== null && state.children.length === usableTotal) return decide(state, 'expected_count_reached', now, timings, profile);
-    if (profile.maxChildren !== null && state.children.length >= profile.maxChildren) return decide(state, 'album_full', now, timings, profile);
+    if (usableTotal !== null && state.children.length === usableTotal)
+      return decide(state, 'expected_count_reached', now, timings, profile);
+    if (profile.maxChildren !== null && state.children.length >= profile.maxChildren)
+      return decide(state, 'album_full', now, timings, profile);
   }
   const deadline = nextDeadline(state, timings);
   if (!deadline || deadline.at > now) return null;
@@ -524,9 +557,7 @@ function decide(state: AlbumRulesState, trigger: DecisionTrigger, now: number, t
   };
   const before = new Set(previous?.childMessageIds ?? []);
   const late: LateItems | null =
-    trigger === 'late_item'
-      ? { childMessageIds: childMessageIds.filter((id) => !before.has(id)), policy: timings.lateItemPolicy }
-      : null;
+    trigger === 'late_item' ? { childMessageIds: childMessageIds.filter((id) => !before.has(id)), policy: timings.lateItemPolicy } : null;
   const decided: AlbumRulesState = {
     ...state,
     decisions: [...state.decisions, decision],

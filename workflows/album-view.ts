@@ -140,7 +140,11 @@ export function mediaSummary(attachments: readonly AttachmentView[]): MediaSumma
  * The review part of the body: the recorded reasons and those the children's metadata give. A resolution
  * stands only while no reason outside the recorded ones appeared (the rules clear it when one does).
  */
-export function reviewView(recorded: readonly ReviewReason[], children: readonly ViewChild[], resolved: ReviewResolution | null): ReviewView {
+export function reviewView(
+  recorded: readonly ReviewReason[],
+  children: readonly ViewChild[],
+  resolved: ReviewResolution | null,
+): ReviewView {
   const reasons = canonicalReasons([...recorded, ...analyzeMetadata(children).reasons]);
   const standing = resolved !== null && reasons.every((reason) => recorded.includes(reason)) ? resolved : null;
   return { required: reasons.length > 0 && standing === null, reasons, ...(standing ? { resolved: standing } : {}) };

@@ -1,4 +1,13 @@
-import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, continueAsNew, log, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  log,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import {
   initialState,
   nextDeadline,
@@ -45,7 +54,8 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
     state = transition.state;
     const requests: DownloadRequest[] = [];
     for (const command of transition.commands) {
-      if (command.type === 'download') requests.push({ key: { ...key, messageId: command.messageId }, position: command.position, retry: command.retry });
+      if (command.type === 'download')
+        requests.push({ key: { ...key, messageId: command.messageId }, position: command.position, retry: command.retry });
       else commands.push(command);
     }
     downloads.start(requests, ({ key: { messageId }, position }, result) =>
@@ -145,7 +155,11 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
 
     timer.arm(nextDeadline(state, timings));
     await condition(
-      () => timer.fired || inbox.pending || commands.length > 0 || (downloads.inFlight === 0 && (state.phase === 'closed' || continueAsNewDue())),
+      () =>
+        timer.fired ||
+        inbox.pending ||
+        commands.length > 0 ||
+        (downloads.inFlight === 0 && (state.phase === 'closed' || continueAsNewDue())),
     );
   }
 }

@@ -5,7 +5,11 @@ import type { ChildArrival } from './types.js';
 function isChildArrival(value: unknown): value is ChildArrival {
   const child = value as Partial<ChildArrival> | null;
   return (
-    typeof child === 'object' && child !== null && typeof child.messageId === 'string' && Array.isArray(child.attachments) && Array.isArray(child.history)
+    typeof child === 'object' &&
+    child !== null &&
+    typeof child.messageId === 'string' &&
+    Array.isArray(child.attachments) &&
+    Array.isArray(child.history)
   );
 }
 

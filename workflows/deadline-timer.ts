@@ -24,12 +24,14 @@ export class DeadlineTimer {
     const armed = { at: deadline.at, scope: new CancellationScope(), fired: false };
     this.armed = armed;
     const summary = `${deadlineSummaries[deadline.kind]} ends ${new Date(deadline.at).toISOString()}`;
-    void armed.scope.run(() => sleep(Math.max(1, deadline.at - Date.now()), { summary })).then(
-      () => {
-        armed.fired = true;
-      },
-      () => undefined,
-    );
+    void armed.scope
+      .run(() => sleep(Math.max(1, deadline.at - Date.now()), { summary }))
+      .then(
+        () => {
+          armed.fired = true;
+        },
+        () => undefined,
+      );
   }
 
   get fired(): boolean {

@@ -51,7 +51,9 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   }
   refresh();
 
-  const requests = child.attachments.filter((attachment) => attachment.status === 'pending').map(({ position }) => ({ key, position, retry: false }));
+  const requests = child.attachments
+    .filter((attachment) => attachment.status === 'pending')
+    .map(({ position }) => ({ key, position, retry: false }));
   downloads.start(requests, ({ position }, result) => {
     if (child) child = { ...child, attachments: settleAttachment(child.attachments, position, result) };
     refresh();

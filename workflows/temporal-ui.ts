@@ -51,7 +51,13 @@ export class TemporalUi {
       if (next.needsReview !== this.shown.needsReview) changes.push({ key: searchAttributes.needsReview, value: next.needsReview });
       if (next.children !== this.shown.children) changes.push({ key: searchAttributes.children, value: next.children });
       if (changes.length > 0) upsertSearchAttributes(changes);
-      Object.assign(this.shown, { workspace: next.workspace, provider: next.provider, state: next.state, needsReview: next.needsReview, children: next.children });
+      Object.assign(this.shown, {
+        workspace: next.workspace,
+        provider: next.provider,
+        state: next.state,
+        needsReview: next.needsReview,
+        children: next.children,
+      });
     }
     if (next.details !== this.details) setCurrentDetails(next.details);
     this.details = next.details;

@@ -92,7 +92,10 @@ function box(type: string, payload: Buffer): Buffer {
 
 /** An ISO BMFF file as MP4 players sniff it (an `ftyp` box, then an `mdat` of seeded bytes), exactly `bytes` long. */
 function mp4(bytes: number, seed: number): Buffer {
-  const ftyp = box('ftyp', Buffer.concat([Buffer.from('isom', 'latin1'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2avc1mp41', 'latin1')]));
+  const ftyp = box(
+    'ftyp',
+    Buffer.concat([Buffer.from('isom', 'latin1'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2avc1mp41', 'latin1')]),
+  );
   const random = seededRandom(seed);
   const payload = Buffer.alloc(bytes - ftyp.length - 8);
   for (let i = 0; i < payload.length; i++) payload[i] = Math.floor(random() * 256);

@@ -39,7 +39,8 @@ async function serve(response: http.ServerResponse, file: MediaFile & { body: Bu
     const due = start + offset / bytesPerMs - performance.now();
     if (due > 1) await sleep(due);
     if (response.destroyed) return;
-    if (!response.write(file.body.subarray(offset, offset + chunkBytes))) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+    if (!response.write(file.body.subarray(offset, offset + chunkBytes)))
+      await Promise.race([once(response, 'drain'), once(response, 'close')]);
   }
   response.end();
 }

@@ -150,14 +150,20 @@ export class PhaseContext {
     const pending = (await attachmentOutcomes(pool, workflowIds)).byStatus.pending ?? 0;
     if (pending > 0) return [`${pending} attachments pending`];
     const settled = await mediaSettledOf(pool, workflowIds);
-    return workflowIds.filter((workflowId) => {
-      const latest = decisions.get(workflowId)?.at(-1);
-      return latest === undefined || !settled.get(workflowId)?.has(latest.seq);
-    }).map((workflowId) => `${workflowId}: no album.media_settled`);
+    return workflowIds
+      .filter((workflowId) => {
+        const latest = decisions.get(workflowId)?.at(-1);
+        return latest === undefined || !settled.get(workflowId)?.has(latest.seq);
+      })
+      .map((workflowId) => `${workflowId}: no album.media_settled`);
   }
 
   /** One phase against the whole app: the load, then the wait until it is decided; its CPU and dispatcher counters. */
-  async runAppPhase(name: string, phase: LoadPhase, { media, countHistories }: AppPhaseOptions = { media: false, countHistories: false }): Promise<PhaseResult> {
+  async runAppPhase(
+    name: string,
+    phase: LoadPhase,
+    { media, countHistories }: AppPhaseOptions = { media: false, countHistories: false },
+  ): Promise<PhaseResult> {
     this.options.signal?.throwIfAborted();
     this.options.log(`bench: ${name} (app)`);
     const before = await scrape(this.stack.ingressMetricsUrl, this.stack.metricsToken);
@@ -190,7 +196,8 @@ export class PhaseContext {
   }
 
   private reportUnsettled(name: string, missing: string[]): void {
-    if (missing.length > 0) this.options.log(`bench: ${name} not settled after ${this.options.settleTimeoutMs} ms (${missing.length} left, e.g. ${missing[0]})`);
+    if (missing.length > 0)
+      this.options.log(`bench: ${name} not settled after ${this.options.settleTimeoutMs} ms (${missing.length} left, e.g. ${missing[0]})`);
   }
 
   /**

@@ -43,13 +43,38 @@ async function compare(
 export async function runIngest(ctx: PhaseContext): Promise<IngestStep[]> {
   const { options } = ctx;
   if (options.warmupSeconds > 0) {
-    await compare(ctx, 'warm-up', options.rates[0] ?? 50, options.concurrency, options.warmupSeconds * 1000, ctx.workload('w', options.seed));
+    await compare(
+      ctx,
+      'warm-up',
+      options.rates[0] ?? 50,
+      options.concurrency,
+      options.warmupSeconds * 1000,
+      ctx.workload('w', options.seed),
+    );
   }
   const steps: IngestStep[] = [];
   if (!ctx.runs('ingest')) return steps;
   for (const [i, rate] of options.rates.entries()) {
-    steps.push(await compare(ctx, `ingest ${rate}/s`, rate, options.concurrency, options.stepSeconds * 1000, ctx.workload(`r${i}`, options.seed + 1 + i)));
+    steps.push(
+      await compare(
+        ctx,
+        `ingest ${rate}/s`,
+        rate,
+        options.concurrency,
+        options.stepSeconds * 1000,
+        ctx.workload(`r${i}`, options.seed + 1 + i),
+      ),
+    );
   }
-  steps.push(await compare(ctx, 'ingest closed loop', null, options.closedLoopConcurrency, options.stepSeconds * 1000, ctx.workload('c', options.seed + 100)));
+  steps.push(
+    await compare(
+      ctx,
+      'ingest closed loop',
+      null,
+      options.closedLoopConcurrency,
+      options.stepSeconds * 1000,
+      ctx.workload('c', options.seed + 100),
+    ),
+  );
   return steps;
 }

@@ -21,7 +21,11 @@ export async function runSustained(ctx: PhaseContext): Promise<string> {
   const { options, stack } = ctx;
   const name = `sustained ${options.sustainedRate}/s`;
   if (!ctx.runs('sustained')) return name;
-  await ctx.runAppPhase(name, { ...sustainedLoad(ctx, 's'), url: stack.ingress.readyMatch }, { media: ctx.media !== undefined, countHistories: true });
+  await ctx.runAppPhase(
+    name,
+    { ...sustainedLoad(ctx, 's'), url: stack.ingress.readyMatch },
+    { media: ctx.media !== undefined, countHistories: true },
+  );
   return name;
 }
 

@@ -105,7 +105,10 @@ async function main(argv: string[]): Promise<void> {
       return print(album, () => formatAlbum(album));
     }
     case 'message': {
-      const path = keyPath(rest, '<workspace> <provider> <account> <conversation> <message>').replace(/^(\/workspaces\/[^/]+)\//, '$1/messages/');
+      const path = keyPath(rest, '<workspace> <provider> <account> <conversation> <message>').replace(
+        /^(\/workspaces\/[^/]+)\//,
+        '$1/messages/',
+      );
       const message = await api.expect<MessageStatus>('GET', path);
       return print(message, () => formatMessage(message));
     }

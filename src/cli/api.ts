@@ -79,7 +79,9 @@ export function createApi(baseUrl: string) {
 
   function refusal(status: number, body: unknown): CliError {
     const error = (body as { error?: { code?: string; message?: string } } | null)?.error;
-    return new CliError(error ? `${status} ${error.code}: ${error.message}` : `${status}: ${typeof body === 'string' ? body : JSON.stringify(body)}`);
+    return new CliError(
+      error ? `${status} ${error.code}: ${error.message}` : `${status}: ${typeof body === 'string' ? body : JSON.stringify(body)}`,
+    );
   }
 
   let credential: ApiCredential | undefined;
@@ -103,4 +105,3 @@ export function createApi(baseUrl: string) {
 
   return { request, authorized, expect, refusal };
 }
-

@@ -13,11 +13,16 @@ function childrenLine(album: AlbumStatus): string {
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
-const text = (value: unknown): string => (value === null || value === undefined ? '-' : typeof value === 'string' ? value : JSON.stringify(value));
+const text = (value: unknown): string =>
+  value === null || value === undefined ? '-' : typeof value === 'string' ? value : JSON.stringify(value);
 
 function attachmentsCell(attachments: AttachmentView[]): string {
   return attachments.map((a) => `#${a.position} ${a.status}${a.error ? ` (${a.error})` : ''}`).join(', ') || '-';
@@ -30,7 +35,8 @@ function captionCell(caption: string | null, history: EarlierVersion[]): string 
 
 function historyLines(history: EarlierVersion[]): string[] {
   return history.map(
-    (version, i) => `  version ${i + 1}:    ${text(version.caption)} (replaced ${version.replacedAt}${version.mediaReplaced ? ', with its media' : ''})`,
+    (version, i) =>
+      `  version ${i + 1}:    ${text(version.caption)} (replaced ${version.replacedAt}${version.mediaReplaced ? ', with its media' : ''})`,
   );
 }
 
@@ -45,7 +51,9 @@ function decisionsTable(decisions: DecisionView[]): string {
 function reviewLine(review: AlbumStatus['review']): string {
   if (review.reasons.length === 0) return 'not required';
   const reasons = review.reasons.join(', ');
-  return review.resolved ? `resolved at ${review.resolved.at}${review.resolved.note ? ` (${review.resolved.note})` : ''}: ${reasons}` : `required: ${reasons}`;
+  return review.resolved
+    ? `resolved at ${review.resolved.at}${review.resolved.note ? ` (${review.resolved.note})` : ''}: ${reasons}`
+    : `required: ${reasons}`;
 }
 
 export function formatAlbum(album: AlbumStatus): string {
@@ -60,7 +68,13 @@ export function formatAlbum(album: AlbumStatus): string {
     '',
     table(
       ['index', 'message', 'caption', 'sent at', 'attachments'],
-      album.children.map((c) => [text(c.index), c.messageId, captionCell(c.caption, c.history), text(c.sentAt), attachmentsCell(c.attachments)]),
+      album.children.map((c) => [
+        text(c.index),
+        c.messageId,
+        captionCell(c.caption, c.history),
+        text(c.sentAt),
+        attachmentsCell(c.attachments),
+      ]),
     ),
     '',
     decisionsTable(album.decisions),

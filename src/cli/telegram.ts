@@ -70,7 +70,11 @@ export async function setWebhook(values: Values): Promise<void> {
   if (!publicUrl) throw misuse('--public-url <https://…> is needed: where Telegram reaches this albumflow');
   const telegram = telegramConfig();
   const bot = configuredBot(telegram, workspace, name);
-  const settings = { url: `${publicUrl}${telegramWebhookPath(workspace, name)}`, secretToken: bot.secretToken, allowedUpdates: readUpdateTypes };
+  const settings = {
+    url: `${publicUrl}${telegramWebhookPath(workspace, name)}`,
+    secretToken: bot.secretToken,
+    allowedUpdates: readUpdateTypes,
+  };
   const entry = `TELEGRAM_BOTS["${workspace}"]["${name}"]`;
   const call = [
     `POST ${telegram.apiRoot}/bot<${entry}.token>/setWebhook`,

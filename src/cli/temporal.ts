@@ -30,7 +30,14 @@ export interface TemporalTarget {
  * 127.0.0.1:TEMPORAL_PORT. The UI is TEMPORAL_UI_URL, else the embedded server's.
  */
 export function temporalTarget(): TemporalTarget {
-  const { dataDir, temporal } = cliConfig(['DATA_DIR', 'TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'TEMPORAL_PORT', 'TEMPORAL_UI_PORT', 'TEMPORAL_UI_URL']);
+  const { dataDir, temporal } = cliConfig([
+    'DATA_DIR',
+    'TEMPORAL_ADDRESS',
+    'TEMPORAL_NAMESPACE',
+    'TEMPORAL_PORT',
+    'TEMPORAL_UI_PORT',
+    'TEMPORAL_UI_URL',
+  ]);
   const namespace = temporal.namespace;
   const namespaceFlag = namespace === 'default' ? '' : ` --namespace ${namespace}`;
   if (temporal.address) {
@@ -73,9 +80,13 @@ export async function printRuns(workflowId: string): Promise<void> {
     client = await connectClient(target.connectionOptions, target.namespace, 5_000);
     const runs: string[] = [];
     for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId.replace(/"/g, '\\"')}"` })) {
-      runs.push(`  ${run.runId}  ${run.status.name.padEnd(10)}  started ${run.startTime.toISOString()}${run.closeTime ? `  closed ${run.closeTime.toISOString()}` : ''}`);
+      runs.push(
+        `  ${run.runId}  ${run.status.name.padEnd(10)}  started ${run.startTime.toISOString()}${run.closeTime ? `  closed ${run.closeTime.toISOString()}` : ''}`,
+      );
     }
-    console.log(`\nRuns on ${target.address} (${target.namespace}):\n${runs.length ? runs.join('\n') : '  none yet (the outbox has not handed the child to Temporal)'}`);
+    console.log(
+      `\nRuns on ${target.address} (${target.namespace}):\n${runs.length ? runs.join('\n') : '  none yet (the outbox has not handed the child to Temporal)'}`,
+    );
   } catch (err) {
     console.log(
       `\nTemporal at ${target.address} is unreachable (${(err as Error).message}). Set TEMPORAL_ADDRESS (with TEMPORAL_API_KEY, ` +

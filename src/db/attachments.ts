@@ -93,15 +93,18 @@ export async function recordDownloadResult(pool: Pool, attachment: StoredAttachm
 
 /** A failed attempt that will be retried: its error is shown meanwhile, the status stays pending. */
 export async function recordDownloadRetry(pool: Pool, attachment: StoredAttachment, error: string): Promise<void> {
-  await pool.query(`UPDATE attachments SET error = $3, attempts = attempts + 1, updated_at = now() WHERE message_pk = $1 AND position = $2`, [
-    attachment.messagePk,
-    attachment.position,
-    error,
-  ]);
+  await pool.query(
+    `UPDATE attachments SET error = $3, attempts = attempts + 1, updated_at = now() WHERE message_pk = $1 AND position = $2`,
+    [attachment.messagePk, attachment.position, error],
+  );
 }
 
 /** Sets these failed or expired attachments of an album back to pending (an operator's retry). */
-export async function markRetried(pool: Pool, albumPk: string, attachments: ReadonlyArray<{ messageId: string; position: number }>): Promise<void> {
+export async function markRetried(
+  pool: Pool,
+  albumPk: string,
+  attachments: ReadonlyArray<{ messageId: string; position: number }>,
+): Promise<void> {
   if (attachments.length === 0) return;
   await pool.query(
     `UPDATE attachments a SET status = 'pending', error = NULL, updated_at = now()

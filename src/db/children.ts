@@ -110,4 +110,3 @@ function albumMeta(stored: JsonValue | null): ChildArrival['albumMeta'] {
   if (stored.total !== undefined) meta.total = stored.total;
   return meta;
 }
-

@@ -101,9 +101,6 @@ async function replaceAttachments(client: PoolClient, messagePk: string, attachm
            file_name = EXCLUDED.file_name, telegram_file_id = EXCLUDED.telegram_file_id,
            telegram_file_unique_id = EXCLUDED.telegram_file_unique_id, width = EXCLUDED.width, height = EXCLUDED.height,
            status = 'pending', content_type = NULL, bytes = NULL, sha256 = NULL, error = NULL, attempts = 0, updated_at = now()`,
-    [
-      messagePk,
-      JSON.stringify(attachments.map(attachmentRecord)),
-    ],
+    [messagePk, JSON.stringify(attachments.map(attachmentRecord))],
   );
 }

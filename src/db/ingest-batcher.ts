@@ -63,7 +63,8 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
 
   function refusal(): IngestSaturatedError | null {
     if (closed) return new IngestSaturatedError('the ingress is shutting down');
-    if (gathered.length + writingDeliveries >= maxPending) return new IngestSaturatedError(`${maxPending} deliveries are already waiting for the database`);
+    if (gathered.length + writingDeliveries >= maxPending)
+      return new IngestSaturatedError(`${maxPending} deliveries are already waiting for the database`);
     return null;
   }
 

@@ -198,7 +198,14 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
   const merged = [...children.values()];
   return [
     JSON.stringify(
-      events.map((e) => ({ workspace: e.workspace, source: e.source, event_id: e.eventId, type: e.type, raw: e.raw, deliveries: e.deliveries })),
+      events.map((e) => ({
+        workspace: e.workspace,
+        source: e.source,
+        event_id: e.eventId,
+        type: e.type,
+        raw: e.raw,
+        deliveries: e.deliveries,
+      })),
     ),
     JSON.stringify(
       [...albums.entries()].map(([workflowId, { key, source }]) => ({
@@ -255,7 +262,13 @@ export function attachmentRecord(a: AttachmentInput) {
 
 function eventOf(delivery: Delivery): EventRecord {
   if (!('child' in delivery)) return delivery;
-  return { workspace: delivery.child.key.workspace, source: delivery.source, eventId: delivery.eventId, type: delivery.type, raw: delivery.raw };
+  return {
+    workspace: delivery.child.key.workspace,
+    source: delivery.source,
+    eventId: delivery.eventId,
+    type: delivery.type,
+    raw: delivery.raw,
+  };
 }
 
 /**

@@ -16,7 +16,10 @@ export interface NotificationRecord {
  * A row another attempt committed after this statement began is not seen, and the attempt goes on as for
  * a pending one (as two attempts in flight at once always did).
  */
-export async function storeNotification(pool: Pool, n: NotificationRecord): Promise<{ status: NotificationStatus; lastError: string | null }> {
+export async function storeNotification(
+  pool: Pool,
+  n: NotificationRecord,
+): Promise<{ status: NotificationStatus; lastError: string | null }> {
   const { rows } = await pool.query<{ status: NotificationStatus; last_error: string | null }>(
     `WITH inserted AS (
        INSERT INTO notifications (id, workflow_id, type, payload) VALUES ($1, $2, $3, $4::jsonb)

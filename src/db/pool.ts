@@ -108,7 +108,9 @@ export function isUnavailable(err: unknown): boolean {
   // 08 connection exception, 57P01-03 admin/crash shutdown or cannot connect now, 53300 too many connections.
   if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
   const message = e.message ?? '';
-  return /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|connection timeout/i.test(message);
+  return /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|connection timeout/i.test(
+    message,
+  );
 }
 
 /** A `postgresql://` URL for a connection config, for child processes and DATABASE_URL. */

@@ -14,7 +14,9 @@ export type StoredScope = { kind: 'album'; key: AlbumKey } | { kind: 'message'; 
 async function storedMessagePks(client: PoolClient, scope: StoredScope, albumPk: string | null): Promise<string[]> {
   if (scope.kind === 'album') {
     if (albumPk === null) return [];
-    const { rows } = await client.query<{ id: string }>(`SELECT id FROM messages WHERE album_pk = $1 ORDER BY first_received_at, id`, [albumPk]);
+    const { rows } = await client.query<{ id: string }>(`SELECT id FROM messages WHERE album_pk = $1 ORDER BY first_received_at, id`, [
+      albumPk,
+    ]);
     return rows.map((row) => row.id);
   }
   const { key } = scope;

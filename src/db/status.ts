@@ -1,14 +1,6 @@
 import { buildAlbumView, type ViewChild } from '../../workflows/album-view.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
-import type {
-  AlbumKey,
-  AlbumState,
-  AlbumStatus,
-  JsonValue,
-  MessageKey,
-  ReviewReason,
-  ReviewResolution,
-} from '../../workflows/types.js';
+import type { AlbumKey, AlbumState, AlbumStatus, JsonValue, MessageKey, ReviewReason, ReviewResolution } from '../../workflows/types.js';
 import { albumProfileOf, type EventSource } from '../ingest/sources.js';
 import { attachmentViewOf, type AttachmentOutcomeColumns } from './attachments.js';
 import { earlierVersionOf, historyColumn, type HistoryColumns } from './children.js';
@@ -170,7 +162,14 @@ export interface AlbumListRow extends AlbumRow {
 
 export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<AlbumListRow[]> {
   const { rows } = await pool.query<
-    AlbumColumns & { workspace: string; provider: string; account_id: string; conversation_id: string; album_id: string; distinct_children: number }
+    AlbumColumns & {
+      workspace: string;
+      provider: string;
+      account_id: string;
+      conversation_id: string;
+      album_id: string;
+      distinct_children: number;
+    }
   >(
     `SELECT a.*, (SELECT count(*)::int FROM messages m WHERE m.album_pk = a.id) AS distinct_children
        FROM albums a

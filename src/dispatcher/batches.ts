@@ -1,12 +1,6 @@
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import { workflowTypes } from '../../workflows/definitions.js';
-import type {
-  AlbumTimings,
-  AlbumWorkflowInput,
-  ChildArrival,
-  ConversationScope,
-  MessageWorkflowInput,
-} from '../../workflows/types.js';
+import type { AlbumTimings, AlbumWorkflowInput, ChildArrival, ConversationScope, MessageWorkflowInput } from '../../workflows/types.js';
 import type { QueuedChild } from '../db/children.js';
 import type { OutboxRow } from '../db/outbox.js';
 import { albumProfileOf } from '../ingest/sources.js';
@@ -41,7 +35,11 @@ export interface SignalPlan {
   costBaseline: boolean;
 }
 
-export const defaultSignalPlan: Omit<SignalPlan, 'timings'> = { maxChildren: maxChildrenPerSignal, maxBytes: maxSignalBytes, costBaseline: false };
+export const defaultSignalPlan: Omit<SignalPlan, 'timings'> = {
+  maxChildren: maxChildrenPerSignal,
+  maxBytes: maxSignalBytes,
+  costBaseline: false,
+};
 
 export function planSignals(rows: OutboxRow[], children: QueuedChild[], plan: SignalPlan): SignalBatch[] {
   const childByPk = new Map(children.map((child) => [child.messagePk, child]));
@@ -90,7 +88,11 @@ function scopeOf({ key }: QueuedChild): ConversationScope {
 function targetOf(child: QueuedChild, { timings, costBaseline }: SignalPlan): SignalTarget {
   const baseline = costBaseline ? { oneDownloadActivityPerAttachment: true } : {};
   if (child.albumId === null) {
-    return { workflowType: workflowTypes.message, workflowId: messageWorkflowId(child.key), input: { key: child.key, timings, ...baseline } };
+    return {
+      workflowType: workflowTypes.message,
+      workflowId: messageWorkflowId(child.key),
+      input: { key: child.key, timings, ...baseline },
+    };
   }
   const key = { ...scopeOf(child), albumId: child.albumId };
   // The album's id and source come from its row: both are set, or neither.

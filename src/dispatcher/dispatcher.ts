@@ -107,7 +107,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const signalTimeoutMs = options.signalTimeoutMs ?? 10_000;
   const concurrency = options.concurrency ?? 8;
   const costBaseline = options.costBaseline ?? false;
-  const throttle = new SignalThrottle(costBaseline ? 0 : (options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4))));
+  const throttle = new SignalThrottle(
+    costBaseline ? 0 : (options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4))),
+  );
   const plan: SignalPlan = { ...defaultSignalPlan, timings, ...(costBaseline ? { maxChildren: 1, costBaseline } : {}) };
 
   let started = false;
@@ -202,8 +204,14 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       // The child that completes an album is what its decision waits for: it is never held back. A signal
       // to an album carries every child of it still waiting (held back in earlier passes, due later).
       const completing = await albumsThatMayComplete(db, waitingAlbums);
-      const sending = batches.flatMap((batch) => (batch.albumPk && (completing.has(batch.albumPk) || dueAt(batch) <= now) ? [batch.albumPk] : []));
-      const along = await claimAlbumRows(db, [...new Set(sending)], claimed.map((row) => row.id));
+      const sending = batches.flatMap((batch) =>
+        batch.albumPk && (completing.has(batch.albumPk) || dueAt(batch) <= now) ? [batch.albumPk] : [],
+      );
+      const along = await claimAlbumRows(
+        db,
+        [...new Set(sending)],
+        claimed.map((row) => row.id),
+      );
       if (along.length > 0) {
         for (const row of along) ageOf.set(row.id, row.ageMs);
         children = [...children, ...(await loadChildren(db, [...new Set(along.map((row) => row.messagePk))]))];
@@ -213,7 +221,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const cooling = batches.filter((batch) => dueAt(batch) > now && !(batch.albumPk && completing.has(batch.albumPk)));
       if (cooling.length > 0) {
         const until = Math.min(...cooling.map(dueAt));
-        await deferOutboxRows(db, cooling.flatMap((batch) => batch.outboxIds), until - now);
+        await deferOutboxRows(
+          db,
+          cooling.flatMap((batch) => batch.outboxIds),
+          until - now,
+        );
         throttle.held(until);
       }
       const held = new Set(cooling);

@@ -42,8 +42,15 @@ export function isRunning(process_: ProcessIdentity): boolean {
  */
 export function commandLineOf(pid: number): string[] | undefined {
   try {
-    if (fs.existsSync('/proc/self/cmdline')) return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((arg) => arg !== '');
-    const line = execFileSync('ps', ['-p', String(pid), '-o', 'command='], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    if (fs.existsSync('/proc/self/cmdline'))
+      return fs
+        .readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+        .split('\0')
+        .filter((arg) => arg !== '');
+    const line = execFileSync('ps', ['-p', String(pid), '-o', 'command='], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
     return line ? line.split(/\s+/) : undefined;
   } catch {
     return undefined;
@@ -198,7 +205,7 @@ async function stopProcess(process_: ProcessIdentity, signal: NodeJS.Signals): P
 }
 
 async function exits(process_: ProcessIdentity, timeoutMs: number): Promise<boolean> {
-  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline;) {
     if (!isRunning(process_)) return true;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

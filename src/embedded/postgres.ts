@@ -40,7 +40,9 @@ async function binaries(): Promise<Binaries> {
   try {
     return (await import(platformPackage)) as Binaries;
   } catch {
-    throw new Error(`there is no embedded PostgreSQL for this machine (npm package ${platformPackage}); set DATABASE_URL to a PostgreSQL server`);
+    throw new Error(
+      `there is no embedded PostgreSQL for this machine (npm package ${platformPackage}); set DATABASE_URL to a PostgreSQL server`,
+    );
   }
 }
 
@@ -163,7 +165,13 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     name: 'the embedded PostgreSQL',
     command: bin.postgres,
     ports: [options.port ?? 0] as const,
-    args: ([port]) => ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
+    args: ([port]) => [
+      '-D',
+      dataDir,
+      '-p',
+      String(port),
+      ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    ],
     cwd: dataDir,
     ...(user ? { user } : {}),
     stopSignal: 'SIGINT', // fast shutdown: open sessions are ended, nothing committed is lost

@@ -82,7 +82,9 @@ const healthyAfterMs = 60_000;
  * which stops it after the worker and the HTTP server), and supervises it: when it dies while albumflow
  * runs, it is restarted with the same ports and state, and `onFailed` is called when that fails.
  */
-export async function startEmbeddedServer<Ports extends readonly number[]>(spec: EmbeddedServerSpec<Ports>): Promise<EmbeddedServer<Ports>> {
+export async function startEmbeddedServer<Ports extends readonly number[]>(
+  spec: EmbeddedServerSpec<Ports>,
+): Promise<EmbeddedServer<Ports>> {
   // The ports of a server left behind are tried first, so that its addresses stay the same.
   const previous = spec.recordFile ? await stopOrphan(spec.recordFile, spec.name, spec.stopSignal, spec.log, spec.unrecorded) : undefined;
   const preferred = previous?.ports ?? [];
@@ -91,7 +93,9 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
   let running: Running | undefined;
   for (let attempt = 1; !running; attempt += 1) {
     // Element by element, so the tuple keeps its length.
-    ports = (await Promise.all(spec.ports.map(async (port, i) => port || (attempt === 1 && preferred[i]) || pickPort()))) as unknown as Ports;
+    ports = (await Promise.all(
+      spec.ports.map(async (port, i) => port || (attempt === 1 && preferred[i]) || pickPort()),
+    )) as unknown as Ports;
     try {
       running = await launch(spec, ports);
     } catch (err) {
@@ -128,26 +132,29 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(spec:
       spec.onFailed?.(new Error(`${spec.name} could not be restarted (${maxRestartAttempts} attempts${last})`));
       return;
     }
-    retryTimer = setTimeout(() => {
-      restarting = launch(spec, ports).then(
-        (next) => {
-          restarting = undefined;
-          running = next;
-          if (state !== 'restarting') return; // stopped meanwhile: stop() stops it
-          restarts += 1;
-          state = 'running';
-          spec.log.info(`${spec.name} is back (pid ${next.child.pid})`);
-          supervise(next);
-        },
-        (err: unknown) => {
-          restarting = undefined;
-          if (state !== 'restarting') return;
-          lastFailure = err as Error;
-          spec.log.warn(`${spec.name} did not restart: ${lastFailure.message}`);
-          scheduleRestart();
-        },
-      );
-    }, Math.min(8_000, 250 * 2 ** (attempts - 1)));
+    retryTimer = setTimeout(
+      () => {
+        restarting = launch(spec, ports).then(
+          (next) => {
+            restarting = undefined;
+            running = next;
+            if (state !== 'restarting') return; // stopped meanwhile: stop() stops it
+            restarts += 1;
+            state = 'running';
+            spec.log.info(`${spec.name} is back (pid ${next.child.pid})`);
+            supervise(next);
+          },
+          (err: unknown) => {
+            restarting = undefined;
+            if (state !== 'restarting') return;
+            lastFailure = err as Error;
+            spec.log.warn(`${spec.name} did not restart: ${lastFailure.message}`);
+            scheduleRestart();
+          },
+        );
+      },
+      Math.min(8_000, 250 * 2 ** (attempts - 1)),
+    );
   };
 
   supervise(running);
@@ -195,7 +202,10 @@ async function launch<Ports extends readonly number[]>(spec: EmbeddedServerSpec<
         throw saysAddressInUse(output) ? new PortInUseError(message) : new Error(message);
       }),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${spec.name} did not serve within ${startTimeoutMs / 1000} s:\n${output.trim()}`)), startTimeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`${spec.name} did not serve within ${startTimeoutMs / 1000} s:\n${output.trim()}`)),
+          startTimeoutMs,
+        );
       }),
     ]);
     return current;

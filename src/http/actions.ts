@@ -74,7 +74,12 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
         throw err;
       }
       await markRetried(pool, album.id, retried.attachments);
-      await recordOperatorAction(pool, { workflowId: album.workflowId, action: 'retry-downloads', detail: retried, requestedBy: request.access?.tokenHash ?? null });
+      await recordOperatorAction(pool, {
+        workflowId: album.workflowId,
+        action: 'retry-downloads',
+        detail: retried,
+        requestedBy: request.access?.tokenHash ?? null,
+      });
       return reply.code(202).send({ status: 'accepted' as const, retried: retried.attachments.length });
     },
   );
@@ -88,7 +93,11 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
         tags: ['actions'],
         params: AlbumParams,
         body: Type.Object({ note: Type.String({ maxLength: 2000, default: '' }) }, { additionalProperties: false }),
-        response: { 200: Type.Object({ status: Type.Literal('resolved'), resolved: ReviewResolutionSchema }), 404: ErrorBody, 409: ErrorBody },
+        response: {
+          200: Type.Object({ status: Type.Literal('resolved'), resolved: ReviewResolutionSchema }),
+          404: ErrorBody,
+          409: ErrorBody,
+        },
       },
     },
     async (request) => {
@@ -105,13 +114,21 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
       });
       let resolved;
       try {
-        resolved = await temporal.workflow.executeUpdateWithStart(resolveReviewUpdate, { args: [{ note: request.body.note }], startWorkflowOperation: start });
+        resolved = await temporal.workflow.executeUpdateWithStart(resolveReviewUpdate, {
+          args: [{ note: request.body.note }],
+          startWorkflowOperation: start,
+        });
       } catch (err) {
         if (refusedAs(err, 'NoReviewReasons')) throw new HttpError(409, 'review_not_required', 'the album has no review reason to resolve');
         throw err;
       }
       await recordReviewResolution(pool, album.workflowId, resolved);
-      await recordOperatorAction(pool, { workflowId: album.workflowId, action: 'resolve-review', detail: resolved, requestedBy: request.access?.tokenHash ?? null });
+      await recordOperatorAction(pool, {
+        workflowId: album.workflowId,
+        action: 'resolve-review',
+        detail: resolved,
+        requestedBy: request.access?.tokenHash ?? null,
+      });
       return { status: 'resolved' as const, resolved };
     },
   );

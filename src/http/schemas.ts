@@ -39,7 +39,14 @@ export type AlbumState = Static<typeof AlbumStateSchema>;
 export const ReviewReasonSchema = Type.Enum(['total_conflict', 'duplicate_index', 'invalid_metadata', 'late_item']);
 export type ReviewReason = Static<typeof ReviewReasonSchema>;
 
-export const DecisionTriggerSchema = Type.Enum(['expected_count_reached', 'quiet_period', 'max_wait', 'late_item', 'album_full', 'standalone']);
+export const DecisionTriggerSchema = Type.Enum([
+  'expected_count_reached',
+  'quiet_period',
+  'max_wait',
+  'late_item',
+  'album_full',
+  'standalone',
+]);
 export type DecisionTrigger = Static<typeof DecisionTriggerSchema>;
 
 export const AttachmentStatusSchema = Type.Enum(['pending', 'downloaded', 'failed', 'expired', 'unavailable']);

@@ -24,7 +24,13 @@ export interface Ingress {
   /** An error answer, counted under its code. */
   refuse: (request: FastifyRequest, status: number, code: string, message: string, headers?: Record<string, string>) => HttpError;
   /** Runs `store`, answering 503 when the database cannot take it; a value PostgreSQL refuses (class 22) is quarantined as `unstorable`. */
-  store: <T>(request: FastifyRequest, body: Buffer, workspace: string, unstorable: { code: string; message: string }, store: () => Promise<T>) => Promise<T>;
+  store: <T>(
+    request: FastifyRequest,
+    body: Buffer,
+    workspace: string,
+    unstorable: { code: string; message: string },
+    store: () => Promise<T>,
+  ) => Promise<T>;
   /** Stores a verified body that cannot become a child, byte for byte, and answers 400 with `code`. */
   quarantine: (request: FastifyRequest, body: Buffer, workspace: string, code: string, message: string, detail?: string) => Promise<never>;
 }

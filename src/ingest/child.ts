@@ -56,5 +56,7 @@ export interface ChildMessage {
 
 /** Either identity is too long for a workflow id once encoded. */
 export function identityTooLong(key: MessageKey, albumKey: AlbumKey | null): boolean {
-  return messageWorkflowId(key).length > maxWorkflowIdLength || (albumKey !== null && albumWorkflowId(albumKey).length > maxWorkflowIdLength);
+  return (
+    messageWorkflowId(key).length > maxWorkflowIdLength || (albumKey !== null && albumWorkflowId(albumKey).length > maxWorkflowIdLength)
+  );
 }

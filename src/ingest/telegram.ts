@@ -25,7 +25,11 @@ export const telegramProvider = 'telegram';
 /** Updates that bring a new message. */
 export const messageUpdateTypes = ['message', 'channel_post', 'business_message'] as const satisfies readonly (keyof Update)[];
 /** Updates that bring a new version of a message the bot has seen. */
-export const editUpdateTypes = ['edited_message', 'edited_channel_post', 'edited_business_message'] as const satisfies readonly (keyof Update)[];
+export const editUpdateTypes = [
+  'edited_message',
+  'edited_channel_post',
+  'edited_business_message',
+] as const satisfies readonly (keyof Update)[];
 /** Every update type albumflow reads: what `setWebhook`'s `allowed_updates` asks for. Others are recorded and ignored. */
 export const readUpdateTypes = [...messageUpdateTypes, ...editUpdateTypes];
 
@@ -36,7 +40,15 @@ type ReadUpdateType = MessageUpdateType | EditUpdateType;
 const businessUpdateTypes: readonly ReadUpdateType[] = ['business_message', 'edited_business_message'];
 
 /** The media a message may carry after `photo`, in the order the first present one is taken (docs/telegram.md). */
-const mediaFields = ['video', 'animation', 'document', 'audio', 'voice', 'video_note', 'sticker'] as const satisfies readonly (keyof Message)[];
+const mediaFields = [
+  'video',
+  'animation',
+  'document',
+  'audio',
+  'voice',
+  'video_note',
+  'sticker',
+] as const satisfies readonly (keyof Message)[];
 
 export type TelegramRejectionCode = 'invalid_json' | 'invalid_update' | 'unstorable_update' | 'missing_identity' | 'invalid_identity';
 
@@ -140,9 +152,15 @@ type Rejection = Extract<ParsedUpdate, { kind: 'rejected' }>;
  * The bot's chat with `chat.id`, or — when the message comes through a business connection — the
  * business account's chat, which Telegram says is independent of any bot chat with the same id.
  */
-function conversationScope(workspace: string, botId: string, type: ReadUpdateType, message: JsonObject): Omit<MessageKey, 'messageId'> | Rejection {
+function conversationScope(
+  workspace: string,
+  botId: string,
+  type: ReadUpdateType,
+  message: JsonObject,
+): Omit<MessageKey, 'messageId'> | Rejection {
   const chat = isObject(message.chat) ? message.chat : null;
-  if (chat === null || chat.id === undefined) return { kind: 'rejected', code: 'missing_identity', message: `missing child identity: ${type}.chat.id` };
+  if (chat === null || chat.id === undefined)
+    return { kind: 'rejected', code: 'missing_identity', message: `missing child identity: ${type}.chat.id` };
   if (typeof chat.id !== 'number' || !Number.isSafeInteger(chat.id)) {
     return { kind: 'rejected', code: 'invalid_identity', message: `${type}.chat.id must be an integer between -(2^53) and 2^53` };
   }
@@ -195,7 +213,12 @@ function largestPhoto(path: string, sizes: JsonValue): AttachmentInput | string 
   return best.attachment;
 }
 
-function fileAttachment(path: string, kind: string, file: JsonObject, pixels: { width: number | null; height: number | null }): AttachmentInput | string {
+function fileAttachment(
+  path: string,
+  kind: string,
+  file: JsonObject,
+  pixels: { width: number | null; height: number | null },
+): AttachmentInput | string {
   const fileId = nonEmptyString(file.file_id);
   if (fileId === null) return `${path}.file_id must be a non-empty string`;
   const fileUniqueId = nonEmptyString(file.file_unique_id);

@@ -132,7 +132,8 @@ export function createBotApi({ apiRoot, token, callTimeoutMs = 30_000 }: BotApiO
   }
 
   function refused(method: string, { status, description, retryAfter }: Extract<CallResult<unknown>, { ok: false }>): BotApiError {
-    if (description === null) return fail(`${method}: ${host} answered HTTP ${status} without a Bot API body`, status >= 500 || status === 429);
+    if (description === null)
+      return fail(`${method}: ${host} answered HTTP ${status} without a Bot API body`, status >= 500 || status === 429);
     if (status === 401 || status === 404) return fail(`${method}: the Bot API refused the bot's token (${status} ${description})`, false);
     const wait = retryAfter === null ? '' : `; retry after ${retryAfter} s`;
     const retryable = status === 429 || status >= 500 || temporarilyUnavailable.test(description);

@@ -73,7 +73,12 @@ export async function locateTemporalCli(options: LocateOptions = {}): Promise<Te
     try {
       await goInstall(
         go,
-        { module: temporalCliModule, what: 'the Temporal CLI', gobin: toolCacheDir(env), env: { GOFLAGS: [env.GOFLAGS, '-trimpath'].filter(Boolean).join(' ') } },
+        {
+          module: temporalCliModule,
+          what: 'the Temporal CLI',
+          gobin: toolCacheDir(env),
+          env: { GOFLAGS: [env.GOFLAGS, '-trimpath'].filter(Boolean).join(' ') },
+        },
         log,
         env,
       );
@@ -83,7 +88,9 @@ export async function locateTemporalCli(options: LocateOptions = {}): Promise<Te
     if (isExecutable(cached)) return { kind: 'binary', path: cached, source: 'go install' };
     throw new Error(`go install finished but ${cached} is missing`);
   }
-  log(`Temporal CLI not found and ${go ? 'building it is disabled' : 'Go is not installed'}; falling back to the Temporal SDK download of the dev server.`);
+  log(
+    `Temporal CLI not found and ${go ? 'building it is disabled' : 'Go is not installed'}; falling back to the Temporal SDK download of the dev server.`,
+  );
   return { kind: 'sdk-download' };
 }
 
@@ -98,7 +105,12 @@ export interface GoInstall {
 }
 
 /** Runs `go install` into `gobin`, logging progress while it runs (a cold build takes minutes). */
-export async function goInstall(go: string, build: GoInstall, log: (m: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function goInstall(
+  go: string,
+  build: GoInstall,
+  log: (m: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
   fs.mkdirSync(build.gobin, { recursive: true });
   const started = Date.now();
   const child = spawn(go, ['install', build.module], {
@@ -130,7 +142,9 @@ export async function downloadWithSdk(log: (message: string) => void, env: NodeJ
   fs.mkdirSync(dir, { recursive: true });
   log(`downloading the Temporal dev server with the Temporal SDK into ${dir}…`);
   try {
-    const server = await TestWorkflowEnvironment.createLocal({ server: { ui: false, executable: { type: 'cached-download', downloadDir: dir } } });
+    const server = await TestWorkflowEnvironment.createLocal({
+      server: { ui: false, executable: { type: 'cached-download', downloadDir: dir } },
+    });
     await server.teardown();
   } catch (err) {
     throw new Error(`could not download the Temporal dev server: ${(err as Error).message}\n${installHint()}`);

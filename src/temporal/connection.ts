@@ -138,7 +138,9 @@ async function whilePropagating<T>(namespace: string, call: () => Promise<T>): P
     } catch (err) {
       const propagating = codeOf(err) === grpcCode.invalidArgument || codeOf(err) === grpcCode.notFound;
       if (!propagating || Date.now() > deadline) {
-        throw new Error(`Temporal namespace "${namespace}" and its search attributes are registered but not usable: ${(err as Error).message}`);
+        throw new Error(
+          `Temporal namespace "${namespace}" and its search attributes are registered but not usable: ${(err as Error).message}`,
+        );
       }
     }
     await new Promise((resolve) => setTimeout(resolve, 200));

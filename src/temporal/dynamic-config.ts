@@ -24,7 +24,11 @@ export function readDynamicConfig(file = dynamicConfigFile): Record<string, unkn
       const list: unknown[] = Array.isArray(entries) ? (entries as unknown[]) : [];
       const entry = list[0];
       const isPlainValue =
-        list.length === 1 && typeof entry === 'object' && entry !== null && 'value' in entry && Object.keys(entry).every((field) => field === 'value');
+        list.length === 1 &&
+        typeof entry === 'object' &&
+        entry !== null &&
+        'value' in entry &&
+        Object.keys(entry).every((field) => field === 'value');
       if (!isPlainValue) throw new Error(`${file}: ${key} must be a list of exactly one \`- value: …\` without constraints`);
       return [key, entry.value];
     }),

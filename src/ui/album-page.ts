@@ -116,7 +116,12 @@ export function albumPageModel(input: AlbumPageInput): AlbumPageModel {
       decidedBy: trigger,
       late: trigger === 'late_item',
       attachments: child.attachments.map((attachment) =>
-        attachmentModel(album.key.workspace, child.messageId, attachment, detailsByAttachment.get(`${child.messageId}\u0000${attachment.position}`)),
+        attachmentModel(
+          album.key.workspace,
+          child.messageId,
+          attachment,
+          detailsByAttachment.get(`${child.messageId}\u0000${attachment.position}`),
+        ),
       ),
       edits: child.history.map((earlier) => ({ caption: earlier.caption, editedAt: earlier.replacedAt })),
     };
@@ -126,12 +131,14 @@ export function albumPageModel(input: AlbumPageInput): AlbumPageModel {
     attachments: children.flatMap((child) => child.attachments),
     children,
     decisions,
-    live: album.state === 'closed' ? null : { versionUrl: consolePaths.albumVersion(album.key), version: input.version, pollMs: input.pollMs },
+    live:
+      album.state === 'closed' ? null : { versionUrl: consolePaths.albumVersion(album.key), version: input.version, pollMs: input.pollMs },
     actions: {
       retryDownloads: consolePaths.action(album.key, 'retry-downloads'),
       resolveReview: consolePaths.action(album.key, 'resolve-review'),
     },
-    temporalUrl: input.temporalUi.url === undefined ? null : temporalWorkflowUrl(input.temporalUi.url, input.temporalUi.namespace, album.workflowId),
+    temporalUrl:
+      input.temporalUi.url === undefined ? null : temporalWorkflowUrl(input.temporalUi.url, input.temporalUi.namespace, album.workflowId),
   };
 }
 

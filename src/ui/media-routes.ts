@@ -33,17 +33,21 @@ const inlineType = /^(image\/(jpeg|png|gif|webp|avif|heic|heif|bmp)|video\/[a-z0
 
 function servedAs(stored: string | null): { type: string; disposition: 'inline' | 'attachment' } {
   const essence = stored?.split(';')[0]!.trim().toLowerCase() ?? '';
-  return inlineType.test(essence) ? { type: essence, disposition: 'inline' } : { type: 'application/octet-stream', disposition: 'attachment' };
+  return inlineType.test(essence)
+    ? { type: essence, disposition: 'inline' }
+    : { type: 'application/octet-stream', disposition: 'attachment' };
 }
 
 /** Content-addressed: a URL's bytes never change, so browsers keep them (privately: they are behind a token). */
 function immutable(reply: FastifyReply, etag: string): FastifyReply {
-  return reply
-    .header('etag', etag)
-    .header('cache-control', 'private, max-age=31536000, immutable')
-    .header('x-content-type-options', 'nosniff')
-    // Opened on its own, a file is a document with no script, no plugin and an origin of its own.
-    .header('content-security-policy', "default-src 'none'; sandbox");
+  return (
+    reply
+      .header('etag', etag)
+      .header('cache-control', 'private, max-age=31536000, immutable')
+      .header('x-content-type-options', 'nosniff')
+      // Opened on its own, a file is a document with no script, no plugin and an origin of its own.
+      .header('content-security-policy', "default-src 'none'; sandbox")
+  );
 }
 
 function mediaSchema(summary: string, description: string) {
@@ -88,11 +92,18 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
 
   /** Sends a file of MEDIA_DIR with the headers set here, not those @fastify/static would derive from its name. */
   const sendStored = (reply: FastifyReply, file: string, type: string) =>
-    reply.type(type).sendFile(path.relative(mediaDir, file), mediaDir, { contentType: false, etag: false, lastModified: false, cacheControl: false });
+    reply
+      .type(type)
+      .sendFile(path.relative(mediaDir, file), mediaDir, { contentType: false, etag: false, lastModified: false, cacheControl: false });
 
   app.get(
     '/workspaces/:workspace/media/:sha256',
-    { schema: mediaSchema('A downloaded attachment file', 'Served with the content type its server sent (as a download when a browser could run it), an ETag and immutable caching.') },
+    {
+      schema: mediaSchema(
+        'A downloaded attachment file',
+        'Served with the content type its server sent (as a download when a browser could run it), an ETag and immutable caching.',
+      ),
+    },
     async (request, reply) => {
       const { workspace, sha256 } = request.params;
       const media = await storedMedia(workspace, sha256);

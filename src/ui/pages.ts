@@ -55,7 +55,13 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
     return html(reply.code(status), renderPage('error', { title: String(status), signedIn: request.access !== null }, { status, message }));
   });
 
-  async function albumList(request: FastifyRequest, reply: FastifyReply, filters: AlbumListFilters, before: string | undefined, reviewQueue: boolean) {
+  async function albumList(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    filters: AlbumListFilters,
+    before: string | undefined,
+    reviewQueue: boolean,
+  ) {
     const reachable = reachableWorkspaces(request.access);
     if (filters.workspace !== '' && reachable !== 'all' && !reachable.includes(filters.workspace)) {
       throw new HttpError(403, 'workspace_not_allowed', 'the token does not reach this workspace');
@@ -78,14 +84,18 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
     const heading = reviewQueue ? 'Review queue' : 'Albums';
     return html(
       reply,
-      renderPage('albums', { title: heading, signedIn: true }, {
-        heading,
-        reviewQueue,
-        filters,
-        workspaces: reachable === 'all' ? await albumWorkspaces(pool) : reachable,
-        albums,
-        olderUrl,
-      }),
+      renderPage(
+        'albums',
+        { title: heading, signedIn: true },
+        {
+          heading,
+          reviewQueue,
+          filters,
+          workspaces: reachable === 'all' ? await albumWorkspaces(pool) : reachable,
+          albums,
+          olderUrl,
+        },
+      ),
     );
   }
 
@@ -99,16 +109,20 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
     return albumList(request, reply, { ...filters, review: '' }, before, true);
   });
 
-  app.get('/albums/:workspace/:provider/:account/:conversation/:album', { schema: { hide: true, params: AlbumParams } }, async (request, reply) => {
-    const key = albumKeyOf(request.params);
-    const album = await findAlbum(pool, key);
-    if (!album) throw new HttpError(404, 'album_not_found', 'No child of this album was ever stored.');
-    // The version is read first: a change after it makes the next poll fetch the page again.
-    const version = await albumVersion(pool, album.workflowId);
-    const [status, details] = await Promise.all([albumStatusFromDatabase(pool, album, key), attachmentDetails(pool, album.id)]);
-    const model = albumPageModel({ album: status, details, version: version?.version ?? '', pollMs, temporalUi });
-    return html(reply, renderPage('album', { title: `Album ${key.albumId}`, signedIn: true }, model));
-  });
+  app.get(
+    '/albums/:workspace/:provider/:account/:conversation/:album',
+    { schema: { hide: true, params: AlbumParams } },
+    async (request, reply) => {
+      const key = albumKeyOf(request.params);
+      const album = await findAlbum(pool, key);
+      if (!album) throw new HttpError(404, 'album_not_found', 'No child of this album was ever stored.');
+      // The version is read first: a change after it makes the next poll fetch the page again.
+      const version = await albumVersion(pool, album.workflowId);
+      const [status, details] = await Promise.all([albumStatusFromDatabase(pool, album, key), attachmentDetails(pool, album.id)]);
+      const model = albumPageModel({ album: status, details, version: version?.version ?? '', pollMs, temporalUi });
+      return html(reply, renderPage('album', { title: `Album ${key.albumId}`, signedIn: true }, model));
+    },
+  );
 
   // For the page's script: JSON, with the API's error bodies rather than an HTML page.
   await app.register(async (scope) => {

@@ -65,7 +65,9 @@ function jpegSamplesPerPixel(channels: number, subsampling: string | undefined):
  * factor is an upper bound, with a margin, of what its decoder holds; test/integration/console-thumbnails.test.ts
  * makes the largest image of each kind the budget admits and measures the process.
  */
-export function decodeCost(meta: Pick<Metadata, 'format' | 'width' | 'height' | 'channels' | 'depth' | 'isProgressive' | 'chromaSubsampling'>): number {
+export function decodeCost(
+  meta: Pick<Metadata, 'format' | 'width' | 'height' | 'channels' | 'depth' | 'isProgressive' | 'chromaSubsampling'>,
+): number {
   const pixels = (meta.width ?? 0) * (meta.height ?? 0);
   const bytesPerSample = sampleBytes(meta.depth);
   const pixelBytes = meta.channels * bytesPerSample;
@@ -164,7 +166,8 @@ export function createThumbnailer(mediaDir: string, logger: FastifyBaseLogger): 
   const thumbnailsDir = path.join(mediaDir, 'thumbnails');
   const inFlight = new Map<string, Promise<Thumbnail | null>>();
 
-  const input = (source: string) => sharp(source, { limitInputPixels: limits.maxInputPixels, sequentialRead: true, failOn: 'error', autoOrient: true });
+  const input = (source: string) =>
+    sharp(source, { limitInputPixels: limits.maxInputPixels, sequentialRead: true, failOn: 'error', autoOrient: true });
 
   async function render(source: string, target: string): Promise<void> {
     await fs.mkdir(path.dirname(target), { recursive: true });
@@ -193,7 +196,10 @@ export function createThumbnailer(mediaDir: string, logger: FastifyBaseLogger): 
       const cost = decodeCost(meta);
       if (cost > limits.memoryBudget) {
         const { format, width, height, isProgressive } = meta;
-        logger.warn({ sha256, type: sniffed.mime, format, width, height, isProgressive, cost }, 'no thumbnail for this image: decoding it would take more memory than thumbnails may use');
+        logger.warn(
+          { sha256, type: sniffed.mime, format, width, height, isProgressive, cost },
+          'no thumbnail for this image: decoding it would take more memory than thumbnails may use',
+        );
         return { icon: 'unreadable' };
       }
       await admitted(cost, () => render(source, target));

@@ -30,7 +30,11 @@ export function workspaceInbox(stack: Pick<Stack, 'app' | 'pool'>, workspace: st
       return stack.app.inject({
         method: 'POST',
         url: `/webhooks/unifyport/${encodeURIComponent(workspace)}`,
-        headers: { 'content-type': 'application/json', 'x-unifyport-timestamp': timestamp, 'x-unifyport-signature': signatureHeader(secret, timestamp, payload) },
+        headers: {
+          'content-type': 'application/json',
+          'x-unifyport-timestamp': timestamp,
+          'x-unifyport-signature': signatureHeader(secret, timestamp, payload),
+        },
         payload,
       });
     },

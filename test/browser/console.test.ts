@@ -20,7 +20,13 @@ interface Img {
 }
 
 /** The first bytes of an MP4 file: enough for its type to be told from its content. */
-const mp4 = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypmp42'), Buffer.alloc(4), Buffer.from('mp42isom'), Buffer.alloc(256)]);
+const mp4 = Buffer.concat([
+  Buffer.from([0, 0, 0, 0x18]),
+  Buffer.from('ftypmp42'),
+  Buffer.alloc(4),
+  Buffer.from('mp42isom'),
+  Buffer.alloc(256),
+]);
 
 /** Opens the stack's app on a port of its own, for the browser (its `close` closes it). */
 async function listen(stack: Stack): Promise<string> {
@@ -63,22 +69,47 @@ describe('the console in a browser', () => {
 
     albums.trip = testAlbum(own, unique('trip'));
     const photos = [await jpeg(1200, 900, 20), await jpeg(900, 1200, 200), await png(800, 800, 280)];
-    const tripFiles = [...photos.map((body, i) => ({ body, type: i === 2 ? 'image/png' : 'image/jpeg', name: `beach-${i}.${i === 2 ? 'png' : 'jpg'}` })), { body: mp4, type: 'video/mp4', name: 'waves.mp4' }];
+    const tripFiles = [
+      ...photos.map((body, i) => ({ body, type: i === 2 ? 'image/png' : 'image/jpeg', name: `beach-${i}.${i === 2 ? 'png' : 'jpg'}` })),
+      { body: mp4, type: 'video/mp4', name: 'waves.mp4' },
+    ];
     for (const [index, file] of tripFiles.entries()) {
       await albums.trip.send({
         messageId: `trip-${index}`,
         index,
         total: tripFiles.length,
         text: index === 0 ? 'Our trip to the sea' : `day ${index + 1}`,
-        attachments: [{ type: file.type.startsWith('video/') ? 'video' : 'image', url: media.file(file.body, file.type), mime_type: file.type, file_name: file.name }],
+        attachments: [
+          {
+            type: file.type.startsWith('video/') ? 'video' : 'image',
+            url: media.file(file.body, file.type),
+            mime_type: file.type,
+            file_name: file.name,
+          },
+        ],
       });
     }
 
     albums.broken = testAlbum(own, unique('broken'));
     expiredUrl = media.failing(410);
-    await albums.broken.send({ messageId: 'b-failed', index: 0, total: 3, attachments: [{ type: 'image', url: media.failing(400), mime_type: 'image/jpeg' }] });
-    await albums.broken.send({ messageId: 'b-expired', index: 1, total: 3, attachments: [{ type: 'image', url: expiredUrl, mime_type: 'image/jpeg' }] });
-    await albums.broken.send({ messageId: 'b-ok', index: 2, total: 3, attachments: [{ type: 'image', url: media.file(photos[0]!, 'image/jpeg'), mime_type: 'image/jpeg' }] });
+    await albums.broken.send({
+      messageId: 'b-failed',
+      index: 0,
+      total: 3,
+      attachments: [{ type: 'image', url: media.failing(400), mime_type: 'image/jpeg' }],
+    });
+    await albums.broken.send({
+      messageId: 'b-expired',
+      index: 1,
+      total: 3,
+      attachments: [{ type: 'image', url: expiredUrl, mime_type: 'image/jpeg' }],
+    });
+    await albums.broken.send({
+      messageId: 'b-ok',
+      index: 2,
+      total: 3,
+      attachments: [{ type: 'image', url: media.file(photos[0]!, 'image/jpeg'), mime_type: 'image/jpeg' }],
+    });
 
     albums.xss = testAlbum(own, unique('xss'));
     await albums.xss.send({
@@ -86,7 +117,9 @@ describe('the console in a browser', () => {
       index: 0,
       total: 1,
       text: xssCaption,
-      attachments: [{ type: 'image', url: media.file(photos[1]!, 'image/jpeg'), mime_type: 'image/jpeg', file_name: '"><script>alert(2)</script>.jpg' }],
+      attachments: [
+        { type: 'image', url: media.file(photos[1]!, 'image/jpeg'), mime_type: 'image/jpeg', file_name: '"><script>alert(2)</script>.jpg' },
+      ],
     });
 
     albums.review = testAlbum(own, unique('review'));
@@ -96,12 +129,23 @@ describe('the console in a browser', () => {
     albums.waiting = testAlbum(own, unique('waiting'));
     await albums.waiting.send({ messageId: 'w1', index: 0, total: 2 });
     albums.secret = testAlbum(workspaceInbox(stack, neighbourWorkspace, webhookSecret), unique('secret'));
-    await albums.secret.send({ messageId: 's1', index: 0, total: 1, attachments: [{ type: 'image', url: media.file(photos[0]!, 'image/jpeg'), mime_type: 'image/jpeg' }] });
+    await albums.secret.send({
+      messageId: 's1',
+      index: 0,
+      total: 1,
+      attachments: [{ type: 'image', url: media.file(photos[0]!, 'image/jpeg'), mime_type: 'image/jpeg' }],
+    });
 
     albums.live = testAlbum(closing, unique('live'));
-    await albums.live.send({ messageId: 'l1', index: 0, total: 2, attachments: [{ type: 'image', url: media.file(photos[2]!, 'image/png'), mime_type: 'image/png' }] });
+    await albums.live.send({
+      messageId: 'l1',
+      index: 0,
+      total: 2,
+      attachments: [{ type: 'image', url: media.file(photos[2]!, 'image/png'), mime_type: 'image/png' }],
+    });
 
-    for (const name of ['trip', 'broken', 'xss', 'secret'] as const) await albums[name].until((s) => (settled(s), expect(s.state).toBe('processed')));
+    for (const name of ['trip', 'broken', 'xss', 'secret'] as const)
+      await albums[name].until((s) => (settled(s), expect(s.state).toBe('processed')));
     await albums.review.until((s) => expect(s.review.reasons).toContain('duplicate_index'));
     await albums.waiting.until((s) => expect(s.distinctChildren).toBe(1));
     await albums.live.until((s) => (settled(s), expect(s.distinctChildren).toBe(1)));
@@ -129,7 +173,8 @@ describe('the console in a browser', () => {
     const response = await page.goto(`${base}${url}`);
     return response!;
   };
-  const albumRows = async () => Promise.all((await page.locator('table.albums tbody tr').all()).map((row) => row.getAttribute('data-album')));
+  const albumRows = async () =>
+    Promise.all((await page.locator('table.albums tbody tr').all()).map((row) => row.getAttribute('data-album')));
 
   async function signIn(token: string) {
     await open(consolePaths.signIn);
@@ -166,7 +211,10 @@ describe('the console in a browser', () => {
     expect(await albumRows()).toEqual([albums.broken.key.albumId]);
 
     await open(consolePaths.albums);
-    expect(await page.locator('select[name=workspace] option').allTextContents()).toEqual(['all', ...[ownWorkspace, neighbourWorkspace].sort()]);
+    expect(await page.locator('select[name=workspace] option').allTextContents()).toEqual([
+      'all',
+      ...[ownWorkspace, neighbourWorkspace].sort(),
+    ]);
     await page.selectOption('select[name=workspace]', neighbourWorkspace);
     await page.click('form.filters button');
     expect(await albumRows()).toEqual([albums.secret.key.albumId]);
@@ -182,7 +230,9 @@ describe('the console in a browser', () => {
     const thumbnails = page.locator('ul.grid img.thumbnail');
     await expect.poll(() => thumbnails.count()).toBe(4);
     await expect
-      .poll(() => thumbnails.evaluateAll((imgs) => imgs.map((img) => (img as unknown as Img).complete && (img as unknown as Img).naturalWidth > 0)))
+      .poll(() =>
+        thumbnails.evaluateAll((imgs) => imgs.map((img) => (img as unknown as Img).complete && (img as unknown as Img).naturalWidth > 0)),
+      )
       .toEqual([true, true, true, true]);
     expect(await page.locator('img').evaluateAll((imgs) => imgs.every((img) => (img as unknown as Img).naturalWidth > 0))).toBe(true);
     expect(await page.locator('.tile[data-status=downloaded]').count()).toBe(4);
@@ -235,7 +285,12 @@ describe('the console in a browser', () => {
       if (request.url().endsWith('/version')) versionRequests.push(request.url());
     });
 
-    await albums.live.send({ messageId: 'l2', index: 1, total: 2, attachments: [{ type: 'image', url: media.file(await jpeg(640, 480, 120), 'image/jpeg'), mime_type: 'image/jpeg' }] });
+    await albums.live.send({
+      messageId: 'l2',
+      index: 1,
+      total: 2,
+      attachments: [{ type: 'image', url: media.file(await jpeg(640, 480, 120), 'image/jpeg'), mime_type: 'image/jpeg' }],
+    });
     await expect.poll(() => page.getByTestId('children-count').textContent(), { timeout: 30_000 }).toBe('2');
     await expect.poll(() => page.locator('ul.grid img.thumbnail').count(), { timeout: 30_000 }).toBe(2);
     await expect.poll(() => page.getByTestId('album-state').textContent(), { timeout: 30_000 }).toBe('processed');
@@ -281,8 +336,12 @@ describe('the console in a browser', () => {
       await open(consolePaths.album(albums.broken.key));
       media.serve(expiredUrl, await jpeg(700, 500, 320), 'image/jpeg');
       await page.click('button[data-action-url]');
-      await expect.poll(() => page.locator('.tile[data-message=b-expired]').getAttribute('data-status'), { timeout: 45_000 }).toBe('downloaded');
-      await expect.poll(() => page.locator('.tile[data-message=b-expired] img').evaluate((img) => (img as unknown as Img).naturalWidth)).toBeGreaterThan(0);
+      await expect
+        .poll(() => page.locator('.tile[data-message=b-expired]').getAttribute('data-status'), { timeout: 45_000 })
+        .toBe('downloaded');
+      await expect
+        .poll(() => page.locator('.tile[data-message=b-expired] img').evaluate((img) => (img as unknown as Img).naturalWidth))
+        .toBeGreaterThan(0);
     });
 
     it('“Resolve review” takes the album out of the review queue', async () => {
@@ -304,7 +363,9 @@ describe('the console in a browser', () => {
       await open(consolePaths.album(albums.live.key), closingServer.url);
       expect(await page.getByTestId('album-state').textContent()).toBe('closed');
       await page.click('button[data-action-url]');
-      await expect.poll(() => page.locator('.action-result').textContent()).toBe("Refused (409): the album's workflow is closed: nothing can be retried");
+      await expect
+        .poll(() => page.locator('.action-result').textContent())
+        .toBe("Refused (409): the album's workflow is closed: nothing can be retried");
     });
   });
 });

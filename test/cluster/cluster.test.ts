@@ -24,7 +24,8 @@ const allAttributes = [
   { key: searchAttributes.needsReview, value: false },
   { key: searchAttributes.children, value: 1 },
 ];
-const attributeQuery = "AlbumWorkspace = 'ws' AND AlbumProvider = 'whatsapp' AND AlbumState = 'collecting' AND AlbumNeedsReview = false AND AlbumChildren = 1";
+const attributeQuery =
+  "AlbumWorkspace = 'ws' AND AlbumProvider = 'whatsapp' AND AlbumState = 'collecting' AND AlbumNeedsReview = false AND AlbumChildren = 1";
 
 async function connect(address: string, namespace: string): Promise<Client> {
   return new Client({ connection: await Connection.connect({ address }), namespace });
@@ -59,7 +60,11 @@ describe('albumflow on the real Temporal server (PostgreSQL persistence and SQL 
         typedSearchAttributes: allAttributes,
       });
       const listed = await client.connection.operatorService.listSearchAttributes({ namespace });
-      expect(Object.keys(listed.customAttributes ?? {}).sort()).toEqual(Object.values(searchAttributes).map((key) => key.name).sort());
+      expect(Object.keys(listed.customAttributes ?? {}).sort()).toEqual(
+        Object.values(searchAttributes)
+          .map((key) => key.name)
+          .sort(),
+      );
       await eventually(async () => {
         const { count } = await client.connection.workflowService.countWorkflowExecutions({ namespace, query: attributeQuery });
         expect(Number(count)).toBe(1);
@@ -76,7 +81,11 @@ describe('albumflow on the real Temporal server (PostgreSQL persistence and SQL 
     try {
       await Promise.all(clients.map((client) => prepareNamespace(client, namespace)));
       const listed = await clients[0]!.connection.operatorService.listSearchAttributes({ namespace });
-      expect(Object.keys(listed.customAttributes ?? {}).sort()).toEqual(Object.values(searchAttributes).map((key) => key.name).sort());
+      expect(Object.keys(listed.customAttributes ?? {}).sort()).toEqual(
+        Object.values(searchAttributes)
+          .map((key) => key.name)
+          .sort(),
+      );
       await prepareNamespace(clients[1]!, namespace);
     } finally {
       await Promise.all(clients.map((client) => client.connection.close()));
@@ -98,7 +107,9 @@ describe('albumflow on the real Temporal server (PostgreSQL persistence and SQL 
       expect(refused).toBeInstanceOf(Error);
       const message = (refused as Error).message;
       expect(message).toMatch(
-        new RegExp(`^Temporal namespace "${namespace}" lacks the search attributes AlbumWorkspace, AlbumProvider, AlbumState, AlbumNeedsReview, AlbumChildren and the server refused to register them \\(.*Bool.*\\)\\. Register them, then start albumflow again:`),
+        new RegExp(
+          `^Temporal namespace "${namespace}" lacks the search attributes AlbumWorkspace, AlbumProvider, AlbumState, AlbumNeedsReview, AlbumChildren and the server refused to register them \\(.*Bool.*\\)\\. Register them, then start albumflow again:`,
+        ),
       );
       expect(message).toContain(`temporal operator search-attribute create --namespace ${namespace} --name AlbumNeedsReview --type Bool`);
       expect(message).toContain(`temporal operator search-attribute create --namespace ${namespace} --name AlbumChildren --type Int`);
@@ -154,7 +165,15 @@ describe('the real Temporal server split into one process per service', () => {
     const database = temporalDatabase(base.toString());
     await setUpSchemas(tools.sqlTool, database);
     logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-split-logs-'));
-    cluster = await startTemporalCluster({ tools, database, ports: await freeClusterPorts(true), split: true, ui: false, logDir, logLevel: 'warn' });
+    cluster = await startTemporalCluster({
+      tools,
+      database,
+      ports: await freeClusterPorts(true),
+      split: true,
+      ui: false,
+      logDir,
+      logLevel: 'warn',
+    });
   });
 
   afterAll(async () => {

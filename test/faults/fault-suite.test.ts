@@ -139,7 +139,14 @@ describe('fault suite: two ingresses and two workers under signed load while the
     await load.drain(180_000);
     const quiet = await waitFor(async () => isQuiet(stack.pool, load), 360_000, 2_000);
     memory.stop();
-    const report: CheckReport = await checkInvariants({ pool: stack.pool, workspace, load, media: stack.media, receiver: stack.receiver, botApi });
+    const report: CheckReport = await checkInvariants({
+      pool: stack.pool,
+      workspace,
+      load,
+      media: stack.media,
+      receiver: stack.receiver,
+      botApi,
+    });
     const elapsed = Date.now() - startedAt;
 
     const phases = ['warm-up', ...faults.map((f) => f.name), 'cool-down and redeliveries'];
@@ -178,7 +185,10 @@ describe('fault suite: two ingresses and two workers under signed load while the
       [
         '',
         'albumflow fault suite',
-        formatTable(['fault injected', 'when', 'outage', 'requests', 'acked', 'refused/failed', 'children checked', 'result', 'note'], rows),
+        formatTable(
+          ['fault injected', 'when', 'outage', 'requests', 'acked', 'refused/failed', 'children checked', 'result', 'note'],
+          rows,
+        ),
         '',
         `children sent ${load.children.size}, acknowledged ${acknowledged}, checked ${report.checked.size}; albums ${report.albums}, ` +
           `decisions ${report.decisions}, files downloaded ${report.downloads} (${report.interruptedFetches} fetches cut by kills), ` +

@@ -56,7 +56,8 @@ describe(`${albumsAtOnce.toLocaleString('en')} albums at once`, () => {
     const startedAt = Date.now();
     const load = context.load();
     load.phase = 'albums at once';
-    for (let i = 0; i < albumsAtOnce; i++) load.addAlbum({ size: 1, standalone: false, withTotal: true, spreadMs: 2_000, redeliveryRate: 0 });
+    for (let i = 0; i < albumsAtOnce; i++)
+      load.addAlbum({ size: 1, standalone: false, withTotal: true, spreadMs: 2_000, redeliveryRate: 0 });
     load.start();
     load.stopGenerating();
     await load.drain(300_000);

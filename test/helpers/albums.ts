@@ -36,8 +36,7 @@ export function newAlbumKey(workspace: string, albumId = 'alb_1', conversationId
 }
 
 async function insertMessage(pool: Pool, key: MessageKey, albumPk: string | null, child: TestChild): Promise<string> {
-  const albumMeta =
-    albumPk === null ? null : (child.albumMeta ?? { index: child.index ?? null, total: child.total ?? null });
+  const albumMeta = albumPk === null ? null : (child.albumMeta ?? { index: child.index ?? null, total: child.total ?? null });
   const { rows } = await pool.query<{ id: string }>(
     `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
                            album_index, album_total, metadata_invalid, caption, sent_at, raw)
@@ -120,7 +119,12 @@ export async function signalAlbum(
   });
 }
 
-export async function signalMessage(client: Client, config: Config, key: MessageKey, child: ChildArrival): Promise<WorkflowHandleWithSignaledRunId> {
+export async function signalMessage(
+  client: Client,
+  config: Config,
+  key: MessageKey,
+  child: ChildArrival,
+): Promise<WorkflowHandleWithSignaledRunId> {
   return client.workflow.signalWithStart(workflowTypes.message, {
     workflowId: messageWorkflowId(key),
     taskQueue: config.temporal.taskQueue,
@@ -269,7 +273,11 @@ export function loadHistories(): SavedHistory[] {
     .sort()
     .map((file) => {
       const saved = JSON.parse(fs.readFileSync(path.join(historiesDir, file), 'utf8')) as { workflowId: string; history: unknown };
-      return { name: file.slice(0, -'.json'.length).split(path.sep).join('/'), workflowId: saved.workflowId, history: historyFromJSON(saved.history) };
+      return {
+        name: file.slice(0, -'.json'.length).split(path.sep).join('/'),
+        workflowId: saved.workflowId,
+        history: historyFromJSON(saved.history),
+      };
     });
 }
 

@@ -38,10 +38,14 @@ const api = await startFakeBotApi({
   port,
   onAnswered: (request, status) => {
     const fileId = request.body.match(/"file_id":"([^"]+)"/)?.[1];
-    console.log(`${new Date(request.at).toISOString()}  ${request.method} ${shown(request.path)}${fileId ? ` (${fileId.slice(0, 16)}…)` : ''} → ${status}`);
+    console.log(
+      `${new Date(request.at).toISOString()}  ${request.method} ${shown(request.path)}${fileId ? ` (${fileId.slice(0, 16)}…)` : ''} → ${status}`,
+    );
   },
 }).catch((err: NodeJS.ErrnoException) => {
-  console.error(`fake-bot-api: cannot listen on 127.0.0.1:${port} (${err.code ?? err.message}); pass --port with another port, or 0 for any`);
+  console.error(
+    `fake-bot-api: cannot listen on 127.0.0.1:${port} (${err.code ?? err.message}); pass --port with another port, or 0 for any`,
+  );
   process.exit(1);
 });
 const photos = await servePhotos(api, demoBot.token, files);
@@ -51,7 +55,10 @@ console.log(
   [
     `A FAKE Telegram Bot API (albumflow's test tooling; it never talks to Telegram) is listening on ${api.url}`,
     `It knows one bot, ${demoBot.id}, and serves ${photos.length} photos to it:`,
-    ...photos.map((photo) => `  ${photo.fileId.slice(0, 24)}…  ${photo.width}×${photo.height} JPEG, ${photo.content.length} bytes  (update ${photo.updateId} of ${relative(photo.file)})`),
+    ...photos.map(
+      (photo) =>
+        `  ${photo.fileId.slice(0, 24)}…  ${photo.width}×${photo.height} JPEG, ${photo.content.length} bytes  (update ${photo.updateId} of ${relative(photo.file)})`,
+    ),
     '',
     'Run albumflow against it, and keep TELEGRAM_BOTS for the CLI (it signs with the secret token):',
     `  export TELEGRAM_BOTS=${quote(demoTelegramBots())}`,

@@ -137,7 +137,10 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
     const file = entry && entry.token === token ? bots.get(token)?.get(entry.fileId) : undefined;
     if (!entry || !file || (file.expireAfterOneUse && entry.uses > 0)) return notFound();
     entry.uses += 1;
-    response.writeHead(200, { 'content-type': file.contentType ?? 'application/octet-stream', 'content-length': String(file.content.length) });
+    response.writeHead(200, {
+      'content-type': file.contentType ?? 'application/octet-stream',
+      'content-length': String(file.content.length),
+    });
     if (!cutShort) return response.end(file.content);
     response.write(file.content.subarray(0, Math.floor(file.content.length / 2)), () => response.destroy());
   }
@@ -160,7 +163,13 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
     request.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
       const url = new URL(request.url ?? '/', 'http://fake');
-      const recorded: RecordedRequest = { at: Date.now(), method: request.method ?? '', path: url.pathname + url.search, headers: request.headers, body };
+      const recorded: RecordedRequest = {
+        at: Date.now(),
+        method: request.method ?? '',
+        path: url.pathname + url.search,
+        headers: request.headers,
+        body,
+      };
       requests.push(recorded);
       response.on('close', () => options.onAnswered?.(recorded, response.statusCode));
 

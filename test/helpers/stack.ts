@@ -78,7 +78,11 @@ export async function startStack(
   const workspace = unique('ws');
   const secret = 'stack-secret';
   const extra = typeof env === 'function' ? env(workspace) : env;
-  const config = testConfig({ DATABASE_URL: await freshDatabase(), WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }), ...extra });
+  const config = testConfig({
+    DATABASE_URL: await freshDatabase(),
+    WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }),
+    ...extra,
+  });
   const logger = options.logger ?? testLogger(config);
   const pool = testPool(config);
   const client = await testClient(config);

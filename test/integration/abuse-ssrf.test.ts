@@ -116,7 +116,11 @@ describe('attachment URLs aimed at loopback, private, link-local and metadata ad
       ['the loopback address', () => `http://127.0.0.1:${internal.port}/secret`, /127\.0\.0\.1 is a loopback address/],
       ['a decimal loopback address', () => `http://2130706433:${internal.port}/secret`, /127\.0\.0\.1 is a loopback address/],
       ['IPv6 loopback', () => `http://[::1]:${internal.port}/secret`, /::1 is a loopback address/],
-      ['the cloud metadata address', () => 'http://169.254.169.254/latest/meta-data/iam/security-credentials/', /169\.254\.169\.254 is a linkLocal address/],
+      [
+        'the cloud metadata address',
+        () => 'http://169.254.169.254/latest/meta-data/iam/security-credentials/',
+        /169\.254\.169\.254 is a linkLocal address/,
+      ],
       ['the IPv6 cloud metadata address', () => 'http://[fd00:ec2::254]/latest/meta-data/', /uniqueLocal address/],
       ['a private range', () => 'http://192.168.1.1/admin', /192\.168\.1\.1 is a private address/],
       ['an IPv6 link-local address', () => 'http://[fe80::1]/', /linkLocal address/],

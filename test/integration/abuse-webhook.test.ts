@@ -117,10 +117,16 @@ describe('fuzzing the webhook route (fast-check)', () => {
                 {
                   id: fc.jsonValue({ maxDepth: 1 }),
                   text: fc.jsonValue({ maxDepth: 1 }),
-                  sent_at: fc.oneof(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), fc.jsonValue({ maxDepth: 1 })),
+                  sent_at: fc.oneof(
+                    fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+                    fc.jsonValue({ maxDepth: 1 }),
+                  ),
                   attachments: fc.oneof(fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 4 }), fc.jsonValue({ maxDepth: 2 })),
                   album: fc.oneof(
-                    fc.record({ id: fc.jsonValue({ maxDepth: 1 }), index: fc.jsonValue({ maxDepth: 1 }), total: fc.jsonValue({ maxDepth: 1 }) }, { requiredKeys: [] }),
+                    fc.record(
+                      { id: fc.jsonValue({ maxDepth: 1 }), index: fc.jsonValue({ maxDepth: 1 }), total: fc.jsonValue({ maxDepth: 1 }) },
+                      { requiredKeys: [] },
+                    ),
                     fc.jsonValue({ maxDepth: 2 }),
                   ),
                 },
@@ -134,7 +140,13 @@ describe('fuzzing the webhook route (fast-check)', () => {
       )
       .map((value) => JSON.stringify(value)),
   );
-  const anyContentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', '');
+  const anyContentType = fc.constantFrom(
+    'application/json',
+    'application/json; charset=utf-8',
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    '',
+  );
   const anyHeaderValue = fc.string({ maxLength: 200 }).map((value) => value.replace(/[^\x20-\x7e]/g, ''));
 
   it('never answers 5xx and never stores anything for a request without a valid signature', async () => {
@@ -228,7 +240,10 @@ describe('replayed, re-addressed and altered requests', () => {
       const body = event();
       const valid = signedHeaders(body);
       const before = await storedRows();
-      const response = await post(app, body, { ...valid, 'x-unifyport-signature': [...filler(99), valid['x-unifyport-signature']].join(',') });
+      const response = await post(app, body, {
+        ...valid,
+        'x-unifyport-signature': [...filler(99), valid['x-unifyport-signature']].join(','),
+      });
       expect(response.statusCode).toBe(401);
       expect(response.json()).toMatchObject({ error: { code: 'invalid_signature' } });
       expect(await storedRows()).toBe(before);
@@ -260,9 +275,10 @@ describe('deep JSON nesting', () => {
     const response = await post(app, body, signedHeaders(body));
     expect(response.statusCode).toBe(400);
     expect(response.json()).toEqual({ error: { code: 'invalid_event', message: `the event nests deeper than ${maxNestingDepth} levels` } });
-    const { rows } = await pool.query<{ raw: Buffer }>(`SELECT raw FROM quarantine WHERE workspace = $1 AND reason = 'invalid_event' ORDER BY id DESC LIMIT 1`, [
-      signed,
-    ]);
+    const { rows } = await pool.query<{ raw: Buffer }>(
+      `SELECT raw FROM quarantine WHERE workspace = $1 AND reason = 'invalid_event' ORDER BY id DESC LIMIT 1`,
+      [signed],
+    );
     expect(rows[0]!.raw.toString()).toBe(body);
     const { rows: messages } = await pool.query(`SELECT 1 FROM messages WHERE workspace = $1 AND account_id = $2`, [signed, account]);
     expect(messages).toEqual([]);
@@ -332,7 +348,11 @@ describe('huge bodies over a real socket', () => {
     const status = await upload(200 * 1024 * 1024, chunked);
     expect(status).toBe(413);
     const body = event();
-    const after = await fetch(`http://127.0.0.1:${port}/webhooks/unifyport/${signed}`, { method: 'POST', headers: signedHeaders(body), body });
+    const after = await fetch(`http://127.0.0.1:${port}/webhooks/unifyport/${signed}`, {
+      method: 'POST',
+      headers: signedHeaders(body),
+      body,
+    });
     expect(after.status).toBe(202);
   });
 });

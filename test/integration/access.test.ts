@@ -35,7 +35,15 @@ let app: App;
 const codes = new SignInCodes();
 
 function appWith(tokens: Record<string, string[]>, signInCodes = codes, settings: Partial<Config> = {}): Promise<App> {
-  return buildApp({ config: { ...config, ...settings }, pool, temporal, wakeDispatcher: () => undefined, logger, tokens: new Map(Object.entries(tokens)), signInCodes });
+  return buildApp({
+    config: { ...config, ...settings },
+    pool,
+    temporal,
+    wakeDispatcher: () => undefined,
+    logger,
+    tokens: new Map(Object.entries(tokens)),
+    signInCodes,
+  });
 }
 
 beforeAll(async () => {
@@ -81,9 +89,23 @@ describe('every route of the app', () => {
   it('is open only where it must be', () => {
     const open = routes.filter((route) => route.access === 'open');
     expect(open.map((route) => `${route.method} ${route.url}`)).toEqual(
-      expect.arrayContaining(['POST /webhooks/unifyport/:workspace', 'GET /healthz', 'GET /readyz', 'GET /docs', 'GET /docs/json', 'GET /docs/static/*', 'GET /ui/sign-in', 'POST /ui/sign-in', 'POST /ui/sign-out']),
+      expect.arrayContaining([
+        'POST /webhooks/unifyport/:workspace',
+        'GET /healthz',
+        'GET /readyz',
+        'GET /docs',
+        'GET /docs/json',
+        'GET /docs/static/*',
+        'GET /ui/sign-in',
+        'POST /ui/sign-in',
+        'POST /ui/sign-out',
+      ]),
     );
-    for (const route of open) expect(openPrefixes.some((prefix) => route.url.startsWith(prefix)), route.url).toBe(true);
+    for (const route of open)
+      expect(
+        openPrefixes.some((prefix) => route.url.startsWith(prefix)),
+        route.url,
+      ).toBe(true);
   });
 
   it('needs a token that reaches its workspace, refuses without one and with another workspace’s', async () => {
@@ -100,7 +122,9 @@ describe('every route of the app', () => {
       ]),
     );
     for (const route of guarded) {
-      const url = route.url.replace(/:(\w+)/g, (_, name: string) => (name === 'workspace' ? workspaceA : `probe-${name}`)).replace(/\*$/, 'probe');
+      const url = route.url
+        .replace(/:(\w+)/g, (_, name: string) => (name === 'workspace' ? workspaceA : `probe-${name}`))
+        .replace(/\*$/, 'probe');
       const label = `${route.method} ${route.url} (${route.access})`;
       const send = (headers: Record<string, string> = {}) =>
         app.inject({ method: route.method, url, headers, ...(route.method === 'POST' ? { payload: {} } : {}) });
@@ -184,12 +208,22 @@ describe('Authorization headers', () => {
     const token = fc.constantFrom(tokenA, adminToken);
     const anyHeader = fc.oneof(
       fc.constantFrom('Bearer', 'Bearer ', 'Bearer  ', 'bearer', 'Bearer\t', 'Basic', '', ' '),
-      fc.string().filter(notTheToken).map((s) => `Bearer ${s}`),
-      fc.string({ unit: 'binary', maxLength: 64 }).filter(notTheToken).map((s) => `Bearer ${s}`),
-      fc.constantFrom('Basic', 'Token', 'Digest', 'Bearer:', 'Bearer=', 'Bearertoken').chain((scheme) => token.map((t) => `${scheme} ${t}`)),
+      fc
+        .string()
+        .filter(notTheToken)
+        .map((s) => `Bearer ${s}`),
+      fc
+        .string({ unit: 'binary', maxLength: 64 })
+        .filter(notTheToken)
+        .map((s) => `Bearer ${s}`),
+      fc
+        .constantFrom('Basic', 'Token', 'Digest', 'Bearer:', 'Bearer=', 'Bearertoken')
+        .chain((scheme) => token.map((t) => `${scheme} ${t}`)),
       token.map((t) => `${t}`),
       token.map((t) => `Bearer ${t} ${t}`),
-      fc.tuple(token, fc.constantFrom('\u0000', '\u0007', '\u001b', '\u007f', '\r', '\n', '\t', '\u00a0', '\u2028', ',', ';', '"')).map(([t, c]) => `Bearer ${t.slice(0, 8)}${c}${t.slice(8)}`),
+      fc
+        .tuple(token, fc.constantFrom('\u0000', '\u0007', '\u001b', '\u007f', '\r', '\n', '\t', '\u00a0', '\u2028', ',', ';', '"'))
+        .map(([t, c]) => `Bearer ${t.slice(0, 8)}${c}${t.slice(8)}`),
       token.map((t) => `Bearer ${t.toUpperCase()}`),
       token.map((t) => `Bearer ${t.slice(0, -1)}`),
       token.map((t) => `Bearer ${t}${'x'.repeat(10_000)}`),
@@ -216,7 +250,9 @@ describe('Authorization headers', () => {
     const port = (app.server.address() as net.AddressInfo).port;
     const raw = (headerLines: string) =>
       new Promise<string>((resolve, reject) => {
-        const socket = net.connect(port, '127.0.0.1', () => socket.write(`GET ${url()} HTTP/1.1\r\nHost: localhost\r\n${headerLines}Connection: close\r\n\r\n`));
+        const socket = net.connect(port, '127.0.0.1', () =>
+          socket.write(`GET ${url()} HTTP/1.1\r\nHost: localhost\r\n${headerLines}Connection: close\r\n\r\n`),
+        );
         let answer = '';
         socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
         socket.on('end', () => resolve(answer.split('\r\n')[0] ?? ''));
@@ -262,7 +298,9 @@ describe('console sessions', () => {
     expect(form.statusCode).toBe(303);
     expect(form.headers.location).toBe('/ui');
     const session = sessionOf(form);
-    expect((await app.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } })).statusCode).toBe(
+      200,
+    );
     const elsewhere = await app.inject({ method: 'GET', url: `/workspaces/${workspaceB}/albums`, headers: { cookie: session } });
     expect(elsewhere.statusCode).toBe(403);
     expect((await app.inject({ method: 'GET', url: '/metrics', headers: { cookie: session } })).statusCode).toBe(403);
@@ -275,7 +313,12 @@ describe('console sessions', () => {
     const refused = await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: unique('token-nobody-has') } });
     expect(refused.statusCode).toBe(401);
     expect(refused.cookies).toEqual([]);
-    const crossSite = await app.inject({ method: 'POST', url: '/ui/sign-in', headers: { 'sec-fetch-site': 'cross-site' }, payload: { token: tokenA } });
+    const crossSite = await app.inject({
+      method: 'POST',
+      url: '/ui/sign-in',
+      headers: { 'sec-fetch-site': 'cross-site' },
+      payload: { token: tokenA },
+    });
     expect(crossSite.statusCode).toBe(403);
     expect(crossSite.cookies).toEqual([]);
   });
@@ -285,12 +328,18 @@ describe('console sessions', () => {
     const replica = await appWith(allTokens);
     const withoutA = await appWith({ [tokenB]: [workspaceB], [adminToken]: ['*'] });
     try {
-      expect((await replica.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } })).statusCode).toBe(200);
+      expect(
+        (await replica.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } })).statusCode,
+      ).toBe(200);
       const revoked = await withoutA.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } });
       expect(revoked.statusCode).toBe(401);
       expect(errorCode(revoked)).toBe('invalid_token');
       expect(revoked.cookies.find((c) => c.name === sessionCookie)?.maxAge).toBe(0);
-      const browser = await withoutA.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session, accept: 'text/html' } });
+      const browser = await withoutA.inject({
+        method: 'GET',
+        url: `/workspaces/${workspaceA}/albums`,
+        headers: { cookie: session, accept: 'text/html' },
+      });
       expect(browser.statusCode).toBe(303);
     } finally {
       await replica.close();
@@ -304,16 +353,33 @@ describe('console sessions', () => {
     try {
       const session = sessionOf(await withAction.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenA } }));
       const post = (headers: Record<string, string>) =>
-        withAction.inject({ method: 'POST', url: `/workspaces/${workspaceA}/test-action`, headers: { cookie: session, ...headers }, payload: {} });
+        withAction.inject({
+          method: 'POST',
+          url: `/workspaces/${workspaceA}/test-action`,
+          headers: { cookie: session, ...headers },
+          payload: {},
+        });
       expect((await post({ 'sec-fetch-site': 'same-origin' })).statusCode).toBe(200);
       expect((await post({ origin: 'http://localhost:80' })).statusCode).toBe(200);
-      const crossOrigin: Array<Record<string, string>> = [{}, { 'sec-fetch-site': 'same-site' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'none' }, { origin: 'http://evil.example' }, { origin: 'null' }];
+      const crossOrigin: Array<Record<string, string>> = [
+        {},
+        { 'sec-fetch-site': 'same-site' },
+        { 'sec-fetch-site': 'cross-site' },
+        { 'sec-fetch-site': 'none' },
+        { origin: 'http://evil.example' },
+        { origin: 'null' },
+      ];
       for (const headers of crossOrigin) {
         const refused = await post(headers);
         expect(refused.statusCode, JSON.stringify(headers)).toBe(403);
         expect(errorCode(refused)).toBe('cross_origin_request');
       }
-      const scripted = await withAction.inject({ method: 'POST', url: `/workspaces/${workspaceA}/test-action`, headers: bearer(tokenA), payload: {} });
+      const scripted = await withAction.inject({
+        method: 'POST',
+        url: `/workspaces/${workspaceA}/test-action`,
+        headers: bearer(tokenA),
+        payload: {},
+      });
       expect(scripted.statusCode).toBe(200);
     } finally {
       await withAction.close();
@@ -328,7 +394,13 @@ describe('console sessions', () => {
       /** Signs in from `peer` with `headers`; the session cookie and the client address the request's log line shows. */
       const signIn = async (target: App, peer: string, headers: Record<string, string>) => {
         const probe = unique('probe');
-        const response = await target.inject({ method: 'POST', url: `/ui/sign-in?probe=${probe}`, remoteAddress: peer, headers, payload: { token: tokenA } });
+        const response = await target.inject({
+          method: 'POST',
+          url: `/ui/sign-in?probe=${probe}`,
+          remoteAddress: peer,
+          headers,
+          payload: { token: tokenA },
+        });
         expect(response.statusCode).toBe(200);
         const cookie = response.cookies.find((c) => c.name === sessionCookie);
         secrets.add(cookie!.value);
@@ -352,7 +424,12 @@ describe('console sessions', () => {
   });
 
   it('end with sign-out, which removes the cookie', async () => {
-    const signOut = await app.inject({ method: 'POST', url: '/ui/sign-out', headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' }, payload: '' });
+    const signOut = await app.inject({
+      method: 'POST',
+      url: '/ui/sign-out',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      payload: '',
+    });
     expect(signOut.statusCode).toBe(303);
     expect(signOut.headers.location).toBe('/ui/sign-in');
     expect(signOut.cookies.find((c) => c.name === sessionCookie)?.maxAge).toBe(0);

@@ -13,7 +13,12 @@ const token = unique('operator-token');
 const headers = { authorization: `Bearer ${token}` };
 
 beforeAll(async () => {
-  stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '3000', LATE_WINDOW_MS: '6000', API_TOKENS: JSON.stringify({ [token]: ['*'] }) });
+  stack = await startStack({
+    QUIET_PERIOD_MS: '300',
+    MAX_WAIT_MS: '3000',
+    LATE_WINDOW_MS: '6000',
+    API_TOKENS: JSON.stringify({ [token]: ['*'] }),
+  });
   media = await startFlakyMediaServer();
 });
 
@@ -46,7 +51,14 @@ describe('a redelivery that brings the URL an earlier delivery lacked', () => {
     const conversation = unique('conv');
     const path = `/${unique('late-url')}.jpg`;
     media.fix(path);
-    const first = albumEvent({ conversationId: conversation, albumId: 'alb', messageId: 'm0', index: 0, total: 1, attachments: [{ type: 'image' }] });
+    const first = albumEvent({
+      conversationId: conversation,
+      albumId: 'alb',
+      messageId: 'm0',
+      index: 0,
+      total: 1,
+      attachments: [{ type: 'image' }],
+    });
     expect((await stack.post(first)).statusCode).toBe(202);
     const decided = await eventually(async () => {
       const body = await status(conversation);
@@ -55,9 +67,18 @@ describe('a redelivery that brings the URL an earlier delivery lacked', () => {
       return body;
     });
     const workflowId = decided.workflowId;
-    await eventually(async () => expect((await storedNotifications(stack.pool, workflowId)).map((n) => n.type)).toContain('album.media_settled'));
+    await eventually(async () =>
+      expect((await storedNotifications(stack.pool, workflowId)).map((n) => n.type)).toContain('album.media_settled'),
+    );
 
-    const again = albumEvent({ conversationId: conversation, albumId: 'alb', messageId: 'm0', index: 0, total: 1, attachments: [{ type: 'image', url: media.url(path) }] });
+    const again = albumEvent({
+      conversationId: conversation,
+      albumId: 'alb',
+      messageId: 'm0',
+      index: 0,
+      total: 1,
+      attachments: [{ type: 'image', url: media.url(path) }],
+    });
     expect((await stack.post(again)).body).toMatchObject({ status: 'accepted', duplicate: true });
 
     const downloaded = await eventually(async () => {
@@ -99,7 +120,14 @@ describe('retry-downloads', () => {
   it('tries a failed or expired attachment again once its server answers, as the first attempt did', async () => {
     const conversation = unique('conv');
     const path = `/${unique('broken')}.jpg`;
-    const event = albumEvent({ conversationId: conversation, albumId: 'alb', messageId: 'm0', index: 0, total: 1, attachments: [{ type: 'image', url: media.url(path) }] });
+    const event = albumEvent({
+      conversationId: conversation,
+      albumId: 'alb',
+      messageId: 'm0',
+      index: 0,
+      total: 1,
+      attachments: [{ type: 'image', url: media.url(path) }],
+    });
     await stack.post(event);
     const expired = await eventually(async () => {
       const body = await status(conversation);
@@ -135,7 +163,11 @@ describe('retry-downloads', () => {
 
 describe('resolve-review', () => {
   const queue = async () => {
-    const response = await stack.app.inject({ method: 'GET', url: `/workspaces/${encodeURIComponent(stack.workspace)}/albums?review=true&limit=200`, headers });
+    const response = await stack.app.inject({
+      method: 'GET',
+      url: `/workspaces/${encodeURIComponent(stack.workspace)}/albums?review=true&limit=200`,
+      headers,
+    });
     return response.json<AlbumListBody>().items.map((item) => item.key.conversationId);
   };
 
@@ -158,7 +190,9 @@ describe('resolve-review', () => {
     expect(await queue()).not.toContain(conversation);
 
     await stack.post(albumEvent({ conversationId: conversation, albumId: 'alb', messageId: 'm2', index: 1, total: 5 }));
-    await eventually(async () => expect((await status(conversation)).review).toEqual({ required: true, reasons: ['total_conflict', 'duplicate_index'] }));
+    await eventually(async () =>
+      expect((await status(conversation)).review).toEqual({ required: true, reasons: ['total_conflict', 'duplicate_index'] }),
+    );
     await eventually(async () => expect(await queue()).toContain(conversation));
   });
 

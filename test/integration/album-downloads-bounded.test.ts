@@ -70,7 +70,9 @@ describe('an album with more attachments than downloads allowed in flight', () =
       );
       expect(rows[0]!.n).toBe(children);
     }, 120_000);
-    const { rows: decisions } = await pool.query<{ trigger: string }>(`SELECT trigger FROM decisions WHERE workflow_id = $1`, [albumWorkflowId(key)]);
+    const { rows: decisions } = await pool.query<{ trigger: string }>(`SELECT trigger FROM decisions WHERE workflow_id = $1`, [
+      albumWorkflowId(key),
+    ]);
     expect(decisions).toEqual([{ trigger: 'expected_count_reached' }]);
     await handle.terminate('test done').catch(() => undefined);
   }, 180_000);

@@ -57,7 +57,7 @@ describe('the Temporal cost of an album', () => {
   const config = testConfig({ QUIET_PERIOD_MS: '4000', MAX_WAIT_MS: '60000', LATE_WINDOW_MS: '600000' });
   const bed = workflowTestBed(config);
 
-  it('keeps one quiet-period timer while children extend it, upserts at the decision only, and downloads each signal\'s files with one activity', async () => {
+  it("keeps one quiet-period timer while children extend it, upserts at the decision only, and downloads each signal's files with one activity", async () => {
     const { pool, client, media } = bed;
     const key = newAlbumKey(unique('cost'));
     const workflowId = albumWorkflowId(key);
@@ -77,11 +77,14 @@ describe('the Temporal cost of an album', () => {
     expect(decision).toMatchObject({ trigger: 'quiet_period', child_message_ids: ['p0', 'p1', 'p2'] });
     // The decision is stored while its record-and-notify activity runs; the late window's timer is armed
     // once that activity completed, in a later workflow task: read the history once it is.
-    const ofType = (events: readonly HistoryEvent[], type: proto.temporal.api.enums.v1.EventType) => events.filter((event) => event.eventType === type);
+    const ofType = (events: readonly HistoryEvent[], type: proto.temporal.api.enums.v1.EventType) =>
+      events.filter((event) => event.eventType === type);
     let events: HistoryEvent[] = [];
     await eventually(async () => {
       events = (await handle.fetchHistory()).events ?? [];
-      expect(ofType(events, EventType.EVENT_TYPE_TIMER_STARTED).length).toBeGreaterThan(ofType(events, EventType.EVENT_TYPE_TIMER_FIRED).length);
+      expect(ofType(events, EventType.EVENT_TYPE_TIMER_STARTED).length).toBeGreaterThan(
+        ofType(events, EventType.EVENT_TYPE_TIMER_FIRED).length,
+      );
     }, 60_000);
     await handle.terminate('test done').catch(() => undefined);
 
@@ -110,7 +113,9 @@ describe('the Temporal cost of an album', () => {
       ['p1#0'],
       ['p2#0'],
     ]);
-    const others = scheduled.filter((event) => !downloads.includes(event)).map((event) => event.activityTaskScheduledEventAttributes?.activityType?.name);
+    const others = scheduled
+      .filter((event) => !downloads.includes(event))
+      .map((event) => event.activityTaskScheduledEventAttributes?.activityType?.name);
     expect(others.length === 1 || others.length === 2).toBe(true);
     expect(new Set(others)).toEqual(new Set(['recordAndNotify']));
   }, 120_000);

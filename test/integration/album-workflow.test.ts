@@ -33,13 +33,14 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
     const { pool, client, media } = bed;
     const key = newAlbumKey(workspace);
     const workflowId = albumWorkflowId(key);
-    const distinctChildren = (handle: WorkflowHandle) =>
-      eventually(async () => (await handle.query(statusQuery)).distinctChildren);
+    const distinctChildren = (handle: WorkflowHandle) => eventually(async () => (await handle.query(statusQuery)).distinctChildren);
     const [c2] = await storeAlbumChildren(pool, key, [{ messageId: 'm2', index: 2, total: 3, urls: [media.gone(), media.file('two')] }]);
     const handle = await signalAlbum(client, config, key, [c2!]);
     await eventually(async () => expect(await distinctChildren(handle)).toBe(1));
 
-    const [c0] = await storeAlbumChildren(pool, key, [{ messageId: 'm0', index: 0, total: 3, caption: 'first', urls: [media.file('zero')] }]);
+    const [c0] = await storeAlbumChildren(pool, key, [
+      { messageId: 'm0', index: 0, total: 3, caption: 'first', urls: [media.file('zero')] },
+    ]);
     await signalAlbum(client, config, key, [c2!, c0!]);
     await eventually(async () => expect(await distinctChildren(handle)).toBe(2));
     expect(await storedDecisions(pool, workflowId)).toEqual([]);
@@ -56,7 +57,11 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
 
     const running = await handle.query(statusQuery);
     // The query's payload itself, as every client (the Temporal CLI and UI included) receives it: empty lists are [].
-    const raw = await client.workflowService.queryWorkflow({ namespace: config.temporal.namespace, execution: { workflowId }, query: { queryType: 'status' } });
+    const raw = await client.workflowService.queryWorkflow({
+      namespace: config.temporal.namespace,
+      execution: { workflowId },
+      query: { queryType: 'status' },
+    });
     const payload = JSON.parse(Buffer.from(raw.queryResult!.payloads![0]!.data!).toString()) as AlbumStatus;
     expect(payload.review.reasons).toEqual([]);
     expect(payload.children.find((c) => c.messageId === 'm1')?.attachments).toHaveLength(1);

@@ -138,7 +138,16 @@ describe('npm run bench, tiny', () => {
     const markdown = fs.readFileSync(benchmarksPath, 'utf8');
     expect(markdown).toMatch(/^# Benchmarks/);
     expect(markdown).toContain(outcome.markdown);
-    for (const heading of ['### Targets', '### 1–2. Ingest', '### 2b. The Telegram route', '### 3. End to end', '### 4. Temporal cost', '### 5. Scale', '### 6. Correctness', '### 7. Temporal counts']) {
+    for (const heading of [
+      '### Targets',
+      '### 1–2. Ingest',
+      '### 2b. The Telegram route',
+      '### 3. End to end',
+      '### 4. Temporal cost',
+      '### 5. Scale',
+      '### 6. Correctness',
+      '### 7. Temporal counts',
+    ]) {
       expect(markdown).toContain(heading);
     }
   });

@@ -43,7 +43,13 @@ afterAll(async () => {
 
 /** Never blocks this process's worker: the CLI runs in a process of its own, with the instance's data directory. */
 function albumflow(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
-  return runCli(args, { ALBUMFLOW_URL: url, TEMPORAL_ADDRESS: stack.config.temporal.address, DATA_DIR: dataDir, ALBUMFLOW_TOKEN: '', ...env });
+  return runCli(args, {
+    ALBUMFLOW_URL: url,
+    TEMPORAL_ADDRESS: stack.config.temporal.address,
+    DATA_DIR: dataDir,
+    ALBUMFLOW_TOKEN: '',
+    ...env,
+  });
 }
 
 function eventFile(messageId: string, index: number): string {
@@ -81,7 +87,10 @@ const cliTestTimeoutMs = 240_000;
 
 describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }, () => {
   it('send signs and posts events; status shows the album as a table and as JSON', async () => {
-    for (const [messageId, index] of [['p2', 1], ['p1', 0]] as const) {
+    for (const [messageId, index] of [
+      ['p2', 1],
+      ['p1', 0],
+    ] as const) {
       const sent = await albumflow(['send', eventFile(messageId, index), '--workspace', stack.workspace, '--secret', stack.secret]);
       expect(sent.stderr).toBe('');
       expect(sent.code).toBe(0);
@@ -96,7 +105,11 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
       expect(body.decisions).toHaveLength(1);
       return body;
     });
-    expect(json).toMatchObject({ distinctChildren: 2, expectedTotal: 2, decisions: [{ trigger: 'expected_count_reached', childMessageIds: ['p1', 'p2'] }] });
+    expect(json).toMatchObject({
+      distinctChildren: 2,
+      expectedTotal: 2,
+      decisions: [{ trigger: 'expected_count_reached', childMessageIds: ['p1', 'p2'] }],
+    });
 
     const table = await albumflow(['status', ...keyArgs]);
     expect(table.code).toBe(0);
@@ -153,11 +166,12 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     }
   });
 
-  it('shows a standalone message\'s workflow in history, counts deliveries in words, and calls an over-full album what it is', async () => {
+  it("shows a standalone message's workflow in history, counts deliveries in words, and calls an over-full album what it is", async () => {
     const solo = unique('solo');
     const file = path.join(tmp, `${solo}.json`);
     fs.writeFileSync(file, JSON.stringify(albumEvent({ conversationId: conversation, messageId: solo })));
-    for (let i = 0; i < 1; i++) expect((await albumflow(['send', file, '--workspace', stack.workspace, '--secret', stack.secret])).code).toBe(0);
+    for (let i = 0; i < 1; i++)
+      expect((await albumflow(['send', file, '--workspace', stack.workspace, '--secret', stack.secret])).code).toBe(0);
     const history = await eventually(async () => {
       const result = await albumflow(['history', stack.workspace, 'whatsapp', 'acc_1', conversation, solo]);
       expect(result.stdout).toMatch(/Runs on .*:\n\s+\S+\s+(RUNNING|COMPLETED)/);
@@ -169,9 +183,16 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     expect(message.stdout).toContain('(1 delivery, last');
 
     const crowded = unique('crowded');
-    for (const [id, index] of [['a', 0], ['b', 1], ['c', 2]] as const) {
+    for (const [id, index] of [
+      ['a', 0],
+      ['b', 1],
+      ['c', 2],
+    ] as const) {
       const f = path.join(tmp, `${crowded}-${id}.json`);
-      fs.writeFileSync(f, JSON.stringify(albumEvent({ conversationId: conversation, albumId: crowded, messageId: `${crowded}-${id}`, index, total: 2 })));
+      fs.writeFileSync(
+        f,
+        JSON.stringify(albumEvent({ conversationId: conversation, albumId: crowded, messageId: `${crowded}-${id}`, index, total: 2 })),
+      );
       expect((await albumflow(['send', f, '--workspace', stack.workspace, '--secret', stack.secret])).code).toBe(0);
     }
     const status = await eventually(async () => {
@@ -185,8 +206,19 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
   it('retry-downloads fetches an expired attachment again once its server answers', async () => {
     const albumId = unique('retry');
     const file = `/${unique('broken')}.jpg`;
-    await send(albumEvent({ conversationId: conversation, albumId, messageId: `${albumId}-0`, index: 0, total: 1, attachments: [{ type: 'image', url: media.url(file) }] }));
-    await eventually(async () => expect((await statusOf(albumId)).children[0]?.attachments[0]).toMatchObject({ status: 'expired', error: 'HTTP 404' }));
+    await send(
+      albumEvent({
+        conversationId: conversation,
+        albumId,
+        messageId: `${albumId}-0`,
+        index: 0,
+        total: 1,
+        attachments: [{ type: 'image', url: media.url(file) }],
+      }),
+    );
+    await eventually(async () =>
+      expect((await statusOf(albumId)).children[0]?.attachments[0]).toMatchObject({ status: 'expired', error: 'HTTP 404' }),
+    );
 
     media.fix(file);
     const retried = await albumflow(['retry-downloads', stack.workspace, 'whatsapp', 'acc_1', conversation, albumId]);
@@ -204,18 +236,32 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
 
   it('resolve-review takes an album out of the review queue with its note', async () => {
     const albumId = unique('review');
-    for (const messageId of [`${albumId}-a`, `${albumId}-b`]) await send(albumEvent({ conversationId: conversation, albumId, messageId, index: 0, total: 3 }));
+    for (const messageId of [`${albumId}-a`, `${albumId}-b`])
+      await send(albumEvent({ conversationId: conversation, albumId, messageId, index: 0, total: 3 }));
     await eventually(async () => expect((await statusOf(albumId)).review).toEqual({ required: true, reasons: ['duplicate_index'] }));
     const queued = await albumflow(['list', stack.workspace, '--review', '--json']);
     expect(queued.stdout).toContain(albumId);
 
-    const resolved = await albumflow(['resolve-review', stack.workspace, 'whatsapp', 'acc_1', conversation, albumId, '--note', 'same photo twice, fine']);
+    const resolved = await albumflow([
+      'resolve-review',
+      stack.workspace,
+      'whatsapp',
+      'acc_1',
+      conversation,
+      albumId,
+      '--note',
+      'same photo twice, fine',
+    ]);
     expect(resolved.stderr).toBe('');
     expect(resolved.code).toBe(0);
     const at = /^review resolved at (\S+): same photo twice, fine$/.exec(resolved.stdout.trim())?.[1];
     expect(at, resolved.stdout).toBeDefined();
 
-    expect((await statusOf(albumId)).review).toEqual({ required: false, reasons: ['duplicate_index'], resolved: { at, note: 'same photo twice, fine' } });
+    expect((await statusOf(albumId)).review).toEqual({
+      required: false,
+      reasons: ['duplicate_index'],
+      resolved: { at, note: 'same photo twice, fine' },
+    });
     const table = await albumflow(['status', stack.workspace, 'whatsapp', 'acc_1', conversation, albumId]);
     expect(table.stdout).toContain(`review:         resolved at ${at} (same photo twice, fine): duplicate_index`);
     expect((await albumflow(['list', stack.workspace, '--review', '--json'])).stdout).not.toContain(albumId);
@@ -258,7 +304,10 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
 
     const refusals: Array<[Record<string, string>, RegExp]> = [
       [{ DATA_DIR: noDataDir }, /^albumflow: 401 missing_token: .*Set ALBUMFLOW_TOKEN .*no-data\/admin-token/],
-      [{ ALBUMFLOW_TOKEN: unique('cli-unknown-token') }, /^albumflow: 401 invalid_token: .*from ALBUMFLOW_TOKEN is not accepted: set ALBUMFLOW_TOKEN/],
+      [
+        { ALBUMFLOW_TOKEN: unique('cli-unknown-token') },
+        /^albumflow: 401 invalid_token: .*from ALBUMFLOW_TOKEN is not accepted: set ALBUMFLOW_TOKEN/,
+      ],
       [{ ALBUMFLOW_TOKEN: elsewhereToken }, /^albumflow: 403 workspace_not_allowed: .*does not reach this workspace: set ALBUMFLOW_TOKEN/],
     ];
     for (const [env, message] of refusals) {
@@ -276,12 +325,19 @@ describe('albumflow history reaches Temporal as albumflow does', { timeout: cliT
   let id: string;
   let port: string;
   const args = () => ['history', stack.workspace, 'whatsapp', 'acc_1', conversation, solo];
-  const runsListed = (address: string) => new RegExp(`Runs on ${address.replace(/\./g, '\\.')} \\(default\\):\\n\\s+\\S+\\s+(RUNNING|COMPLETED)`);
+  const runsListed = (address: string) =>
+    new RegExp(`Runs on ${address.replace(/\./g, '\\.')} \\(default\\):\\n\\s+\\S+\\s+(RUNNING|COMPLETED)`);
   const uiLink = (uiUrl: string) => `Temporal UI: ${uiUrl}/namespaces/default/workflows/${encodeURIComponent(id)}`;
 
   beforeAll(async () => {
     expect((await stack.post(albumEvent({ conversationId: conversation, messageId: solo }))).statusCode).toBe(202);
-    id = messageWorkflowId({ workspace: stack.workspace, provider: 'whatsapp', accountId: 'acc_1', conversationId: conversation, messageId: solo });
+    id = messageWorkflowId({
+      workspace: stack.workspace,
+      provider: 'whatsapp',
+      accountId: 'acc_1',
+      conversationId: conversation,
+      messageId: solo,
+    });
     await eventually(() => stack.client.workflow.getHandle(id).describe());
     port = stack.config.temporal.address!.split(':').at(-1)!;
   });
@@ -304,18 +360,28 @@ describe('albumflow history reaches Temporal as albumflow does', { timeout: cliT
     const grpc = http2.createServer();
     grpc.on('stream', (h2, headers) => {
       seen.push(headers);
-      h2.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '14', 'grpc-message': 'refused by the test' }, { endStream: true });
+      h2.respond(
+        { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '14', 'grpc-message': 'refused by the test' },
+        { endStream: true },
+      );
     });
     // A TCP server that keeps the first bytes it gets: a TLS client starts with a handshake record (0x16).
     const firstBytes: Buffer[] = [];
-    const tcp = net.createServer((socket) => socket.once('data', (chunk: Buffer) => {
-      firstBytes.push(chunk);
-      socket.destroy();
-    }));
+    const tcp = net.createServer((socket) =>
+      socket.once('data', (chunk: Buffer) => {
+        firstBytes.push(chunk);
+        socket.destroy();
+      }),
+    );
     await Promise.all([grpc, tcp].map((server) => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))));
     const address = (server: net.Server | http2.Http2Server) => `127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const keyed = await albumflow(args(), { TEMPORAL_ADDRESS: address(grpc), TEMPORAL_API_KEY: 'cli-test-api-key', TEMPORAL_TLS: 'false', TEMPORAL_NAMESPACE: 'elsewhere' });
+      const keyed = await albumflow(args(), {
+        TEMPORAL_ADDRESS: address(grpc),
+        TEMPORAL_API_KEY: 'cli-test-api-key',
+        TEMPORAL_TLS: 'false',
+        TEMPORAL_NAMESPACE: 'elsewhere',
+      });
       expect(keyed.code).toBe(0);
       expect(keyed.stdout).toContain(`Temporal at ${address(grpc)} is unreachable`);
       expect(seen.length).toBeGreaterThan(0);

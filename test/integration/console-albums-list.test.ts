@@ -65,7 +65,17 @@ async function insertAlbum(ws: string, albumId: string, a: Pick<Album, 'provider
   await pool.query(
     `INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id, state, review_reasons, review_resolved_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [ws, a.provider, key.accountId, key.conversationId, albumId, albumWorkflowId(key), a.state, a.needsReview ? ['late_item'] : [], a.resolved ? new Date() : null],
+    [
+      ws,
+      a.provider,
+      key.accountId,
+      key.conversationId,
+      albumId,
+      albumWorkflowId(key),
+      a.state,
+      a.needsReview ? ['late_item'] : [],
+      a.resolved ? new Date() : null,
+    ],
   );
 }
 
@@ -84,7 +94,7 @@ function pageOf(html: string): Page {
 /** Follows "Older albums" from `url` to the last page; each page's albums and its link. */
 async function walk(url: string): Promise<Page[]> {
   const pages: Page[] = [];
-  for (let next: string | null = url; next !== null; ) {
+  for (let next: string | null = url; next !== null;) {
     const response = await app.inject({ method: 'GET', url: next, headers: { authorization: `Bearer ${token}`, accept: 'text/html' } });
     expect(response.statusCode, next).toBe(200);
     const page = pageOf(response.body);
@@ -108,7 +118,10 @@ async function walkFiltered(pathname: string, filters: Record<string, string>): 
 
 /** The ids of `workspace`'s albums that `keep` selects, newest first. */
 function expected(keep: (a: Album) => boolean): string[] {
-  return inserted.filter((row) => row.album && keep(row.album)).map((row) => row.albumId).reverse();
+  return inserted
+    .filter((row) => row.album && keep(row.album))
+    .map((row) => row.albumId)
+    .reverse();
 }
 
 describe('the console’s albums list, page by page', () => {

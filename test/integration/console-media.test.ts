@@ -40,7 +40,12 @@ describe('media routes', () => {
     const names = Object.keys(bodies) as (keyof typeof bodies)[];
     for (const [index, name] of names.entries()) {
       const { body, type } = bodies[name];
-      await album.send({ messageId: name, index, total: names.length, attachments: [{ type: 'image', url: media.file(body, type), mime_type: type }] });
+      await album.send({
+        messageId: name,
+        index,
+        total: names.length,
+        attachments: [{ type: 'image', url: media.file(body, type), mime_type: type }],
+      });
     }
     const status = await album.until((s) => {
       settled(s);
@@ -135,13 +140,21 @@ describe('media routes', () => {
     expect(albums.statusCode).toBe(200);
     expect(albums.headers['content-security-policy']).toContain("script-src 'self'");
     const foreignAlbum = `/ui/albums/${encodeURIComponent(workspace)}/p/a/c/x`;
-    const refusedPage = await stack.app.inject({ method: 'GET', url: foreignAlbum, headers: { authorization: `Bearer ${otherToken}`, accept: 'text/html' } });
+    const refusedPage = await stack.app.inject({
+      method: 'GET',
+      url: foreignAlbum,
+      headers: { authorization: `Bearer ${otherToken}`, accept: 'text/html' },
+    });
     expect(refusedPage.statusCode).toBe(403);
     expect(refusedPage.headers['content-type']).toMatch(/^text\/html/);
     expect(refusedPage.body).not.toContain(workspace);
     const refused = await stack.app.inject({ method: 'GET', url: foreignAlbum, headers: { authorization: `Bearer ${otherToken}` } });
     expect(refused.json<ErrorBody>().error.code).toBe('workspace_not_allowed');
-    const missing = await stack.app.inject({ method: 'GET', url: `/ui/albums/${encodeURIComponent(workspace)}/p/a/c/x`, headers: { ...auth, accept: 'text/html' } });
+    const missing = await stack.app.inject({
+      method: 'GET',
+      url: `/ui/albums/${encodeURIComponent(workspace)}/p/a/c/x`,
+      headers: { ...auth, accept: 'text/html' },
+    });
     expect(missing.statusCode).toBe(404);
     expect(missing.body).toContain('No child of this album was ever stored.');
     expect((await stack.app.inject({ method: 'GET', url: '/ui/assets/console.css' })).statusCode).toBe(401);
@@ -149,8 +162,12 @@ describe('media routes', () => {
     expect(css.statusCode).toBe(200);
     expect(css.headers['content-type']).toMatch(/^text\/css/);
 
-    const paths = Object.keys((await stack.app.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, unknown> }>().paths);
-    expect(paths).toEqual(expect.arrayContaining(['/workspaces/{workspace}/media/{sha256}', '/workspaces/{workspace}/media/{sha256}/thumbnail']));
+    const paths = Object.keys(
+      (await stack.app.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, unknown> }>().paths,
+    );
+    expect(paths).toEqual(
+      expect.arrayContaining(['/workspaces/{workspace}/media/{sha256}', '/workspaces/{workspace}/media/{sha256}/thumbnail']),
+    );
     expect(paths.filter((p) => p.startsWith('/ui') && !p.startsWith('/ui/sign-'))).toEqual([]);
   });
 });

@@ -35,7 +35,9 @@ describe(`thumbnails of a ${photos}-photo album, all asked for at once`, () => {
     });
     media = await startMediaServer();
     // A 12-megapixel phone photo with a photo's entropy; each child gets a copy with its own bytes.
-    const photo = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: '#789', noise: { type: 'gaussian', mean: 128, sigma: 8 } } })
+    const photo = await sharp({
+      create: { width: 4000, height: 3000, channels: 3, background: '#789', noise: { type: 'gaussian', mean: 128, sigma: 8 } },
+    })
       .jpeg({ quality: 80 })
       .toBuffer();
     const album = testAlbum(workspaceInbox(stack, workspace, 'thumbnails-secret'), unique('alb'));
@@ -80,7 +82,9 @@ describe(`thumbnails of a ${photos}-photo album, all asked for at once`, () => {
     expect(peakInProcess).toBeGreaterThan(0);
     expect(peakInProcess).toBeLessThanOrEqual(thumbnailLimits.concurrency);
     const growth = (peakRss - before) / MiB;
-    console.log(`RSS ${Math.round(before / MiB)} MiB before, peak ${Math.round(peakRss / MiB)} MiB (+${Math.round(growth)} MiB) for ${photos} thumbnails`);
+    console.log(
+      `RSS ${Math.round(before / MiB)} MiB before, peak ${Math.round(peakRss / MiB)} MiB (+${Math.round(growth)} MiB) for ${photos} thumbnails`,
+    );
     expect(growth).toBeLessThan(150);
   }, 120_000);
 });
@@ -114,14 +118,32 @@ describe('thumbnails of the images hardest to decode, at the limits, all asked f
   const images: Array<{ name: string; make: () => Promise<Buffer>; gets: 'file' | 'unreadable'; atBudget?: true }> = [
     { name: 'a 50 MP baseline JPEG', make: () => plain(fullWidth, fullHeight, 3).jpeg({ quality: 80 }).toBuffer(), gets: 'file' },
     { name: 'a 50 MP PNG', make: () => plain(fullWidth, fullHeight, 3).png({ compressionLevel: 1 }).toBuffer(), gets: 'file' },
-    { name: 'a 50 MP WebP with alpha', make: () => plain(fullWidth, fullHeight, 4).webp({ lossless: true, effort: 0 }).toBuffer(), gets: 'file' },
+    {
+      name: 'a 50 MP WebP with alpha',
+      make: () => plain(fullWidth, fullHeight, 4).webp({ lossless: true, effort: 0 }).toBuffer(),
+      gets: 'file',
+    },
     // Decoders that hold the whole image, each as large as the memory budget admits.
-    { name: 'an interlaced PNG', make: () => plain(4500, 4500, 4).png({ progressive: true, compressionLevel: 1 }).toBuffer(), gets: 'file', atBudget: true },
-    { name: 'a progressive JPEG', make: () => plain(6600, 5000, 3).jpeg({ progressive: true, quality: 80 }).toBuffer(), gets: 'file', atBudget: true },
+    {
+      name: 'an interlaced PNG',
+      make: () => plain(4500, 4500, 4).png({ progressive: true, compressionLevel: 1 }).toBuffer(),
+      gets: 'file',
+      atBudget: true,
+    },
+    {
+      name: 'a progressive JPEG',
+      make: () => plain(6600, 5000, 3).jpeg({ progressive: true, quality: 80 }).toBuffer(),
+      gets: 'file',
+      atBudget: true,
+    },
     { name: 'a GIF', make: () => plain(4500, 4500, 3).gif({ effort: 1 }).toBuffer(), gets: 'file', atBudget: true },
     { name: 'an AVIF', make: () => plain(2300, 2300, 3).avif({ effort: 0, quality: 40 }).toBuffer(), gets: 'file', atBudget: true },
     // Within the pixel limit, beyond the memory budget.
-    { name: 'a 50 MP interlaced PNG', make: () => plain(fullWidth, fullHeight, 4).png({ progressive: true, compressionLevel: 1 }).toBuffer(), gets: 'unreadable' },
+    {
+      name: 'a 50 MP interlaced PNG',
+      make: () => plain(fullWidth, fullHeight, 4).png({ progressive: true, compressionLevel: 1 }).toBuffer(),
+      gets: 'unreadable',
+    },
     { name: 'a 12 MP AVIF', make: () => plain(4000, 3000, 3).avif({ effort: 0, quality: 40 }).toBuffer(), gets: 'unreadable' },
     // Beyond the pixel limit: a few KB that would decode to 900 megapixels.
     { name: 'a 30,000 × 30,000 PNG bomb', make: () => pngBomb(30_000), gets: 'unreadable' },
@@ -157,7 +179,9 @@ describe('thumbnails of the images hardest to decode, at the limits, all asked f
       `RSS ${Math.round(report.baselineRss / MiB)} MiB before, peak ${Math.round(report.peakRss / MiB)} MiB (+${Math.round(growth / MiB)} MiB) ` +
         `for ${images.length} images at the limits (${report.results.join(', ')})`,
     );
-    expect(Object.fromEntries(images.map((image, i) => [image.name, report.results[i]]))).toEqual(Object.fromEntries(images.map((image) => [image.name, image.gets])));
+    expect(Object.fromEntries(images.map((image, i) => [image.name, report.results[i]]))).toEqual(
+      Object.fromEntries(images.map((image) => [image.name, image.gets])),
+    );
     expect(report.peakRenders).toBeGreaterThan(0);
     expect(report.peakRenders).toBeLessThanOrEqual(thumbnailLimits.concurrency);
     expect(growth).toBeLessThan(thumbnailGrowth);

@@ -11,7 +11,23 @@ import type { ChildrenBatch } from '../../workflows/types.js';
 import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('disp');
-const workspaces = ['coalesce', 'standalone', 'listen', 'wake', 'crash', 'down', 'two', 'refused', 'stop', 'serial', 'interval', 'burst', 'held', 'telegram', 'along'] as const;
+const workspaces = [
+  'coalesce',
+  'standalone',
+  'listen',
+  'wake',
+  'crash',
+  'down',
+  'two',
+  'refused',
+  'stop',
+  'serial',
+  'interval',
+  'burst',
+  'held',
+  'telegram',
+  'along',
+] as const;
 const ws = Object.fromEntries(workspaces.map((name) => [name, `${prefix}-${name}`])) as Record<(typeof workspaces)[number], string>;
 
 let config = testConfig();
@@ -29,7 +45,9 @@ beforeAll(async () => {
   config = testConfig({
     DATABASE_URL: await freshDatabase(),
     WORKSPACE_SECRETS: JSON.stringify(Object.fromEntries(Object.values(ws).map((w) => [w, []]))),
-    TELEGRAM_BOTS: JSON.stringify({ [ws.telegram]: { bot: { token: '7000000001:AAH-dispatcher-test-token', secretToken: 'dispatcher-secret' } } }),
+    TELEGRAM_BOTS: JSON.stringify({
+      [ws.telegram]: { bot: { token: '7000000001:AAH-dispatcher-test-token', secretToken: 'dispatcher-secret' } },
+    }),
   });
   pool = testPool(config);
   client = await testClient(config);
@@ -218,10 +236,13 @@ describe('dispatcher', () => {
     await vi.waitFor(async () => expect(await outboxRows(w)).toEqual([]), eventually);
     // The commits span at least 1.2 s; one signal per 500 ms, plus the first.
     expect(signals.length).toBeLessThan(children / 4);
-    await client.workflow.getHandle(albumId(w, 'big')).terminate('test done').catch(() => undefined);
+    await client.workflow
+      .getHandle(albumId(w, 'big'))
+      .terminate('test done')
+      .catch(() => undefined);
   });
 
-  it('holds an album\'s children back for the interval, but never the one that brings it to its total, which takes them along', async () => {
+  it("holds an album's children back for the interval, but never the one that brings it to its total, which takes them along", async () => {
     const w = ws.interval;
     const d = dispatcher({ minSignalIntervalMs: 60_000 });
     await postChild(w, { message: 'c1', album: { id: 'complete', total: 2 } });
@@ -238,10 +259,13 @@ describe('dispatcher', () => {
     const held = await outboxRows(w);
     expect(held).toHaveLength(2);
     for (const row of held) expect(row.available_at.getTime() - Date.now()).toBeGreaterThan(30_000);
-    await client.workflow.getHandle(albumId(w, 'complete')).terminate('test done').catch(() => undefined);
+    await client.workflow
+      .getHandle(albumId(w, 'complete'))
+      .terminate('test done')
+      .catch(() => undefined);
   });
 
-  it('sends an album\'s children held back in earlier passes with the first of them that is due', async () => {
+  it("sends an album's children held back in earlier passes with the first of them that is due", async () => {
     const w = ws.along;
     const d = dispatcher({ minSignalIntervalMs: 1_000 });
     await postChild(w, { message: 'a1', album: { id: 'a' } });
@@ -257,7 +281,10 @@ describe('dispatcher', () => {
     }, eventually);
     expect((await signalsOf(client, albumId(w, 'a'))).map((batch) => batch.children.map((c) => c.messageId))).toEqual([['a1', 'a2']]);
     expect(await outboxRows(w)).toEqual([]);
-    await client.workflow.getHandle(albumId(w, 'a')).terminate('test done').catch(() => undefined);
+    await client.workflow
+      .getHandle(albumId(w, 'a'))
+      .terminate('test done')
+      .catch(() => undefined);
   });
 
   it('never holds back the tenth child of a Telegram album (album_full)', async () => {
@@ -266,7 +293,13 @@ describe('dispatcher', () => {
     const post = async (messageId: number, group: string) => {
       const update = {
         update_id: messageId,
-        message: { message_id: messageId, chat: { id: 42, type: 'private' }, date: 1790676000, media_group_id: group, photo: [{ file_id: `f${messageId}`, file_unique_id: `u${messageId}`, width: 9, height: 9 }] },
+        message: {
+          message_id: messageId,
+          chat: { id: 42, type: 'private' },
+          date: 1790676000,
+          media_group_id: group,
+          photo: [{ file_id: `f${messageId}`, file_unique_id: `u${messageId}`, width: 9, height: 9 }],
+        },
       };
       const response = await app.inject({
         method: 'POST',
@@ -290,7 +323,14 @@ describe('dispatcher', () => {
     expect(await batches(telegramAlbum('full'))).toEqual([10]);
     expect(await signalledIds(client, telegramAlbum('open'))).toEqual([]);
     expect(await outboxRows(w)).toHaveLength(2);
-    await Promise.all(['full', 'open'].map((group) => client.workflow.getHandle(telegramAlbum(group)).terminate('test done').catch(() => undefined)));
+    await Promise.all(
+      ['full', 'open'].map((group) =>
+        client.workflow
+          .getHandle(telegramAlbum(group))
+          .terminate('test done')
+          .catch(() => undefined),
+      ),
+    );
   });
 
   it('sends held-back children when their interval ends, even after passes that found nothing to send', async () => {
@@ -313,8 +353,14 @@ describe('dispatcher', () => {
     await d.drainOnce();
     expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['h1']);
     // Only the interval's end can send h2 now: the sweep is ten minutes away.
-    await vi.waitFor(async () => expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['h1', 'h2']), { timeout: 15_000, interval: 100 });
-    await client.workflow.getHandle(albumId(w, 'a')).terminate('test done').catch(() => undefined);
+    await vi.waitFor(async () => expect(await signalledIds(client, albumId(w, 'a'))).toEqual(['h1', 'h2']), {
+      timeout: 15_000,
+      interval: 100,
+    });
+    await client.workflow
+      .getHandle(albumId(w, 'a'))
+      .terminate('test done')
+      .catch(() => undefined);
   });
 
   it('sends a standalone message to its own message: workflow', async () => {
@@ -393,7 +439,11 @@ describe('dispatcher', () => {
         return next(input);
       },
     };
-    const picky = new Client({ connection: client.connection, namespace: config.temporal.namespace, interceptors: { workflow: [refusing] } });
+    const picky = new Client({
+      connection: client.connection,
+      namespace: config.temporal.namespace,
+      interceptors: { workflow: [refusing] },
+    });
     expect(await dispatcher({ client: picky, sweepIntervalMs: 300, minSignalIntervalMs: 0 }).drainOnce()).toBe(2);
 
     expect((await signalledIds(client, albumId(w, 'fine'))).sort()).toEqual(['ok-1', 'ok-2']);
@@ -507,10 +557,13 @@ describe('dispatcher while Temporal is down', () => {
     expect((await outboxRows(w)).length).toBe(4);
 
     server = await startDevServer({ port, uiPort: false });
-    await vi.waitFor(async () => {
-      expect(await outboxRows(w)).toEqual([]);
-      expect((await signalledIds(ownClient, albumId(w, 'a'))).sort()).toEqual(during);
-      expect(await signalledIds(ownClient, messageId(w, 'd-solo'))).toEqual(['d-solo']);
-    }, { timeout: 90_000, interval: 300 });
+    await vi.waitFor(
+      async () => {
+        expect(await outboxRows(w)).toEqual([]);
+        expect((await signalledIds(ownClient, albumId(w, 'a'))).sort()).toEqual(during);
+        expect(await signalledIds(ownClient, messageId(w, 'd-solo'))).toEqual(['d-solo']);
+      },
+      { timeout: 90_000, interval: 300 },
+    );
   }, 180_000);
 });

@@ -7,7 +7,13 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDownloadActivities, tempFilePrefix, type DownloadInput, type DownloadOptions, type DownloadProgress } from '../../activities/download.js';
+import {
+  createDownloadActivities,
+  tempFilePrefix,
+  type DownloadInput,
+  type DownloadOptions,
+  type DownloadProgress,
+} from '../../activities/download.js';
 import { isPublicAddress, type NetworkPolicy } from '../../activities/network-guard.js';
 import type { Config } from '../../src/config.js';
 import type { DownloadRequest, DownloadResult } from '../../workflows/types.js';
@@ -78,7 +84,11 @@ function runBatch(env: MockActivityEnvironment, download: Download, input: Downl
   return env.run<[DownloadInput], DownloadResult[], Download>(download, input);
 }
 
-async function runIn(env: MockActivityEnvironment, download: Download, { finalAttempt, ...request }: OneAttachment): Promise<DownloadResult> {
+async function runIn(
+  env: MockActivityEnvironment,
+  download: Download,
+  { finalAttempt, ...request }: OneAttachment,
+): Promise<DownloadResult> {
   const results = await runBatch(env, download, { attachments: [request], finalAttempt });
   expect(results).toHaveLength(1);
   return results[0]!;
@@ -502,7 +512,9 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
     it('reports each outcome at its place, and its retry fetches only what failed transiently', async () => {
       const bodies = [crypto.randomBytes(3000), crypto.randomBytes(4000)];
       const ok = await storeAttachment(server.route(sendBody(bodies[0]!)));
-      const flaky = await storeAttachment(server.route((req, res, hit) => (hit === 1 ? res.writeHead(503).end() : sendBody(bodies[1]!)(req, res, hit))));
+      const flaky = await storeAttachment(
+        server.route((req, res, hit) => (hit === 1 ? res.writeHead(503).end() : sendBody(bodies[1]!)(req, res, hit))),
+      );
       const gone = await storeAttachment(server.route((_req, res) => res.writeHead(404).end()));
       const stored = [ok, flaky, gone];
       const input: DownloadInput = { attachments: stored.map(({ input: { finalAttempt: _, ...request } }) => request), finalAttempt: 3 };
@@ -519,7 +531,12 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
       const results = await runBatch(activityEnvironment(2, progress), download, input);
       expect(results.map((result) => result.status)).toEqual(['downloaded', 'downloaded', 'expired']);
       expect(results[1]).toMatchObject({ sha256: sha256(bodies[1]!), bytes: 4000 });
-      const urls = await Promise.all(stored.map(async ({ messagePk }) => (await pool.query<{ url: string }>('SELECT url FROM attachments WHERE message_pk = $1', [messagePk])).rows[0]!.url));
+      const urls = await Promise.all(
+        stored.map(
+          async ({ messagePk }) =>
+            (await pool.query<{ url: string }>('SELECT url FROM attachments WHERE message_pk = $1', [messagePk])).rows[0]!.url,
+        ),
+      );
       expect(urls.map((url) => server.hits(url))).toEqual([1, 2, 1]);
     });
 
@@ -527,7 +544,9 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
       const retriedUrl = server.route((_req, res) => res.writeHead(410).end());
       const retried = await storeAttachment(retriedUrl);
       await pool.query(`UPDATE attachments SET status = 'failed', error = 'HTTP 500' WHERE message_pk = $1`, [retried.messagePk]);
-      const flaky = await storeAttachment(server.route((req, res, hit) => (hit === 1 ? res.writeHead(500).end() : sendBody(crypto.randomBytes(100))(req, res, hit))));
+      const flaky = await storeAttachment(
+        server.route((req, res, hit) => (hit === 1 ? res.writeHead(500).end() : sendBody(crypto.randomBytes(100))(req, res, hit))),
+      );
       const input: DownloadInput = {
         attachments: [
           { key: retried.input.key, position: 0, retry: true },

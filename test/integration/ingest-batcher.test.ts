@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIngestBatcher, IngestSaturatedError, type IngestBatcher } from '../../src/db/ingest-batcher.js';
-import { ingestChild, isDataException, storeDeliveries, type ChildDelivery, type Delivery, type IngestResult } from '../../src/db/ingest.js';
+import {
+  ingestChild,
+  isDataException,
+  storeDeliveries,
+  type ChildDelivery,
+  type Delivery,
+  type IngestResult,
+} from '../../src/db/ingest.js';
 import type { Pool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { parseEvent } from '../../src/ingest/unifyport.js';
@@ -119,7 +126,9 @@ describe('the ingest batcher', () => {
   it('touches the existing albums of a batch with the time of its transaction', async () => {
     const workspace = unique('batch');
     const first = batcher({ maxRows: 2 });
-    await Promise.all(['x', 'y'].map((album) => first.writer.storeChild(child(workspace, { message: `${album}-1`, album: { id: album } }))));
+    await Promise.all(
+      ['x', 'y'].map((album) => first.writer.storeChild(child(workspace, { message: `${album}-1`, album: { id: album } }))),
+    );
     const second = batcher({ maxRows: 3 });
     await Promise.all(
       ['x', 'y', 'z'].map((album) => second.writer.storeChild(child(workspace, { message: `${album}-2`, album: { id: album } }))),
@@ -147,7 +156,12 @@ describe('the ingest batcher', () => {
     const deliveries: Delivery[] = [
       first,
       first,
-      child(workspace, { eventId: 'evt-a2', message: 'a', caption: 'late caption', attachments: [{ type: 'image', url: 'https://media.example/a.jpg' }] }),
+      child(workspace, {
+        eventId: 'evt-a2',
+        message: 'a',
+        caption: 'late caption',
+        attachments: [{ type: 'image', url: 'https://media.example/a.jpg' }],
+      }),
       child(workspace, { eventId: 'evt-b', message: 'b' }),
       delivery(workspace, { eventId: 'evt-a', message: 'a', type: 'message.updated' }),
     ];
@@ -236,7 +250,10 @@ describe('the ingest batcher', () => {
 
   it('keeps one album row per album, without deadlocks, while concurrent batches of two ingress processes race on new and existing albums', async () => {
     const workspace = unique('batch');
-    const processes = [batcher({ maxRows: 16, maxWaitMs: 1, concurrentBatches: 2 }), batcher({ maxRows: 16, maxWaitMs: 1, concurrentBatches: 2 })];
+    const processes = [
+      batcher({ maxRows: 16, maxWaitMs: 1, concurrentBatches: 2 }),
+      batcher({ maxRows: 16, maxWaitMs: 1, concurrentBatches: 2 }),
+    ];
     const writers = processes.map((p) => p.writer);
     const albums = Array.from({ length: 12 }, (_, a) => `alb-${a}`);
     const results = await Promise.all(
@@ -271,7 +288,10 @@ describe('storeDeliveries', () => {
       album: fc.option(fc.record({ id: fc.constantFrom('x', 'y'), index: fc.constantFrom(0, 1, '1', -1) }), { nil: undefined }),
       caption: fc.option(fc.constantFrom('one', 'two'), { nil: undefined }),
       attachments: fc.array(
-        fc.record({ type: fc.constantFrom('image', 'video'), url: fc.option(fc.constantFrom('https://m.example/1', 'https://m.example/2'), { nil: undefined }) }),
+        fc.record({
+          type: fc.constantFrom('image', 'video'),
+          url: fc.option(fc.constantFrom('https://m.example/1', 'https://m.example/2'), { nil: undefined }),
+        }),
         { maxLength: 2 },
       ),
     },
@@ -290,7 +310,9 @@ describe('storeDeliveries', () => {
         WHERE m.workspace = $1 ORDER BY m.message_id`,
       [workspace],
     );
-    const events = await pool.query(`SELECT event_id, type, delivery_count, raw FROM events WHERE workspace = $1 ORDER BY event_id`, [workspace]);
+    const events = await pool.query(`SELECT event_id, type, delivery_count, raw FROM events WHERE workspace = $1 ORDER BY event_id`, [
+      workspace,
+    ]);
     const albums = await pool.query(`SELECT album_id FROM albums WHERE workspace = $1 ORDER BY album_id`, [workspace]);
     return { messages: messages.rows, events: events.rows, albums: albums.rows };
   }
@@ -306,7 +328,12 @@ describe('storeDeliveries', () => {
           if ('child' in d) sequentialResults.push(await ingestChild(pool, d));
           else sequentialResults.push((await withTransaction(pool, (client) => storeDeliveries(client, [d]))).results[0]!);
         }
-        const batch = await withTransaction(pool, (client) => storeDeliveries(client, options.map((o) => delivery(batched, o))));
+        const batch = await withTransaction(pool, (client) =>
+          storeDeliveries(
+            client,
+            options.map((o) => delivery(batched, o)),
+          ),
+        );
 
         const rename = (value: unknown) => JSON.parse(JSON.stringify(value).replaceAll(batched, oneByOne)) as unknown;
         expect(rename(batch.results)).toEqual(sequentialResults);
@@ -314,7 +341,10 @@ describe('storeDeliveries', () => {
         // per delivery may queue it once per delivery that changed it.
         const batchedState = await snapshot(batched);
         expect(batchedState.messages.filter((m) => m.outbox > 1)).toEqual([]);
-        const queuedOrNot = (state: typeof batchedState) => ({ ...state, messages: state.messages.map(({ outbox, ...m }) => ({ ...m, queued: outbox > 0 })) });
+        const queuedOrNot = (state: typeof batchedState) => ({
+          ...state,
+          messages: state.messages.map(({ outbox, ...m }) => ({ ...m, queued: outbox > 0 })),
+        });
         expect(rename(queuedOrNot(batchedState))).toEqual(queuedOrNot(await snapshot(oneByOne)));
       }),
       { numRuns: 40 },

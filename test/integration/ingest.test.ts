@@ -28,7 +28,10 @@ function ingest(workspace: string, event: Record<string, unknown>): Promise<Inge
 }
 
 async function sessionsBlockedBy(pid: number): Promise<number> {
-  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [pid]);
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+    [pid],
+  );
   return rows[0]!.n;
 }
 

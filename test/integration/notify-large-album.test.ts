@@ -27,7 +27,12 @@ describe('a notification whose album body is too large to pass through Temporal'
       { messageId: 'm0', index: 0, total: 2, caption: 'first', urls: ['https://media.example/0.jpg'] },
       { messageId: 'm1', index: 1, total: 2, urls: [null] },
     ]);
-    const decision = { seq: 1, trigger: 'expected_count_reached' as const, childMessageIds: ['m0', 'm1'], decidedAt: new Date().toISOString() };
+    const decision = {
+      seq: 1,
+      trigger: 'expected_count_reached' as const,
+      childMessageIds: ['m0', 'm1'],
+      decidedAt: new Date().toISOString(),
+    };
     await pool.query(`INSERT INTO decisions (workflow_id, seq, trigger, child_message_ids, decided_at) VALUES ($1, 1, $2, $3, $4)`, [
       workflowId,
       decision.trigger,
@@ -41,9 +46,10 @@ describe('a notification whose album body is too large to pass through Temporal'
     const outcome = await env.run(notify, input);
 
     expect(outcome).toEqual({ id: `${workflowId}/1`, outcome: 'recorded' });
-    const { rows } = await pool.query<{ payload: { album: unknown; decision: unknown } }>(`SELECT payload FROM notifications WHERE id = $1`, [
-      `${workflowId}/1`,
-    ]);
+    const { rows } = await pool.query<{ payload: { album: unknown; decision: unknown } }>(
+      `SELECT payload FROM notifications WHERE id = $1`,
+      [`${workflowId}/1`],
+    );
     const expected = await albumStatusFromDatabase(pool, (await findAlbum(pool, key))!, key);
     expect(rows[0]!.payload.album).toEqual(JSON.parse(JSON.stringify(expected)));
     expect(expected).toMatchObject({ distinctChildren: 2, decisions: [{ seq: 1, childMessageIds: ['m0', 'm1'] }] });

@@ -68,7 +68,10 @@ const quietSdkLogger = new DefaultLogger('ERROR');
 
 async function deliver(notifier: ReturnType<typeof createNotifyActivities>, n: TestNotification, attempt = 1): Promise<NotifyOutcome> {
   const env = new MockActivityEnvironment({ attempt }, { logger: quietSdkLogger });
-  const { id, outcome } = await env.run<[NotifyInput], { id: string; outcome: NotifyOutcome }, typeof notifier.notify>(notifier.notify, n.input);
+  const { id, outcome } = await env.run<[NotifyInput], { id: string; outcome: NotifyOutcome }, typeof notifier.notify>(
+    notifier.notify,
+    n.input,
+  );
   expect(id).toBe(n.id);
   return outcome;
 }
@@ -84,7 +87,12 @@ function albumReady(): TestNotification {
   const workflowId = `album:${unique('ws')}:whatsapp:acc_1:conv_1:alb_1`;
   const id = `${workflowId}/1`;
   const album = { workflowId, distinctChildren: 2, media: { total: 2, downloaded: 2 } } as unknown as AlbumStatus;
-  const decision = { seq: 1, trigger: 'expected_count_reached' as const, childMessageIds: ['m1', 'm2'], decidedAt: '2026-09-29T10:00:00.000Z' };
+  const decision = {
+    seq: 1,
+    trigger: 'expected_count_reached' as const,
+    childMessageIds: ['m1', 'm2'],
+    decidedAt: '2026-09-29T10:00:00.000Z',
+  };
   return {
     id,
     input: { workflowId, seq: 1, type: 'album.ready', album, decision },
@@ -129,10 +137,13 @@ describe('the notify activity against a local receiver and the real PostgreSQL',
   });
 
   async function storedRow(id: string) {
-    const { rows } = await pool.query<{ status: string; attempts: number; last_error: string | null; delivered_at: Date | null; payload: unknown }>(
-      'SELECT status, attempts, last_error, delivered_at, payload FROM notifications WHERE id = $1',
-      [id],
-    );
+    const { rows } = await pool.query<{
+      status: string;
+      attempts: number;
+      last_error: string | null;
+      delivered_at: Date | null;
+      payload: unknown;
+    }>('SELECT status, attempts, last_error, delivered_at, payload FROM notifications WHERE id = $1', [id]);
     return rows[0];
   }
 
@@ -214,7 +225,9 @@ describe('the notify activity against a local receiver and the real PostgreSQL',
     expect(receiver.requests).toHaveLength(0);
     expect(await storedRow(n.id)).toMatchObject({ status: 'recorded', payload: n.payload, delivered_at: null });
     const recorded = lines.map((line) => JSON.parse(line) as { level: number; msg: string; notificationId?: string });
-    expect(recorded).toContainEqual(expect.objectContaining({ level: 30, notificationId: n.id, msg: 'notification recorded (NOTIFY_URL is not set)' }));
+    expect(recorded).toContainEqual(
+      expect.objectContaining({ level: 30, notificationId: n.id, msg: 'notification recorded (NOTIFY_URL is not set)' }),
+    );
     expect(lines.join('')).not.toContain(secret);
   });
 

@@ -34,14 +34,19 @@ describe('recordAndNotify: one activity records a decision and sends its notific
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const { type } = JSON.parse(Buffer.concat(chunks).toString()) as { type: string };
-        void pool.query<{ n: number }>('SELECT count(*)::int AS n FROM decisions WHERE workflow_id = $1', [workflowIdOfTest]).then(({ rows }) => {
-          deliveries.push({ type, recordedDecisions: rows[0]!.n });
-          res.writeHead(answers.shift() ?? 200).end();
-        });
+        void pool
+          .query<{ n: number }>('SELECT count(*)::int AS n FROM decisions WHERE workflow_id = $1', [workflowIdOfTest])
+          .then(({ rows }) => {
+            deliveries.push({ type, recordedDecisions: rows[0]!.n });
+            res.writeHead(answers.shift() ?? 200).end();
+          });
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    config = testConfig({ NOTIFY_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, NOTIFY_SECRET: 'record-notify-secret' });
+    config = testConfig({
+      NOTIFY_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+      NOTIFY_SECRET: 'record-notify-secret',
+    });
     pool = testPool(config);
   });
 
@@ -59,7 +64,12 @@ describe('recordAndNotify: one activity records a decision and sends its notific
       { messageId: 'm0', index: 0, total: 2 },
       { messageId: 'm1', index: 1, total: 2 },
     ]);
-    const decision = { seq: 1, trigger: 'expected_count_reached' as const, childMessageIds: ['m0', 'm1'], decidedAt: new Date().toISOString() };
+    const decision = {
+      seq: 1,
+      trigger: 'expected_count_reached' as const,
+      childMessageIds: ['m0', 'm1'],
+      decidedAt: new Date().toISOString(),
+    };
     const album = { workflowId, distinctChildren: 2 } as unknown as AlbumStatus;
     return {
       workflowId,

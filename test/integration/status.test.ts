@@ -12,7 +12,12 @@ const token = unique('status-token');
 const authorization = `Bearer ${token}`;
 
 beforeAll(async () => {
-  stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '3000', LATE_WINDOW_MS: '2500', API_TOKENS: JSON.stringify({ [token]: ['*'] }) });
+  stack = await startStack({
+    QUIET_PERIOD_MS: '300',
+    MAX_WAIT_MS: '3000',
+    LATE_WINDOW_MS: '2500',
+    API_TOKENS: JSON.stringify({ [token]: ['*'] }),
+  });
   media = await startMediaServer();
 });
 
@@ -182,7 +187,8 @@ describe('album list', () => {
     await stack.post(albumEvent({ conversationId: conversation, albumId: 'conflicted', messageId: 'k2', index: 1, total: 3 }));
     await post('newest', 'n1', 1, 'telegram');
 
-    const list = (query: string) => get<AlbumListBody>(`/workspaces/${encodeURIComponent(stack.workspace)}/albums?conversation=${conversation}${query}`);
+    const list = (query: string) =>
+      get<AlbumListBody>(`/workspaces/${encodeURIComponent(stack.workspace)}/albums?conversation=${conversation}${query}`);
     const all = await eventually(async () => {
       const response = await list('');
       expect(response.body.items.map((a) => a.state)).toEqual(['processed', 'processed', 'processed']);
@@ -245,7 +251,9 @@ describe('metrics and API docs', () => {
     expect(body).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
     expect(body).not.toMatch(/^albumflow_process_/m);
     expect(body).toMatch(/albumflow_signature_failures_total\{reason="missing_signature"\} [1-9]/);
-    expect(body).toMatch(/albumflow_http_request_duration_seconds_count\{method="POST",route="\/webhooks\/unifyport\/:workspace",status_code="401"\} [1-9]/);
+    expect(body).toMatch(
+      /albumflow_http_request_duration_seconds_count\{method="POST",route="\/webhooks\/unifyport\/:workspace",status_code="401"\} [1-9]/,
+    );
     expect(body).not.toContain(`route="/webhooks/unifyport/${stack.workspace}"`);
   });
 

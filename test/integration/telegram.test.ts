@@ -143,7 +143,10 @@ beforeAll(async () => {
   fast = await startStack(stackEnv({ QUIET_PERIOD_MS: '400', MAX_WAIT_MS: '4000', LATE_WINDOW_MS: '60000' }), { logger });
   // Items 5 s apart are one album here; the late window is short, so an edit finds the album closed.
   slow = await startStack(stackEnv({ QUIET_PERIOD_MS: '6000', MAX_WAIT_MS: '30000', LATE_WINDOW_MS: '1500' }), { logger });
-  local = await startStack(stackEnv({ QUIET_PERIOD_MS: '400', MAX_WAIT_MS: '4000', LATE_WINDOW_MS: '60000' }, () => localApi.url), { logger });
+  local = await startStack(
+    stackEnv({ QUIET_PERIOD_MS: '400', MAX_WAIT_MS: '4000', LATE_WINDOW_MS: '60000' }, () => localApi.url),
+    { logger },
+  );
 });
 
 afterAll(async () => {
@@ -203,7 +206,11 @@ describe('the Telegram webhook: answers', () => {
           headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': shopSecret },
           payload: JSON.stringify(update),
         });
-        expect([response.statusCode, errorCode(response.body), response.headers['retry-after']]).toEqual([503, 'database_unavailable', '5']);
+        expect([response.statusCode, errorCode(response.body), response.headers['retry-after']]).toEqual([
+          503,
+          'database_unavailable',
+          '5',
+        ]);
       }
     } finally {
       await broken.close();
@@ -212,7 +219,9 @@ describe('the Telegram webhook: answers', () => {
   });
 
   it('is documented in the OpenAPI document with its answers', async () => {
-    const spec = (await fast.app.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, { post?: { responses: Record<string, unknown> } }> }>();
+    const spec = (await fast.app.inject({ method: 'GET', url: '/docs/json' })).json<{
+      paths: Record<string, { post?: { responses: Record<string, unknown> } }>;
+    }>();
     const route = spec.paths['/webhooks/telegram/{workspace}/{bot}']?.post;
     expect(Object.keys(route?.responses ?? {}).sort()).toEqual(['200', '400', '401', '404', '413', '415', '500', '503']);
   });
@@ -245,7 +254,12 @@ describe('the Telegram webhook: answers', () => {
       expect(body.decisions).toHaveLength(1);
       return body;
     });
-    expect([message.albumKey, message.caption, message.attachments, message.decisions.map((d) => d.trigger)]).toEqual([null, 'hello bot', [], ['standalone']]);
+    expect([message.albumKey, message.caption, message.attachments, message.decisions.map((d) => d.trigger)]).toEqual([
+      null,
+      'hello bot',
+      [],
+      ['standalone'],
+    ]);
 
     const edit = editOf(text!, 10, (edited) => {
       edited.text = 'hello, bot';
@@ -303,7 +317,11 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
 
   it.each([
     { fixture: 'photo-video-album', types: ['image/jpeg', 'video/mp4'], captions: ['Sunset, and the boat', null] },
-    { fixture: 'document-album', types: ['application/pdf', 'application/pdf', 'application/zip'], captions: ['Itinerary', 'Tickets', null] },
+    {
+      fixture: 'document-album',
+      types: ['application/pdf', 'application/pdf', 'application/zip'],
+      captions: ['Itinerary', 'Tickets', null],
+    },
     { fixture: 'channel-post-album', types: ['image/jpeg', 'image/jpeg'], captions: ['Morning light', null] },
     // A business account's chat is scoped by its connection: it is not the bot's chat with the same id.
     { fixture: 'business-album', types: ['image/jpeg', 'image/jpeg'], captions: ['Is this the right part?', null], business: true },
@@ -314,7 +332,9 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     const first = messageOf(updates[0]!);
     const conversation = business ? `${first.business_connection_id as string}:${first.chat.id}` : String(first.chat.id);
     const album = await settledAlbum(fast, albumKeyOf(fast, updates[0]!, shop, conversation), types.length);
-    expect(album.children.map((c) => [c.attachments[0]?.status, c.attachments[0]?.contentType])).toEqual(types.map((type) => ['downloaded', type]));
+    expect(album.children.map((c) => [c.attachments[0]?.status, c.attachments[0]?.contentType])).toEqual(
+      types.map((type) => ['downloaded', type]),
+    );
     expect(album.children.map((c) => c.caption)).toEqual(captions);
     expect(album.decisions.map((d) => d.trigger)).toEqual(['quiet_period']);
   });
@@ -354,7 +374,12 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     const album = await albumStatus(fast, key);
     expect(album.children[0]?.caption).toBe('Our trip to the lake (day 1)');
     expect(album.children[0]?.history).toEqual([
-      { caption: 'Our trip to the lake', mediaReplaced: false, replacedAt: new Date(1790676600 * 1000).toISOString(), recordedAt: expect.any(String) as string },
+      {
+        caption: 'Our trip to the lake',
+        mediaReplaced: false,
+        replacedAt: new Date(1790676600 * 1000).toISOString(),
+        recordedAt: expect.any(String) as string,
+      },
     ]);
     expect((await messageStatus(fast, key, 2101)).history).toEqual(album.children[0]?.history);
     expect(album.decisions).toHaveLength(1);
@@ -367,7 +392,10 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     await send(fast, [older]);
     expect((await albumStatus(fast, key)).children[0]?.caption).toBe('Our trip to the lake (day 1)');
     const notifications = await storedNotifications(fast.pool, workflowId);
-    expect(notifications.filter((n) => n.type === 'album.ready' || n.type === 'album.updated').map((n) => n.type)).toEqual(['album.ready', 'album.updated']);
+    expect(notifications.filter((n) => n.type === 'album.ready' || n.type === 'album.updated').map((n) => n.type)).toEqual([
+      'album.ready',
+      'album.updated',
+    ]);
     await saveHistory('album-telegram-edited', fast.client.workflow.getHandle(workflowId));
   });
 
@@ -406,7 +434,12 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
       return status;
     });
     const history = [
-      { caption: 'Our trip to the lake', mediaReplaced: true, replacedAt: new Date(1790676700 * 1000).toISOString(), recordedAt: expect.any(String) as string },
+      {
+        caption: 'Our trip to the lake',
+        mediaReplaced: true,
+        replacedAt: new Date(1790676700 * 1000).toISOString(),
+        recordedAt: expect.any(String) as string,
+      },
     ];
     expect(album.children[0]?.history).toEqual(history);
     expect((await messageStatus(fast, key, 7101)).history).toEqual(history);
@@ -427,7 +460,11 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     serveFiles(api, shopToken, [edit!]);
     await send(fast, [edit!]);
     const album = await settledAlbum(fast, albumKeyOf(fast, edit!), 1);
-    expect([album.children[0]?.caption, album.children[0]?.history, album.media.downloaded]).toEqual(['Our trip to the lake (day 1)', [], 1]);
+    expect([album.children[0]?.caption, album.children[0]?.history, album.media.downloaded]).toEqual([
+      'Our trip to the lake (day 1)',
+      [],
+      1,
+    ]);
   });
 
   it('maps getFile "file is too big" to unavailable, and retries a used path and a transient failure with a fresh getFile', async () => {
@@ -440,11 +477,18 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     serveFiles(api, shopToken, updates.slice(1), { expireAfterOneUse: true });
     // The next file fetch uses its path but breaks off halfway; the next getFile answers a server error.
     api.failNext('file', { cutShort: true });
-    api.failNext('getFile', { status: 500, body: { ok: false, error_code: 500, description: `Internal Server Error for bot${shopToken}` } });
+    api.failNext('getFile', {
+      status: 500,
+      body: { ok: false, error_code: 500, description: `Internal Server Error for bot${shopToken}` },
+    });
     const filesBefore = api.calls('file', shopToken).length;
     await send(fast, updates);
     const album = await settledAlbum(fast, albumKeyOf(fast, updates[0]!), 3);
-    const [tooBig, afterExpiry, afterFailure] = album.children.map((c) => c.attachments[0]!) as [AttachmentView, AttachmentView, AttachmentView];
+    const [tooBig, afterExpiry, afterFailure] = album.children.map((c) => c.attachments[0]!) as [
+      AttachmentView,
+      AttachmentView,
+      AttachmentView,
+    ];
     expect(tooBig.status).toBe('unavailable');
     expect(tooBig.error).toMatch(/up to 20 MB.*file is too big/);
     expect([afterExpiry, afterFailure]).toEqual([downloadedAs('application/pdf', expired!), downloadedAs('application/zip', flaky!)]);
@@ -452,7 +496,10 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     const asked = (fileId: string) => api.calls('getFile', shopToken).filter((r) => r.body.includes(fileId)).length;
     expect(asked(big!) + asked(expired!) + asked(flaky!)).toBe(5);
     // The retry fetched a new path: none was fetched twice, and the one broken off is expired now.
-    const fetched = api.calls('file', shopToken).slice(filesBefore).map((r) => r.path);
+    const fetched = api
+      .calls('file', shopToken)
+      .slice(filesBefore)
+      .map((r) => r.path);
     expect(fetched).toHaveLength(3);
     expect(new Set(fetched).size).toBe(3);
     expect((await fetch(`${api.url}${fetched[0]}`)).status).toBe(404);
@@ -479,7 +526,9 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
       headers: { authorization: `Bearer ${apiToken}` },
     });
     expect(retry.statusCode).toBe(202);
-    await eventually(async () => expect((await albumStatus(fast, key)).children[0]?.attachments[0]).toEqual(downloadedAs('image/jpeg', fileId)));
+    await eventually(async () =>
+      expect((await albumStatus(fast, key)).children[0]?.attachments[0]).toEqual(downloadedAs('image/jpeg', fileId)),
+    );
     expect(api.calls('getFile', shopToken).filter((r) => r.body.includes(fileId))).toHaveLength(2);
   });
 });
@@ -554,16 +603,24 @@ describe('Telegram albums through a local Bot API server', () => {
     serveFiles(localApi, shopToken, updates.slice(0, 2));
     // A path this worker does not see (the server's working directory mounted elsewhere); it names the token, as the real server's paths do.
     const unseen = fileIdOf(updates[2]!);
-    localApi.addFile(shopToken, unseen, { content: fileContent(unseen), filePath: path.join(localDir, 'elsewhere', shopToken, 'photos', 'file_9.jpg') });
+    localApi.addFile(shopToken, unseen, {
+      content: fileContent(unseen),
+      filePath: path.join(localDir, 'elsewhere', shopToken, 'photos', 'file_9.jpg'),
+    });
     await send(local, updates);
     const album = await settledAlbum(local, albumKeyOf(local, updates[0]!), 3);
-    expect(album.children.slice(0, 2).map((c) => c.attachments)).toEqual(updates.slice(0, 2).map((u) => [downloadedAs('image/jpeg', fileIdOf(u))]));
+    expect(album.children.slice(0, 2).map((c) => c.attachments)).toEqual(
+      updates.slice(0, 2).map((u) => [downloadedAs('image/jpeg', fileIdOf(u))]),
+    );
     expect(album.children[2]?.attachments[0]).toMatchObject({
       status: 'failed',
-      error: "the local Bot API server's file is not readable here (ENOENT): albumflow must see that server's working directory at the same path",
+      error:
+        "the local Bot API server's file is not readable here (ENOENT): albumflow must see that server's working directory at the same path",
     });
     // One getFile each; nothing asked of the file route, which such a server does not serve.
-    expect(updates.map((u) => localApi.calls('getFile', shopToken).filter((r) => r.body.includes(`"${fileIdOf(u)}"`)).length)).toEqual([1, 1, 1]);
+    expect(updates.map((u) => localApi.calls('getFile', shopToken).filter((r) => r.body.includes(`"${fileIdOf(u)}"`)).length)).toEqual([
+      1, 1, 1,
+    ]);
     expect(localApi.calls('file')).toEqual([]);
   });
 });
@@ -575,19 +632,31 @@ describe('the bot token', () => {
     const notifications: string[] = [];
     for (const stack of [fast, slow, local]) {
       const { rows: albums } = await stack.pool.query<{ workflow_id: string }>(`SELECT workflow_id FROM albums`);
-      const { rows: standalone } = await stack.pool.query<{ workspace: string; provider: string; account_id: string; conversation_id: string; message_id: string }>(
-        `SELECT workspace, provider, account_id, conversation_id, message_id FROM messages WHERE album_pk IS NULL`,
-      );
+      const { rows: standalone } = await stack.pool.query<{
+        workspace: string;
+        provider: string;
+        account_id: string;
+        conversation_id: string;
+        message_id: string;
+      }>(`SELECT workspace, provider, account_id, conversation_id, message_id FROM messages WHERE album_pk IS NULL`);
       const workflowIds = [
         ...albums.map((row) => row.workflow_id),
         ...standalone.map((row) =>
-          messageWorkflowId({ workspace: row.workspace, provider: row.provider, accountId: row.account_id, conversationId: row.conversation_id, messageId: row.message_id }),
+          messageWorkflowId({
+            workspace: row.workspace,
+            provider: row.provider,
+            accountId: row.account_id,
+            conversationId: row.conversation_id,
+            messageId: row.message_id,
+          }),
         ),
       ];
       for (const workflowId of workflowIds) {
         histories.push(historyToJSON(await stack.client.workflow.getHandle(workflowId).fetchHistory()));
       }
-      const { rows } = await stack.pool.query<{ payload: unknown; last_error: string | null }>(`SELECT payload, last_error FROM notifications`);
+      const { rows } = await stack.pool.query<{ payload: unknown; last_error: string | null }>(
+        `SELECT payload, last_error FROM notifications`,
+      );
       notifications.push(...rows.map((row) => JSON.stringify(row)));
       const { rows: errors } = await stack.pool.query<{ error: string | null }>(`SELECT error FROM attachments WHERE error IS NOT NULL`);
       notifications.push(...errors.map((row) => row.error!));

@@ -59,7 +59,9 @@ function event(options: EventOptions = {}): Record<string, unknown> {
   const message: Record<string, unknown> = {
     id: options.message === undefined ? unique('msg') : options.message,
     sent_at: options.sentAt === undefined ? '2026-09-29T10:00:00Z' : options.sentAt,
-    attachments: options.attachments ?? [{ type: 'image', url: 'https://media.example/a.jpg', mime_type: 'image/jpeg', size: 1234, file_name: 'a.jpg' }],
+    attachments: options.attachments ?? [
+      { type: 'image', url: 'https://media.example/a.jpg', mime_type: 'image/jpeg', size: 1234, file_name: 'a.jpg' },
+    ],
   };
   if (options.text !== undefined) message.text = options.text;
   if (options.caption !== undefined) message.caption = options.caption;
@@ -124,10 +126,13 @@ async function messagesOf(workspace: string, accountId: string): Promise<Message
 }
 
 async function attachmentsOf(messagePk: string) {
-  const { rows } = await pool.query<{ position: number; url: string | null; status: string; kind: string | null; declared_size: string | null }>(
-    `SELECT position, url, status, kind, declared_size FROM attachments WHERE message_pk = $1 ORDER BY position`,
-    [messagePk],
-  );
+  const { rows } = await pool.query<{
+    position: number;
+    url: string | null;
+    status: string;
+    kind: string | null;
+    declared_size: string | null;
+  }>(`SELECT position, url, status, kind, declared_size FROM attachments WHERE message_pk = $1 ORDER BY position`, [messagePk]);
   return rows;
 }
 
@@ -209,7 +214,9 @@ describe('POST /webhooks/unifyport/:workspace — accepted children', () => {
       `SELECT id, workflow_id, state FROM albums WHERE workspace = $1 AND account_id = $2`,
       [signed, account],
     );
-    expect(albums).toEqual([{ id: message!.album_pk, workflow_id: `album:${signed}:whatsapp:${account}:conv-1:alb-1`, state: 'collecting' }]);
+    expect(albums).toEqual([
+      { id: message!.album_pk, workflow_id: `album:${signed}:whatsapp:${account}:conv-1:alb-1`, state: 'collecting' },
+    ]);
     expect((await eventsOf(signed)).filter((e) => e.event_id === body.id)).toMatchObject([
       { type: 'message.received', delivery_count: 1, raw: body },
     ]);
@@ -249,7 +256,10 @@ describe('POST /webhooks/unifyport/:workspace — accepted children', () => {
     const withUrl = await post(signed, {
       ...withoutUrl,
       id: unique('evt'),
-      data: { ...(withoutUrl.data as object), message: { id: 'msg-url', attachments: [{ type: 'image', url: 'https://media.example/late.png' }] } },
+      data: {
+        ...(withoutUrl.data as object),
+        message: { id: 'msg-url', attachments: [{ type: 'image', url: 'https://media.example/late.png' }] },
+      },
     });
     expect(withUrl.json()).toMatchObject({ duplicate: true });
     expect(await attachmentsOf(message!.id)).toMatchObject([{ position: 0, url: 'https://media.example/late.png', status: 'pending' }]);
@@ -326,9 +336,24 @@ describe('POST /webhooks/unifyport/:workspace — accepted children', () => {
     }
     const byId = new Map((await messagesOf(signed, account)).map((m) => [m.message_id, m]));
     expect(byId.get('no-total')).toMatchObject({ album_index: 0, album_total: null, metadata_invalid: false });
-    expect(byId.get('string-total')).toMatchObject({ album_index: 1, album_total: null, metadata_invalid: true, album_meta: { total: '3' } });
-    expect(byId.get('negative-index')).toMatchObject({ album_index: null, album_total: 3, metadata_invalid: true, album_meta: { index: -1 } });
-    expect(byId.get('fractional-total')).toMatchObject({ album_index: 2, album_total: null, metadata_invalid: true, album_meta: { total: 2.5 } });
+    expect(byId.get('string-total')).toMatchObject({
+      album_index: 1,
+      album_total: null,
+      metadata_invalid: true,
+      album_meta: { total: '3' },
+    });
+    expect(byId.get('negative-index')).toMatchObject({
+      album_index: null,
+      album_total: 3,
+      metadata_invalid: true,
+      album_meta: { index: -1 },
+    });
+    expect(byId.get('fractional-total')).toMatchObject({
+      album_index: 2,
+      album_total: null,
+      metadata_invalid: true,
+      album_meta: { total: 2.5 },
+    });
     expect(byId.get('zero-total')).toMatchObject({ album_index: 3, album_total: null, metadata_invalid: true });
     expect(new Set([...byId.values()].map((m) => m.album_pk)).size).toBe(1);
   });
@@ -518,9 +543,11 @@ describe('POST /webhooks/unifyport/:workspace — refusals', () => {
 
     it('refuses a streamed (chunked) body once it passes MAX_BODY_BYTES', async () => {
       const chunk = Buffer.alloc(4096, 0x20);
-      const stream = Readable.from((function* () {
-        for (let i = 0; i < 16; i++) yield chunk;
-      })());
+      const stream = Readable.from(
+        (function* () {
+          for (let i = 0; i < 16; i++) yield chunk;
+        })(),
+      );
       const response = await app.inject({
         method: 'POST',
         url: `/webhooks/unifyport/${open}`,
@@ -617,7 +644,12 @@ describe('group commit: concurrent requests share one transaction', () => {
 
     expect(responses.map((r) => r.statusCode)).toEqual([202, 202, 202]);
     const bodies = responses.map((r) => r.json<{ duplicate: boolean; childKey: string; albumKey: string }>());
-    expect(bodies.slice(0, 2).map((b) => b.duplicate).sort()).toEqual([false, true]);
+    expect(
+      bodies
+        .slice(0, 2)
+        .map((b) => b.duplicate)
+        .sort(),
+    ).toEqual([false, true]);
     expect(bodies[2]).toEqual({
       status: 'accepted',
       duplicate: false,
@@ -657,7 +689,13 @@ describe('back-pressure', () => {
   it('answers 503 with Retry-After once INGEST_MAX_PENDING requests wait for a saturated pool', async () => {
     const saturating = testConfig({ ...configEnv, INGEST_MAX_PENDING: '1', INGEST_BATCH_MAX_WAIT_MS: '0' });
     const onePool = testPool(saturating, 1);
-    const saturated = await buildApp({ config: saturating, pool: onePool, temporal, wakeDispatcher: () => undefined, logger: testLogger(saturating) });
+    const saturated = await buildApp({
+      config: saturating,
+      pool: onePool,
+      temporal,
+      wakeDispatcher: () => undefined,
+      logger: testLogger(saturating),
+    });
     const held = await onePool.connect();
     const account = unique('acc');
     try {

@@ -17,7 +17,12 @@ describe('API_TOKENS', () => {
   it('maps each token to its workspaces; unset means the admin token is generated', () => {
     expect(loadConfig({}).apiTokens).toBeUndefined();
     const config = loadConfig({ API_TOKENS: JSON.stringify({ [alpha]: ['demo', 'acme'], [beta]: ['*'] }) });
-    expect(config.apiTokens).toEqual(new Map([[alpha, ['demo', 'acme']], [beta, ['*']]]));
+    expect(config.apiTokens).toEqual(
+      new Map([
+        [alpha, ['demo', 'acme']],
+        [beta, ['*']],
+      ]),
+    );
   });
 
   it.each([
@@ -42,7 +47,12 @@ describe('API_TOKENS', () => {
 });
 
 describe('TokenTable', () => {
-  const table = new TokenTable(new Map([[alpha, ['demo']], [beta, ['*']]]));
+  const table = new TokenTable(
+    new Map([
+      [alpha, ['demo']],
+      [beta, ['*']],
+    ]),
+  );
 
   it('finds a presented token and nothing else, whatever its length', () => {
     expect(table.find(alpha)).toMatchObject({ hash: tokenHash(alpha), workspaces: new Set(['demo']) });
@@ -77,7 +87,14 @@ describe('session cookies', () => {
     expect(verifySession(new TokenTable(new Map([[beta, ['demo']]])), cookie)).toBeUndefined();
     const [hash, expiry, signature] = cookie.split('.') as [string, string, string];
     const later = String(Number(expiry) + 3600);
-    for (const altered of [`${hash}.${later}.${signature}`, `${hash}.${expiry}.${signature.slice(1)}`, `${hash}.${expiry}`, `${hash}.${expiry}.${signature}.x`, '', 'x'.repeat(5000)]) {
+    for (const altered of [
+      `${hash}.${later}.${signature}`,
+      `${hash}.${expiry}.${signature.slice(1)}`,
+      `${hash}.${expiry}`,
+      `${hash}.${expiry}.${signature}.x`,
+      '',
+      'x'.repeat(5000),
+    ]) {
       expect(verifySession(table, altered)).toBeUndefined();
     }
   });
@@ -136,8 +153,11 @@ describe('the admin token file', () => {
     const dataDir = scratch();
     const script = `import { loadOrCreateAdminToken } from './src/http/access/admin-token.ts';
       process.stdout.write(JSON.stringify(loadOrCreateAdminToken(process.argv[1])));`;
-    const run = () => promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, dataDir], { cwd: projectRoot });
-    const results = (await Promise.all([run(), run(), run()])).map(({ stdout }) => JSON.parse(stdout) as { token: string; created: boolean });
+    const run = () =>
+      promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, dataDir], { cwd: projectRoot });
+    const results = (await Promise.all([run(), run(), run()])).map(
+      ({ stdout }) => JSON.parse(stdout) as { token: string; created: boolean },
+    );
     expect(new Set(results.map((r) => r.token)).size).toBe(1);
     expect(results.filter((r) => r.created)).toHaveLength(1);
   });

@@ -13,7 +13,16 @@ import {
   type Transition,
 } from '../../workflows/album-rules.js';
 import { buildAlbumView, buildMessageView, viewChildOf, type ViewChild } from '../../workflows/album-view.js';
-import type { AlbumProfile, AlbumTimings, EarlierVersion, AttachmentView, ChildArrival, DecisionView, DownloadResult, JsonValue } from '../../workflows/types.js';
+import type {
+  AlbumProfile,
+  AlbumTimings,
+  EarlierVersion,
+  AttachmentView,
+  ChildArrival,
+  DecisionView,
+  DownloadResult,
+  JsonValue,
+} from '../../workflows/types.js';
 
 const t0 = Date.parse('2026-09-29T10:00:00.000Z');
 const timings: AlbumTimings = { quietPeriodMs: 100, maxWaitMs: 1_000, lateWindowMs: 5_000, lateItemPolicy: 'refresh' };
@@ -36,7 +45,8 @@ function child(messageId: string, spec: ChildSpec = {}): ChildArrival {
     index,
     total,
     metadataInvalid: spec.invalid ?? false,
-    albumMeta: spec.albumMeta !== undefined ? spec.albumMeta : { ...(index !== null ? { index } : {}), ...(total !== null ? { total } : {}) },
+    albumMeta:
+      spec.albumMeta !== undefined ? spec.albumMeta : { ...(index !== null ? { index } : {}), ...(total !== null ? { total } : {}) },
     caption: null,
     sentAt: spec.sentAt ?? null,
     receivedAt: new Date(t0).toISOString(),
@@ -107,7 +117,12 @@ describe('album rules: triggers', () => {
     expect(decisionsOf(done.commands)).toEqual([
       {
         type: 'decide',
-        decision: { seq: 1, trigger: 'expected_count_reached', childMessageIds: ['a', 'b', 'c'], decidedAt: new Date(t0 + 20).toISOString() },
+        decision: {
+          seq: 1,
+          trigger: 'expected_count_reached',
+          childMessageIds: ['a', 'b', 'c'],
+          decidedAt: new Date(t0 + 20).toISOString(),
+        },
         reviewReasons: [],
         reviewResolved: null,
         late: null,
@@ -130,7 +145,9 @@ describe('album rules: triggers', () => {
     const redelivered = run([arrive(t0 + 150, child('a'))], { from: state });
     expect(nextDeadline(redelivered.state, timings)).toEqual({ kind: 'quiet_period', at: t0 + 160 });
     const quiet = run([tick(t0 + 160)], { from: state });
-    expect(decisionsOf(quiet.commands).map((d) => [d.decision.trigger, d.decision.childMessageIds])).toEqual([['quiet_period', ['a', 'b']]]);
+    expect(decisionsOf(quiet.commands).map((d) => [d.decision.trigger, d.decision.childMessageIds])).toEqual([
+      ['quiet_period', ['a', 'b']],
+    ]);
   });
 
   it('decides max_wait when children keep coming faster than the quiet period', () => {
@@ -224,10 +241,7 @@ describe('album rules: redelivery', () => {
 
 describe('album rules: late items', () => {
   const decidedAt = t0 + 10;
-  const processed = run([
-    arrive(t0, child('a', { index: 0, total: 2 })),
-    arrive(decidedAt, child('b', { index: 1, total: 2 })),
-  ]).state;
+  const processed = run([arrive(t0, child('a', { index: 0, total: 2 })), arrive(decidedAt, child('b', { index: 1, total: 2 }))]).state;
 
   it('debounces a burst of late children into one late_item decision with the full set', () => {
     const first = run([arrive(decidedAt + 1_000, child('c', { index: 2, total: 2 }))], { from: processed });
@@ -239,7 +253,12 @@ describe('album rules: late items', () => {
     expect(decisionsOf(fired.commands)).toEqual([
       {
         type: 'decide',
-        decision: { seq: 2, trigger: 'late_item', childMessageIds: ['a', 'b', 'c', 'd'], decidedAt: new Date(decidedAt + 1_150).toISOString() },
+        decision: {
+          seq: 2,
+          trigger: 'late_item',
+          childMessageIds: ['a', 'b', 'c', 'd'],
+          decidedAt: new Date(decidedAt + 1_150).toISOString(),
+        },
         reviewReasons: ['total_conflict'],
         reviewResolved: null,
         late: { childMessageIds: ['c', 'd'], policy: 'refresh' },
@@ -326,7 +345,9 @@ describe('album rules: media', () => {
     ]);
     expect(state.decisions.map((d) => d.seq)).toEqual([1, 2]);
     expect(state.mediaSettled).toBeNull();
-    const settled = run([settle('b', 0, { status: 'expired', contentType: null, bytes: null, sha256: null, error: 'HTTP 410' })], { from: state });
+    const settled = run([settle('b', 0, { status: 'expired', contentType: null, bytes: null, sha256: null, error: 'HTTP 410' })], {
+      from: state,
+    });
     expect(settled.commands).toEqual([{ type: 'media_settled', decision: state.decisions[1], notice: 1 }]);
   });
 });
@@ -362,7 +383,12 @@ describe('album rules: a redelivery that brings a URL', () => {
 
   it('takes a new attachment position of a known child, and the caption it lacked', () => {
     const { state } = run([arrive(t0, { ...child('a', { urls: ['https://x/1'] }), caption: null })]);
-    const again = step(state, arrive(t0 + 1, { ...child('a', { urls: ['https://x/1', 'https://x/2'] }), caption: 'hello' }), timings, unifyport);
+    const again = step(
+      state,
+      arrive(t0 + 1, { ...child('a', { urls: ['https://x/1', 'https://x/2'] }), caption: 'hello' }),
+      timings,
+      unifyport,
+    );
     expect(again.commands).toEqual([{ type: 'download', messageId: 'a', position: 1, retry: false }]);
     expect(again.state.children[0]?.arrival.caption).toBe('hello');
     expect(again.state.children[0]?.attachments.map((a) => a.status)).toEqual(['pending', 'pending']);
@@ -382,7 +408,11 @@ describe('album rules: operator actions', () => {
 
   it('retries every failed and expired attachment, and notifies media settled again afterwards', () => {
     const { state } = run([
-      arrive(t0, child('a', { index: 0, total: 2, urls: ['https://x/a', null] }), child('b', { index: 1, total: 2, urls: ['https://x/b'] })),
+      arrive(
+        t0,
+        child('a', { index: 0, total: 2, urls: ['https://x/a', null] }),
+        child('b', { index: 1, total: 2, urls: ['https://x/b'] }),
+      ),
       settle('a', 0, failed),
       settle('b', 0, expired),
     ]);
@@ -421,7 +451,9 @@ describe('album rules: operator actions', () => {
 
   it('flags a resolved album again for a late item under the review policy', () => {
     const review = { ...timings, lateItemPolicy: 'review' as const };
-    const decided = run([arrive(t0, child('a', { index: 0, total: 1 })), arrive(t0 + 1, child('b', { index: 1 }))], { timings: review }).state;
+    const decided = run([arrive(t0, child('a', { index: 0, total: 1 })), arrive(t0 + 1, child('b', { index: 1 }))], {
+      timings: review,
+    }).state;
     const late = run([tick(t0 + 200)], { from: decided, timings: review }).state;
     const resolved = step(late, { type: 'review_resolved', now: t0 + 300, note: 'fine' }, review, unifyport).state;
     expect(reviewRequired(resolved)).toBe(false);
@@ -433,14 +465,38 @@ describe('album rules: operator actions', () => {
 describe('album rules: restore from PostgreSQL', () => {
   const stored = (arrival: ChildArrival, status: AttachmentView['status'] = 'downloaded'): ChildRecord => ({
     arrival,
-    attachments: arrival.attachments.map((ref) => ({ position: ref.position, status, contentType: null, bytes: null, sha256: null, error: null })),
+    attachments: arrival.attachments.map((ref) => ({
+      position: ref.position,
+      status,
+      contentType: null,
+      bytes: null,
+      sha256: null,
+      error: null,
+    })),
   });
-  const first: DecisionView = { seq: 1, trigger: 'expected_count_reached', childMessageIds: ['a', 'b'], decidedAt: new Date(t0).toISOString() };
+  const first: DecisionView = {
+    seq: 1,
+    trigger: 'expected_count_reached',
+    childMessageIds: ['a', 'b'],
+    decidedAt: new Date(t0).toISOString(),
+  };
   const a = child('a', { index: 0, total: 2, urls: ['https://x/a'] });
   const b = child('b', { index: 1, total: 2, urls: ['https://x/b'] });
 
   it('closes at once when nothing new is stored and the window is over', () => {
-    const { state, commands } = restoreState({ decisions: [first], children: [stored(a), stored(b)], reviewReasons: [], reviewResolved: null, mediaSettledNotices: 1, editNotices: {} }, t0 + 60_000, timings, unifyport);
+    const { state, commands } = restoreState(
+      {
+        decisions: [first],
+        children: [stored(a), stored(b)],
+        reviewReasons: [],
+        reviewResolved: null,
+        mediaSettledNotices: 1,
+        editNotices: {},
+      },
+      t0 + 60_000,
+      timings,
+      unifyport,
+    );
     expect(state.phase).toBe('closed');
     expect(commands).toEqual([]);
     const redelivered = step(state, arrive(t0 + 60_001, a), timings, unifyport);
@@ -450,7 +506,14 @@ describe('album rules: restore from PostgreSQL', () => {
   it('treats a stored child no decision includes as late and resumes pending downloads', () => {
     const c = child('c', { index: 2, urls: ['https://x/c'] });
     const { state, commands } = restoreState(
-      { decisions: [first], children: [stored(a), stored(b, 'pending'), stored(c, 'pending')], reviewReasons: ['duplicate_index'], reviewResolved: null, mediaSettledNotices: 0, editNotices: {} },
+      {
+        decisions: [first],
+        children: [stored(a), stored(b, 'pending'), stored(c, 'pending')],
+        reviewReasons: ['duplicate_index'],
+        reviewResolved: null,
+        mediaSettledNotices: 0,
+        editNotices: {},
+      },
       t0 + 60_000,
       { ...timings, lateItemPolicy: 'review' },
       unifyport,
@@ -468,7 +531,19 @@ describe('album rules: restore from PostgreSQL', () => {
   });
 
   it('collects stored children afresh when no decision exists', () => {
-    const { state, commands } = restoreState({ decisions: [], children: [stored(a, 'pending'), stored(b, 'pending')], reviewReasons: [], reviewResolved: null, mediaSettledNotices: 0, editNotices: {} }, t0, timings, unifyport);
+    const { state, commands } = restoreState(
+      {
+        decisions: [],
+        children: [stored(a, 'pending'), stored(b, 'pending')],
+        reviewReasons: [],
+        reviewResolved: null,
+        mediaSettledNotices: 0,
+        editNotices: {},
+      },
+      t0,
+      timings,
+      unifyport,
+    );
     expect(decisionsOf(commands).map((d) => d.decision.trigger)).toEqual(['expected_count_reached']);
     expect(state.decisions).toHaveLength(1);
   });
@@ -478,16 +553,26 @@ describe('album rules: properties', () => {
   const messageIds = ['m0', 'm1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7'];
 
   /** A consistent album: total n, indexes 0..n-1, optional totals on some children. */
-  const consistentAlbum = fc.integer({ min: 1, max: messageIds.length }).chain((n) =>
-    fc.tuple(fc.constant(n), fc.array(fc.boolean(), { minLength: n, maxLength: n }), fc.array(fc.nat(5_000), { minLength: n, maxLength: n })),
-  );
+  const consistentAlbum = fc
+    .integer({ min: 1, max: messageIds.length })
+    .chain((n) =>
+      fc.tuple(
+        fc.constant(n),
+        fc.array(fc.boolean(), { minLength: n, maxLength: n }),
+        fc.array(fc.nat(5_000), { minLength: n, maxLength: n }),
+      ),
+    );
 
   it('yields the same distinct set and first decision for any interleaving and duplication of a consistent album', () => {
     fc.assert(
       fc.property(
         consistentAlbum.chain(([n, carriesTotal, sent]) => {
           const children = messageIds.slice(0, n).map((id, i) =>
-            child(id, { index: (i + 3) % n, total: carriesTotal[i] || i === 0 ? n : null, sentAt: new Date(t0 + sent[i]!).toISOString() }),
+            child(id, {
+              index: (i + 3) % n,
+              total: carriesTotal[i] || i === 0 ? n : null,
+              sentAt: new Date(t0 + sent[i]!).toISOString(),
+            }),
           );
           return fc.tuple(fc.constant(children), deliveries(children), fc.array(fc.integer({ min: 1, max: 40 })));
         }),
@@ -613,12 +698,17 @@ describe('album rules: properties', () => {
         const { state } = playScenario(children, batches, gaps, extras, policy);
         const known = children[pick % children.length]!;
         const lacking = known.attachments.filter((ref) => ref.url === null).map((ref) => ref.position);
-        const withUrls = { ...known, attachments: known.attachments.map((ref) => ({ ...ref, url: ref.url ?? `https://x/late-${ref.position}` })) };
+        const withUrls = {
+          ...known,
+          attachments: known.attachments.map((ref) => ({ ...ref, url: ref.url ?? `https://x/late-${ref.position}` })),
+        };
         const scenarioTimings = { ...timings, lateItemPolicy: policy };
         const again = step(state, arrive(t0 + later, withUrls, withUrls), scenarioTimings, unifyport);
         const record = state.children.find((c) => c.arrival.messageId === known.messageId)!;
         const reopened = lacking.filter((position) => record.attachments.find((a) => a.position === position)?.status === 'unavailable');
-        expect(again.commands).toEqual(reopened.map((position) => ({ type: 'download', messageId: known.messageId, position, retry: false })));
+        expect(again.commands).toEqual(
+          reopened.map((position) => ({ type: 'download', messageId: known.messageId, position, retry: false })),
+        );
         expect(again.state.decisions).toEqual(state.decisions);
         expect(again.state.children.map((c) => c.arrival.messageId)).toEqual(state.children.map((c) => c.arrival.messageId));
         const twice = step(again.state, arrive(t0 + later + 1, withUrls), scenarioTimings, unifyport);
@@ -652,7 +742,10 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
   const telegram: AlbumProfile = { maxChildren: 10, childOrder: 'message_id' };
 
   /** A Telegram child: a numeric message id, no index or total, one file with no URL. */
-  function photo(messageId: number, spec: { sentAt?: string; caption?: string | null; fileUniqueId?: string; history?: EarlierVersion[] } = {}): ChildArrival {
+  function photo(
+    messageId: number,
+    spec: { sentAt?: string; caption?: string | null; fileUniqueId?: string; history?: EarlierVersion[] } = {},
+  ): ChildArrival {
     return {
       ...child(String(messageId), { albumMeta: null, sentAt: spec.sentAt ?? new Date(t0).toISOString() }),
       caption: spec.caption ?? null,
@@ -694,15 +787,24 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
   });
 
   function decidedAlbum() {
-    return run([arrive(t0, photo(1, { caption: 'trip' }), photo(2)), tick(t0 + 100), settle('1', 0), settle('2', 0)], { profile: telegram });
+    return run([arrive(t0, photo(1, { caption: 'trip' }), photo(2)), tick(t0 + 100), settle('1', 0), settle('2', 0)], {
+      profile: telegram,
+    });
   }
 
   it('notifies each edit of a decided child once, with the caption it set and the one it replaced', () => {
     const decided = decidedAlbum();
     const [first] = decisionsOf(decided.commands);
-    const edited = run([arrive(t0 + 500, photo(1, { caption: 'trip (day 1)', history: [version('trip')] }))], { from: decided.state, profile: telegram });
+    const edited = run([arrive(t0 + 500, photo(1, { caption: 'trip (day 1)', history: [version('trip')] }))], {
+      from: decided.state,
+      profile: telegram,
+    });
     expect(edited.commands).toEqual([
-      { type: 'edited', decision: first!.decision, edit: { messageId: '1', version: 1, caption: 'trip (day 1)', previousCaption: 'trip', mediaReplaced: false } },
+      {
+        type: 'edited',
+        decision: first!.decision,
+        edit: { messageId: '1', version: 1, caption: 'trip (day 1)', previousCaption: 'trip', mediaReplaced: false },
+      },
     ]);
     expect(edited.state.children[0]?.arrival.caption).toBe('trip (day 1)');
     expect(edited.state.decisions).toEqual(decided.state.decisions);
@@ -712,14 +814,21 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
       profile: telegram,
     });
     expect(twice.commands).toEqual([
-      { type: 'edited', decision: first!.decision, edit: { messageId: '1', version: 2, caption: null, previousCaption: 'trip (day 1)', mediaReplaced: false } },
+      {
+        type: 'edited',
+        decision: first!.decision,
+        edit: { messageId: '1', version: 2, caption: null, previousCaption: 'trip (day 1)', mediaReplaced: false },
+      },
     ]);
     expect(twice.state.children[0]?.arrival.caption).toBeNull();
   });
 
   it('changes nothing for a redelivered or an older version of an edited child', () => {
     const decided = decidedAlbum();
-    const edited = run([arrive(t0 + 500, photo(1, { caption: 'new', history: [version('trip')] }))], { from: decided.state, profile: telegram });
+    const edited = run([arrive(t0 + 500, photo(1, { caption: 'new', history: [version('trip')] }))], {
+      from: decided.state,
+      profile: telegram,
+    });
     const again = step(edited.state, arrive(t0 + 600, photo(1, { caption: 'new', history: [version('trip')] })), timings, telegram);
     expect(again.commands).toEqual([]);
     expect(again.state).toBe(edited.state);
@@ -743,7 +852,10 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
 
   it('takes an edit of a child no decision includes yet without notifying it', () => {
     const { state } = run([arrive(t0, photo(1, { caption: 'a' }))], { profile: telegram });
-    const edited = run([arrive(t0 + 10, photo(1, { caption: 'b', history: [version('a', false, t0 + 10)] }))], { from: state, profile: telegram });
+    const edited = run([arrive(t0 + 10, photo(1, { caption: 'b', history: [version('a', false, t0 + 10)] }))], {
+      from: state,
+      profile: telegram,
+    });
     expect(edited.commands).toEqual([]);
     expect(edited.state.children[0]?.arrival.caption).toBe('b');
     const decided = run([tick(t0 + 110)], { from: edited.state, profile: telegram });
@@ -752,7 +864,12 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
   });
 
   it('on a fresh run, notifies the edits stored after the latest decision that no run notified', () => {
-    const decision: DecisionView = { seq: 1, trigger: 'quiet_period', childMessageIds: ['1', '2', '3'], decidedAt: new Date(t0 + 100).toISOString() };
+    const decision: DecisionView = {
+      seq: 1,
+      trigger: 'quiet_period',
+      childMessageIds: ['1', '2', '3'],
+      decidedAt: new Date(t0 + 100).toISOString(),
+    };
     const stored = (arrival: ChildArrival): ChildRecord => ({
       arrival,
       attachments: [{ position: 0, status: 'downloaded', contentType: 'image/jpeg', bytes: 3, sha256: 'abc', error: null }],
@@ -907,7 +1024,11 @@ describe('album view', () => {
       key,
       children: [
         viewChild('a', { index: 0, total: 3, attachments: [attachment(1, 'failed'), attachment(0, 'downloaded')] }),
-        viewChild('b', { index: 1, total: 3, attachments: [attachment(0, 'pending'), attachment(1, 'expired'), attachment(2, 'unavailable')] }),
+        viewChild('b', {
+          index: 1,
+          total: 3,
+          attachments: [attachment(0, 'pending'), attachment(1, 'expired'), attachment(2, 'unavailable')],
+        }),
         viewChild('c', { index: 2, attachments: [attachment(0, 'downloaded')] }),
       ],
       decisions,

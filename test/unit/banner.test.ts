@@ -3,7 +3,9 @@ import { banner } from '../../src/banner.js';
 import { loadConfig } from '../../src/config.js';
 
 const urls = { http: 'http://127.0.0.1:3000', console: 'http://127.0.0.1:3000/ui', temporal: '127.0.0.1:7233' };
-const bots = JSON.stringify({ shop: { sales: { token: '7000000001:AAH-fake-bot-token-for-banner-tests', secretToken: 'secret-token-of-sales' } } });
+const bots = JSON.stringify({
+  shop: { sales: { token: '7000000001:AAH-fake-bot-token-for-banner-tests', secretToken: 'secret-token-of-sales' } },
+});
 
 function lines(env: Record<string, string>): string[] {
   return banner(urls, loadConfig({ DATA_DIR: '/tmp/albumflow-banner', ...env })).split('\n');

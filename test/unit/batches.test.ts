@@ -43,7 +43,11 @@ describe('planSignals', () => {
       ['messageWorkflow', 'message:ws:whatsapp:acc:conv:m2', ['m2'], ['11']],
       ['albumWorkflow', 'album:ws:whatsapp:acc:other:alb', ['m4'], ['13']],
     ]);
-    expect(batches[0]!.target.input).toEqual({ key: { ...scope, albumId: 'alb' }, timings, profile: { maxChildren: null, childOrder: 'index' } });
+    expect(batches[0]!.target.input).toEqual({
+      key: { ...scope, albumId: 'alb' },
+      timings,
+      profile: { maxChildren: null, childOrder: 'index' },
+    });
     expect(batches[1]!.target.input).toEqual({ key: { ...scope, messageId: 'm2' }, timings });
     expect(batches[0]!.scope).toEqual(scope);
   });
@@ -58,7 +62,11 @@ describe('planSignals', () => {
   it(`splits an album with more than ${maxChildrenPerSignal} pending children into several signals`, () => {
     const count = maxChildrenPerSignal * 2 + 1;
     const children = Array.from({ length: count }, (_, i) => stored(String(i), 'big'));
-    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, plan);
+    const batches = planSignals(
+      children.map((c, i) => row(i, c.messagePk)),
+      children,
+      plan,
+    );
     expect(batches.map((b) => b.children.length)).toEqual([maxChildrenPerSignal, maxChildrenPerSignal, 1]);
     expect(new Set(batches.map((b) => b.target.workflowId)).size).toBe(1);
     expect(batches.flatMap((b) => b.outboxIds)).toHaveLength(count);
@@ -71,17 +79,29 @@ describe('planSignals', () => {
       return child;
     });
     const size = JSON.stringify(children[0]!.arrival).length;
-    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, { ...plan, maxBytes: size * 2 });
+    const batches = planSignals(
+      children.map((c, i) => row(i, c.messagePk)),
+      children,
+      { ...plan, maxBytes: size * 2 },
+    );
     expect(batches.map((b) => b.children.length)).toEqual([2, 2, 1]);
     expect(batches.map((b) => b.outboxIds)).toEqual([['0', '1'], ['2', '3'], ['4']]);
   });
 
   it('sends one signal per child to workflows that download each attachment alone in the cost baseline', () => {
     const children = [stored('1', 'alb'), stored('2', 'alb'), stored('3', null)];
-    const batches = planSignals(children.map((c, i) => row(i, c.messagePk)), children, { ...plan, maxChildren: 1, costBaseline: true });
+    const batches = planSignals(
+      children.map((c, i) => row(i, c.messagePk)),
+      children,
+      { ...plan, maxChildren: 1, costBaseline: true },
+    );
     expect(batches.map((b) => b.children.map((c) => c.messageId))).toEqual([['m1'], ['m2'], ['m3']]);
     expect(batches.every((b) => b.target.input.oneDownloadActivityPerAttachment === true)).toBe(true);
-    const coalesced = planSignals(children.map((c, i) => row(i, c.messagePk)), children, plan);
+    const coalesced = planSignals(
+      children.map((c, i) => row(i, c.messagePk)),
+      children,
+      plan,
+    );
     expect(coalesced.map((b) => b.children.length)).toEqual([2, 1]);
     expect(coalesced.some((b) => 'oneDownloadActivityPerAttachment' in b.target.input)).toBe(false);
   });

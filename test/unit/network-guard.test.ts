@@ -67,12 +67,18 @@ describe('addressRange', () => {
     expect(isPublicAddress('2001:0:4136:e378:8000:63bf:3fff:fdd2')).toBe(false);
   });
 
-  it.each(['8.8.8.8', '93.184.215.14', '1.1.1.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:808:808::1'])(
-    'treats %s as public',
-    (address) => {
-      expect(isPublicAddress(address)).toBe(true);
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '93.184.215.14',
+    '1.1.1.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001:80b::200e',
+    '::ffff:8.8.8.8',
+    '64:ff9b::8.8.8.8',
+    '2002:808:808::1',
+  ])('treats %s as public', (address) => {
+    expect(isPublicAddress(address)).toBe(true);
+  });
 
   it('classifies every IPv4-mapped, IPv4-translated and NAT64 form like the IPv4 address itself', () => {
     fc.assert(

@@ -73,7 +73,7 @@ describe('summarizing a perf report of the Temporal server', () => {
     expect(summary.areas.map(({ percent }) => percent)).toEqual([...summary.areas.map(({ percent }) => percent)].sort((a, b) => b - a));
   });
 
-  it('scales the areas to the printed shares\' sum, which rounding of many one-sample symbols takes over 100', () => {
+  it("scales the areas to the printed shares' sum, which rounding of many one-sample symbols takes over 100", () => {
     const rounded = `# Event count (approx.): 1000000000\n    60.00%    60.00%  [.] runtime.scanObject\n    40.00%    40.00%  [.] modernc.org/libc.Xmemcpy\n     4.00%     4.00%  [.] runtime.step\n`;
     const areas = summarizePerfReport(rounded).areas;
     expect(areas.map(({ percent }) => percent)).toEqual([61.5, 38.5]);

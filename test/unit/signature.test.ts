@@ -68,7 +68,10 @@ describe('verifySignature', () => {
     const stale = String(nowS - 301);
     expect(verify({ timestamp: stale, signature: signatureHeader(secret, stale, body) })).toEqual({ ok: false, reason: 'stale_timestamp' });
     const future = String(nowS + 301);
-    expect(verify({ timestamp: future, signature: signatureHeader(secret, future, body) })).toEqual({ ok: false, reason: 'future_timestamp' });
+    expect(verify({ timestamp: future, signature: signatureHeader(secret, future, body) })).toEqual({
+      ok: false,
+      reason: 'future_timestamp',
+    });
   });
 
   it('refuses missing headers and malformed timestamps', () => {
@@ -76,7 +79,10 @@ describe('verifySignature', () => {
     expect(verify({ signature: undefined })).toEqual({ ok: false, reason: 'missing_signature' });
     expect(verify({ timestamp: '', signature: '' })).toEqual({ ok: false, reason: 'missing_signature' });
     for (const timestamp of ['1790676000.5', '-1790676000', 'now', '0x6AB3F0E0', '1e9']) {
-      expect(verify({ timestamp, signature: signatureHeader(secret, timestamp, body) })).toEqual({ ok: false, reason: 'invalid_timestamp' });
+      expect(verify({ timestamp, signature: signatureHeader(secret, timestamp, body) })).toEqual({
+        ok: false,
+        reason: 'invalid_timestamp',
+      });
     }
   });
 

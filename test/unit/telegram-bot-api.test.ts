@@ -103,14 +103,20 @@ describe('Bot API client against the fake Bot API', () => {
   it('"file is too big" makes the attachment unavailable with that reason, and nothing is fetched', async () => {
     fake.addFile(token, 'huge', { content: photo, tooBig: true });
     const download = await api.openFile({ fileId: 'huge', declaredSize: null });
-    expect(download).toEqual({ status: 'unavailable', reason: expect.stringContaining('getFile: Bad Request: file is too big') as unknown });
+    expect(download).toEqual({
+      status: 'unavailable',
+      reason: expect.stringContaining('getFile: Bad Request: file is too big') as unknown,
+    });
     expect(fake.calls('file')).toEqual([]);
   });
 
   it('a declared size over 20 MB is unavailable from the cloud Bot API without asking it', async () => {
     const cloud = createBotApi({ apiRoot: 'https://api.telegram.org', token });
     const download = await cloud.openFile({ fileId: 'anything', declaredSize: cloudDownloadLimitBytes + 1 });
-    expect(download).toMatchObject({ status: 'unavailable', reason: expect.stringContaining(`declares ${cloudDownloadLimitBytes + 1} bytes`) as unknown });
+    expect(download).toMatchObject({
+      status: 'unavailable',
+      reason: expect.stringContaining(`declares ${cloudDownloadLimitBytes + 1} bytes`) as unknown,
+    });
   });
 
   it('another API root (a local Bot API server) is asked about any size', async () => {
@@ -126,14 +132,20 @@ describe('Bot API client against the fake Bot API', () => {
       message: 'getFile: 500 Internal Server Error',
     });
     fake.failNext('file', { status: 502, body: '<html>Bad Gateway</html>' });
-    expect(await failure(api.openFile({ fileId: 'flaky', declaredSize: null }))).toMatchObject({ retryable: true, message: 'file download: HTTP 502' });
+    expect(await failure(api.openFile({ fileId: 'flaky', declaredSize: null }))).toMatchObject({
+      retryable: true,
+      message: 'file download: HTTP 502',
+    });
     expect(await content(await api.openFile({ fileId: 'flaky', declaredSize: null }))).toEqual(photo);
     expect(fake.calls('getFile')).toHaveLength(3);
   });
 
   it('throttling is retryable and says how long to wait', async () => {
     fake.addFile(token, 'busy', { content: photo });
-    fake.failNext('getFile', { status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } } });
+    fake.failNext('getFile', {
+      status: 429,
+      body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 7', parameters: { retry_after: 7 } },
+    });
     expect(await failure(api.openFile({ fileId: 'busy', declaredSize: null }))).toMatchObject({
       retryable: true,
       message: 'getFile: 429 Too Many Requests: retry after 7; retry after 7 s',
@@ -142,7 +154,10 @@ describe('Bot API client against the fake Bot API', () => {
 
   it('a body that is not a Bot API answer is judged by its status', async () => {
     fake.failNext('getFile', { status: 503, body: 'Service Unavailable' });
-    expect(await failure(api.openFile({ fileId: 'x', declaredSize: null }))).toMatchObject({ retryable: true, message: expect.stringContaining('HTTP 503 without a Bot API body') as unknown });
+    expect(await failure(api.openFile({ fileId: 'x', declaredSize: null }))).toMatchObject({
+      retryable: true,
+      message: expect.stringContaining('HTTP 503 without a Bot API body') as unknown,
+    });
     fake.failNext('getFile', { status: 200, body: 'hello' });
     expect(await failure(api.openFile({ fileId: 'x', declaredSize: null }))).toMatchObject({ retryable: false });
   });
@@ -157,7 +172,10 @@ describe('Bot API client against the fake Bot API', () => {
       retryable: false,
       message: 'getFile: 400 Bad Request: invalid file_id',
     });
-    fake.failNext('getFile', { status: 400, body: { ok: false, error_code: 400, description: 'Bad Request: wrong file_id or the file is temporarily unavailable' } });
+    fake.failNext('getFile', {
+      status: 400,
+      body: { ok: false, error_code: 400, description: 'Bad Request: wrong file_id or the file is temporarily unavailable' },
+    });
     expect(await failure(api.openFile({ fileId: 'photo-1', declaredSize: null }))).toMatchObject({ retryable: true });
 
     fake.addFile(token, 'escape', { content: photo, filePath: `../bot${token}/getMe` });
@@ -166,7 +184,10 @@ describe('Bot API client against the fake Bot API', () => {
   });
 
   it('a Bot API server that echoes the token gets it scrubbed from the error', async () => {
-    fake.failNext('getFile', { status: 400, body: { ok: false, error_code: 400, description: `Bad Request: bot${token} and ${encodeURIComponent(token)}` } });
+    fake.failNext('getFile', {
+      status: 400,
+      body: { ok: false, error_code: 400, description: `Bad Request: bot${token} and ${encodeURIComponent(token)}` },
+    });
     const error = await failure(api.openFile({ fileId: 'x', declaredSize: null }));
     expect(error.message).toBe('getFile: 400 Bad Request: bot7000000001:[redacted] and 7000000001%3A[redacted]');
   });

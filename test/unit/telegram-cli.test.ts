@@ -94,7 +94,10 @@ describe('albumflow send --telegram', { timeout: 60_000 }, () => {
   });
 
   it('stops at the first refused Update and says which', async () => {
-    answers.push({ status: 200, body: '' }, { status: 401, body: JSON.stringify({ error: { code: 'invalid_secret_token', message: 'wrong secret token' } }) });
+    answers.push(
+      { status: 200, body: '' },
+      { status: 401, body: JSON.stringify({ error: { code: 'invalid_secret_token', message: 'wrong secret token' } }) },
+    );
     const result = await albumflow(['send', '--telegram', path.join(fixtures, 'photo-album.json'), '--bot', 'shop', '--workspace', 'demo']);
     expect(result.code).toBe(1);
     expect(result.stdout.trim()).toBe('200 update_id 810000001');
@@ -106,7 +109,9 @@ describe('albumflow send --telegram', { timeout: 60_000 }, () => {
     const noBot = await albumflow(['send', '--telegram', path.join(fixtures, 'text-message.json')]);
     expect(noBot.code).toBe(2);
     expect(noBot.stderr).toContain('--bot <name> is needed');
-    const down = await albumflow(['send', '--telegram', path.join(fixtures, 'text-message.json'), '--bot', 'shop'], { ALBUMFLOW_URL: 'http://127.0.0.1:9' });
+    const down = await albumflow(['send', '--telegram', path.join(fixtures, 'text-message.json'), '--bot', 'shop'], {
+      ALBUMFLOW_URL: 'http://127.0.0.1:9',
+    });
     expect(down.code).toBe(1);
     expect(down.stderr).toContain('cannot reach albumflow at http://127.0.0.1:9');
   });
@@ -114,7 +119,14 @@ describe('albumflow send --telegram', { timeout: 60_000 }, () => {
 
 describe('albumflow telegram set-webhook', { timeout: 60_000 }, () => {
   const args = ['telegram', 'set-webhook', '--workspace', 'demo', '--bot', 'shop', '--public-url', 'https://albumflow.example.com/'];
-  const allowedUpdates = ['message', 'channel_post', 'business_message', 'edited_message', 'edited_channel_post', 'edited_business_message'];
+  const allowedUpdates = [
+    'message',
+    'channel_post',
+    'business_message',
+    'edited_message',
+    'edited_channel_post',
+    'edited_business_message',
+  ];
 
   it('makes the setWebhook call with the secret token and allowed_updates', async () => {
     const result = await albumflow(args);

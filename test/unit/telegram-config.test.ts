@@ -36,7 +36,10 @@ describe('TELEGRAM_BOTS and TELEGRAM_API_ROOT', () => {
     [bots({ demo: { shop: { token } } }), /\.secretToken must be 1-256 characters/],
     [bots({ demo: { shop: { token, secretToken: 'has space' } } }), /\.secretToken must be 1-256 characters/],
     [bots({ demo: { shop: { token, secretToken: 'x'.repeat(257) } } }), /\.secretToken must be 1-256 characters/],
-    [bots({ demo: { a: { token, secretToken: 's' }, b: { token, secretToken: 't' } } }), /\["b"\] and TELEGRAM_BOTS\["demo"\]\["a"\] are the same bot \(id 7000000001\)/],
+    [
+      bots({ demo: { a: { token, secretToken: 's' }, b: { token, secretToken: 't' } } }),
+      /\["b"\] and TELEGRAM_BOTS\["demo"\]\["a"\] are the same bot \(id 7000000001\)/,
+    ],
     [{ TELEGRAM_API_ROOT: 'api.telegram.org' }, /TELEGRAM_API_ROOT/],
   ])('refuses %j with a message naming the entry', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
@@ -45,7 +48,11 @@ describe('TELEGRAM_BOTS and TELEGRAM_API_ROOT', () => {
 
   it('never repeats a token or a secret token in its messages', () => {
     const secretPart = token.split(':')[1]!;
-    for (const entry of [{ token: `${secretPart}`, secretToken: 'ok' }, { token, secretToken: `bad ${secretPart}` }, { token: `${token}!`, secretToken: 'ok' }]) {
+    for (const entry of [
+      { token: `${secretPart}`, secretToken: 'ok' },
+      { token, secretToken: `bad ${secretPart}` },
+      { token: `${token}!`, secretToken: 'ok' },
+    ]) {
       let message = '';
       try {
         loadConfig(bots({ demo: { shop: entry } }));

@@ -63,10 +63,22 @@ describe('parseUpdate over the fixtures', () => {
   it('a photo album: one child per message, one album, the caption on the first child only, the largest size kept', () => {
     const album = children('photo-album');
     expect(album.map((c) => c.key)).toEqual(
-      ['101', '102', '103'].map((messageId) => ({ workspace, provider: 'telegram', accountId: botId, conversationId: '123456789', messageId })),
+      ['101', '102', '103'].map((messageId) => ({
+        workspace,
+        provider: 'telegram',
+        accountId: botId,
+        conversationId: '123456789',
+        messageId,
+      })),
     );
     for (const c of album) {
-      expect(c.albumKey).toEqual({ workspace, provider: 'telegram', accountId: botId, conversationId: '123456789', albumId: '13923456789012345' });
+      expect(c.albumKey).toEqual({
+        workspace,
+        provider: 'telegram',
+        accountId: botId,
+        conversationId: '123456789',
+        albumId: '13923456789012345',
+      });
       expect(c.album).toBeNull();
       expect(c.sentAt).toBe('2026-09-29T10:00:00.000Z');
     }
@@ -124,7 +136,13 @@ describe('parseUpdate over the fixtures', () => {
   it('a business message is scoped to its business connection, never to the bot chat with the same id', () => {
     const [first] = fixture('business-album');
     const business = child(parse(first));
-    expect(business.key).toEqual({ workspace, provider: 'telegram', accountId: botId, conversationId: 'AbCdEfGhIjKlMnOp_123:555000111', messageId: '101' });
+    expect(business.key).toEqual({
+      workspace,
+      provider: 'telegram',
+      accountId: botId,
+      conversationId: 'AbCdEfGhIjKlMnOp_123:555000111',
+      messageId: '101',
+    });
     expect(business.albumKey?.conversationId).toBe('AbCdEfGhIjKlMnOp_123:555000111');
 
     const { business_connection_id: _, ...sameIdsInTheBotChat } = first!.business_message as Record<string, unknown>;
@@ -137,7 +155,12 @@ describe('parseUpdate over the fixtures', () => {
   it('an edited caption is an edit of the stored child, not a new child', () => {
     const original = child(parse(fixture('photo-album')[0]));
     const parsed = parse(fixture('edited-caption')[0]);
-    expect(parsed).toMatchObject({ kind: 'edit', eventId: `${botId}:810000501`, type: 'edited_message', editedAt: '2026-09-29T10:10:00.000Z' });
+    expect(parsed).toMatchObject({
+      kind: 'edit',
+      eventId: `${botId}:810000501`,
+      type: 'edited_message',
+      editedAt: '2026-09-29T10:10:00.000Z',
+    });
     if (parsed.kind !== 'edit') throw new Error('expected an edit');
     expect(parsed.child.key).toEqual(original.key);
     expect(parsed.child.albumKey).toEqual(original.albumKey);
@@ -147,7 +170,11 @@ describe('parseUpdate over the fixtures', () => {
 
   it('every edited_* update type is an edit', () => {
     for (const type of ['edited_message', 'edited_channel_post']) {
-      expect(parse(photoUpdate({ edit_date: 1790676100 }, {}, type))).toMatchObject({ kind: 'edit', type, editedAt: '2026-09-29T10:01:40.000Z' });
+      expect(parse(photoUpdate({ edit_date: 1790676100 }, {}, type))).toMatchObject({
+        kind: 'edit',
+        type,
+        editedAt: '2026-09-29T10:01:40.000Z',
+      });
     }
     const business = parse(photoUpdate({ business_connection_id: 'bc', edit_date: 1790676100 }, {}, 'edited_business_message'));
     expect(business).toMatchObject({ kind: 'edit', type: 'edited_business_message', child: { key: { conversationId: 'bc:42' } } });
@@ -181,7 +208,10 @@ describe('parseUpdate over the fixtures', () => {
       attachments: [],
     });
     // An edited text is an edit of that child.
-    const edited = parse({ update_id: 2, edited_message: { ...fixture('text-message')[0]!.message as object, text: 'hello, bot', edit_date: 1790676500 } });
+    const edited = parse({
+      update_id: 2,
+      edited_message: { ...(fixture('text-message')[0]!.message as object), text: 'hello, bot', edit_date: 1790676500 },
+    });
     expect(edited).toMatchObject({ kind: 'edit', child: { caption: 'hello, bot', attachments: [] }, editedAt: '2026-09-29T10:08:20.000Z' });
   });
 
@@ -216,12 +246,26 @@ describe('parseUpdate: media', () => {
   it('takes the first present of video, animation, document, audio, voice, video_note, sticker', () => {
     // An animation message also carries the same file as `document` (Bot API backward compatibility).
     const gif = file('gif', { width: 320, height: 240, mime_type: 'video/mp4', file_name: 'cat.gif.mp4', file_size: 1000 });
-    expect(mediaOf({ animation: gif, document: gif })).toMatchObject({ kind: 'animation', mimeType: 'video/mp4', fileName: 'cat.gif.mp4', declaredSize: 1000 });
+    expect(mediaOf({ animation: gif, document: gif })).toMatchObject({
+      kind: 'animation',
+      mimeType: 'video/mp4',
+      fileName: 'cat.gif.mp4',
+      declaredSize: 1000,
+    });
     expect(mediaOf({ video: file('v'), animation: file('a') }).kind).toBe('video');
-    expect(mediaOf({ audio: file('au', { mime_type: 'audio/mpeg', file_name: 'song.mp3' }) })).toMatchObject({ kind: 'audio', fileName: 'song.mp3' });
+    expect(mediaOf({ audio: file('au', { mime_type: 'audio/mpeg', file_name: 'song.mp3' }) })).toMatchObject({
+      kind: 'audio',
+      fileName: 'song.mp3',
+    });
     expect(mediaOf({ voice: file('vo', { mime_type: 'audio/ogg' }) })).toMatchObject({ kind: 'voice', mimeType: 'audio/ogg' });
-    expect(mediaOf({ video_note: file('vn', { length: 240 }) })).toMatchObject({ kind: 'video_note', telegramFile: { width: 240, height: 240 } });
-    expect(mediaOf({ sticker: file('st', { width: 512, height: 512, type: 'regular' }) })).toMatchObject({ kind: 'sticker', telegramFile: { width: 512, height: 512 } });
+    expect(mediaOf({ video_note: file('vn', { length: 240 }) })).toMatchObject({
+      kind: 'video_note',
+      telegramFile: { width: 240, height: 240 },
+    });
+    expect(mediaOf({ sticker: file('st', { width: 512, height: 512, type: 'regular' }) })).toMatchObject({
+      kind: 'sticker',
+      telegramFile: { width: 512, height: 512 },
+    });
     expect(mediaOf({ photo: [file('p', { width: 1, height: 1 })], video: file('v') }).kind).toBe('photo');
   });
 
@@ -237,7 +281,9 @@ describe('parseUpdate: media', () => {
       expect(parse(photoUpdate({ photo: undefined, ...message }))).toMatchObject({ kind: 'ignored', reason: 'no_content' });
     }
     // A live location moves by edits: each is recorded and ignored too.
-    expect(parse(photoUpdate({ photo: undefined, location: { latitude: 1, longitude: 2 }, edit_date: 1790676100 }, {}, 'edited_message'))).toMatchObject({
+    expect(
+      parse(photoUpdate({ photo: undefined, location: { latitude: 1, longitude: 2 }, edit_date: 1790676100 }, {}, 'edited_message')),
+    ).toMatchObject({
       kind: 'ignored',
       reason: 'no_content',
     });
@@ -271,7 +317,8 @@ describe('parseUpdate: media', () => {
   });
 
   it('keeps date only when it is a positive Unix time', () => {
-    for (const date of [0, -5, 1.5, '1790676000', 2 ** 53, null]) expect(child(parse(photoUpdate({ date }))).sentAt, String(date)).toBeNull();
+    for (const date of [0, -5, 1.5, '1790676000', 2 ** 53, null])
+      expect(child(parse(photoUpdate({ date }))).sentAt, String(date)).toBeNull();
     expect(child(parse(photoUpdate({ date: 1 }))).sentAt).toBe('1970-01-01T00:00:01.000Z');
   });
 });
@@ -297,8 +344,16 @@ describe('parseUpdate: bodies that are not a Telegram Update', () => {
   });
 
   it('names the missing or unusable identity', () => {
-    expect(parse(photoUpdate({ chat: undefined }))).toEqual({ kind: 'rejected', code: 'missing_identity', message: 'missing child identity: message.chat.id' });
-    expect(parse(photoUpdate({ message_id: undefined }))).toEqual({ kind: 'rejected', code: 'missing_identity', message: 'missing child identity: message.message_id' });
+    expect(parse(photoUpdate({ chat: undefined }))).toEqual({
+      kind: 'rejected',
+      code: 'missing_identity',
+      message: 'missing child identity: message.chat.id',
+    });
+    expect(parse(photoUpdate({ message_id: undefined }))).toEqual({
+      kind: 'rejected',
+      code: 'missing_identity',
+      message: 'missing child identity: message.message_id',
+    });
     expect(parse(photoUpdate({}, {}, 'business_message'))).toEqual({
       kind: 'rejected',
       code: 'missing_identity',
@@ -319,9 +374,11 @@ describe('parseUpdate: bodies that are not a Telegram Update', () => {
       const parsed = rejection(parse(photoUpdate(message)));
       expect(parsed.code === 'invalid_identity' || parsed.code === 'missing_identity', JSON.stringify(message)).toBe(true);
     }
-    expect(rejection(parseUpdate(workspace, botId, body('{"update_id":1,"message":{"message_id":1,"chat":{"id":92233720368547758070},"photo":[]}}'))).code).toBe(
-      'invalid_identity',
-    );
+    expect(
+      rejection(
+        parseUpdate(workspace, botId, body('{"update_id":1,"message":{"message_id":1,"chat":{"id":92233720368547758070},"photo":[]}}')),
+      ).code,
+    ).toBe('invalid_identity');
   });
 
   it('refuses an identity too long for a workflow id', () => {
@@ -338,7 +395,10 @@ describe('parseUpdate: bodies that are not a Telegram Update', () => {
     expect(parse(photoUpdate({ photo: [] }))).toMatchObject({ code: 'invalid_update', message: 'message.photo must not be empty' });
     expect(parse(photoUpdate({ photo: { file_id: 'f' } }))).toMatchObject({ code: 'invalid_update' });
     expect(parse(photoUpdate({ photo: ['x'] }))).toMatchObject({ code: 'invalid_update' });
-    expect(parse(photoUpdate({ photo: undefined, video: 'v' }))).toMatchObject({ code: 'invalid_update', message: 'message.video must be an object' });
+    expect(parse(photoUpdate({ photo: undefined, video: 'v' }))).toMatchObject({
+      code: 'invalid_update',
+      message: 'message.video must be an object',
+    });
     expect(parse(photoUpdate({ photo: undefined, document: { file_id: 'f', file_unique_id: 5 } }))).toMatchObject({
       message: 'message.document.file_unique_id must be a non-empty string',
     });
@@ -349,11 +409,19 @@ describe('parseUpdate: bodies that are not a Telegram Update', () => {
     expect(parseUpdate(workspace, botId, body('{"update_id":1,"message":{"\\ud800":1}}'))).toMatchObject({ code: 'unstorable_update' });
     expect(child(parse(photoUpdate({ caption: 'emoji \ud83d\ude00 ok' }))).caption).toBe('emoji \ud83d\ude00 ok');
     const deep = `{"update_id":1,"x":${'['.repeat(maxNestingDepth)}${']'.repeat(maxNestingDepth)}}`;
-    expect(parseUpdate(workspace, botId, body(deep))).toMatchObject({ code: 'invalid_update', message: `the update nests deeper than ${maxNestingDepth} levels` });
+    expect(parseUpdate(workspace, botId, body(deep))).toMatchObject({
+      code: 'invalid_update',
+      message: `the update nests deeper than ${maxNestingDepth} levels`,
+    });
   });
 
   it('ignores a message Telegram has not sent yet (message_id 0): it has no identity', () => {
-    expect(parse(photoUpdate({ message_id: 0 }))).toEqual({ kind: 'ignored', eventId: `${botId}:1`, type: 'message', reason: 'unsent_message' });
+    expect(parse(photoUpdate({ message_id: 0 }))).toEqual({
+      kind: 'ignored',
+      eventId: `${botId}:1`,
+      type: 'message',
+      reason: 'unsent_message',
+    });
   });
 });
 
@@ -377,7 +445,12 @@ describe('parseUpdate: properties', () => {
   const messageLike = fc.record(
     {
       message_id: maybe(fc.nat()),
-      chat: maybe(fc.record({ id: maybe(fc.oneof(fc.integer(), fc.double())), type: fc.constantFrom('private', 'group', 'channel') }, { requiredKeys: ['id'] })),
+      chat: maybe(
+        fc.record(
+          { id: maybe(fc.oneof(fc.integer(), fc.double())), type: fc.constantFrom('private', 'group', 'channel') },
+          { requiredKeys: ['id'] },
+        ),
+      ),
       date: maybe(fc.integer()),
       edit_date: maybe(fc.integer()),
       business_connection_id: maybe(fc.string()),
@@ -396,7 +469,12 @@ describe('parseUpdate: properties', () => {
     { requiredKeys: ['message_id', 'chat'] },
   );
   const updateLike = fc
-    .tuple(maybe(fc.nat()), fc.constantFrom(...readUpdateTypes, 'callback_query'), maybe(messageLike), fc.dictionary(fc.string(), anyJson, { maxKeys: 2 }))
+    .tuple(
+      maybe(fc.nat()),
+      fc.constantFrom(...readUpdateTypes, 'callback_query'),
+      maybe(messageLike),
+      fc.dictionary(fc.string(), anyJson, { maxKeys: 2 }),
+    )
     .map(([updateId, type, message, extra]) => ({ ...extra, update_id: updateId, [type]: message }));
   const anyBody = fc.oneof(
     { weight: 8, arbitrary: updateLike.map((update) => body(update)) },
@@ -414,7 +492,8 @@ describe('parseUpdate: properties', () => {
         if (parsed.kind === 'rejected') expect(parsed.message.length).toBeGreaterThan(0);
         if (parsed.kind === 'child' || parsed.kind === 'edit') {
           // One attachment, or none and a text: nothing else makes a child.
-          if (parsed.child.attachments.length !== 1) expect([parsed.child.attachments.length, typeof parsed.child.caption]).toEqual([0, 'string']);
+          if (parsed.child.attachments.length !== 1)
+            expect([parsed.child.attachments.length, typeof parsed.child.caption]).toEqual([0, 'string']);
           expect(parsed.child.key).toMatchObject({ workspace, provider: 'telegram', accountId: bot });
           expect(parsed.eventId.startsWith(`${bot}:`)).toBe(true);
         }
@@ -442,7 +521,12 @@ describe('parseUpdate: properties', () => {
       group: fc.constantFrom('g1', 'g2'),
     });
     const parsedChild = (o: { bot: string; chat: number; connection: string | undefined; messageId: number; group: string }) =>
-      child(parse(photoUpdate({ chat: { id: o.chat }, business_connection_id: o.connection, message_id: o.messageId, media_group_id: o.group }), o.bot));
+      child(
+        parse(
+          photoUpdate({ chat: { id: o.chat }, business_connection_id: o.connection, message_id: o.messageId, media_group_id: o.group }),
+          o.bot,
+        ),
+      );
     fc.assert(
       fc.property(origin, origin, (a, b) => {
         const [ca, cb] = [parsedChild(a), parsedChild(b)];

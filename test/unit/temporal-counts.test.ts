@@ -56,8 +56,16 @@ describe('counting a workflow history', () => {
           eventType: 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
           workflowTaskCompletedEventAttributes: { meteringMetadata: { nonfirstLocalActivityExecutionAttempts: 2 } },
         },
-        { eventId: '5', eventType: 'EVENT_TYPE_MARKER_RECORDED', markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: '4' } },
-        { eventId: '6', eventType: 'EVENT_TYPE_MARKER_RECORDED', markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: '4' } },
+        {
+          eventId: '5',
+          eventType: 'EVENT_TYPE_MARKER_RECORDED',
+          markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: '4' },
+        },
+        {
+          eventId: '6',
+          eventType: 'EVENT_TYPE_MARKER_RECORDED',
+          markerRecordedEventAttributes: { markerName: 'core_local_activity', workflowTaskCompletedEventId: '4' },
+        },
         {
           eventId: '7',
           eventType: 'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',

@@ -14,8 +14,16 @@ describe("Temporal's databases beside albumflow's", () => {
   });
 
   it('take TLS from sslmode, verifying the host only for verify-full', () => {
-    expect(temporalDatabase('postgresql://app@db/albums?sslmode=require').tls).toEqual({ enabled: true, verifyHost: false, caFile: undefined });
-    expect(temporalDatabase('postgresql://app@db/albums?sslmode=verify-full').tls).toEqual({ enabled: true, verifyHost: true, caFile: undefined });
+    expect(temporalDatabase('postgresql://app@db/albums?sslmode=require').tls).toEqual({
+      enabled: true,
+      verifyHost: false,
+      caFile: undefined,
+    });
+    expect(temporalDatabase('postgresql://app@db/albums?sslmode=verify-full').tls).toEqual({
+      enabled: true,
+      verifyHost: true,
+      caFile: undefined,
+    });
     expect(temporalDatabase('postgresql://app@db/albums?sslmode=disable').tls.enabled).toBe(false);
   });
 

@@ -23,7 +23,13 @@ vi.mock('sharp', async (importOriginal) => {
 });
 
 /** The first bytes of an MP4 file: enough for its type to be told from its content. */
-const mp4 = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypmp42'), Buffer.alloc(4), Buffer.from('mp42isom'), Buffer.alloc(256)]);
+const mp4 = Buffer.concat([
+  Buffer.from([0, 0, 0, 0x18]),
+  Buffer.from('ftypmp42'),
+  Buffer.alloc(4),
+  Buffer.from('mp42isom'),
+  Buffer.alloc(256),
+]);
 
 describe('thumbnails', () => {
   const mediaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-thumbnails-'));
@@ -39,17 +45,34 @@ describe('thumbnails', () => {
   }
 
   beforeAll(async () => {
-    const logger = pino({ level: 'warn' }, new Writable({ write: (chunk: Buffer, _encoding, done) => (warnings.push(chunk.toString()), done()) }));
+    const logger = pino(
+      { level: 'warn' },
+      new Writable({ write: (chunk: Buffer, _encoding, done) => (warnings.push(chunk.toString()), done()) }),
+    );
     thumbnailer = createThumbnailer(mediaDir, logger);
     store('photo', await jpeg(1200, 900, 40));
     store('text', Buffer.from('not an image, whatever its name or content type says'));
     store('video', mp4);
     store('bomb', await pngBomb(30_000));
     // Formats sharp decodes but the thumbnailer does not take: told by their bytes, never opened.
-    store('tiff', await sharp({ create: { width: 64, height: 48, channels: 3, background: '#369' } }).tiff().toBuffer());
-    store('svg', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="48"><rect width="64" height="48" fill="#369"/></svg>'));
+    store(
+      'tiff',
+      await sharp({ create: { width: 64, height: 48, channels: 3, background: '#369' } })
+        .tiff()
+        .toBuffer(),
+    );
+    store(
+      'svg',
+      Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="48"><rect width="64" height="48" fill="#369"/></svg>'),
+    );
     // Within the pixel limit, but an interlaced 16-bit PNG is decoded whole: beyond the memory budget.
-    store('deep', await sharp({ create: { width: 4000, height: 4000, channels: 4, background: '#369' } }).toColourspace('rgb16').png({ progressive: true, compressionLevel: 1 }).toBuffer());
+    store(
+      'deep',
+      await sharp({ create: { width: 4000, height: 4000, channels: 4, background: '#369' } })
+        .toColourspace('rgb16')
+        .png({ progressive: true, compressionLevel: 1 })
+        .toBuffer(),
+    );
   });
 
   /** The inputs sharp was handed that are the stored file `name`. */
@@ -95,12 +118,20 @@ describe('thumbnails', () => {
     const photo = { width: 8160, height: 6120, channels: 3, depth: 'uchar', isProgressive: false } as const;
     const cost = (meta: Partial<Parameters<typeof decodeCost>[0]>) => decodeCost({ ...photo, format: 'jpeg', ...meta });
     // A 50 MP phone photo (a baseline JPEG, or a PNG or WebP read a band at a time) fits the budget…
-    for (const meta of [{}, { format: 'png' }, { format: 'webp', channels: 4 }] as const) expect(cost(meta)).toBeLessThan(thumbnailLimits.memoryBudget);
+    for (const meta of [{}, { format: 'png' }, { format: 'webp', channels: 4 }] as const)
+      expect(cost(meta)).toBeLessThan(thumbnailLimits.memoryBudget);
     // …the same pixels held whole do not.
-    for (const meta of [{ isProgressive: true, chromaSubsampling: '4:2:0' }, { format: 'png', isProgressive: true }, { format: 'gif' }, { format: 'heif' }] as const) {
+    for (const meta of [
+      { isProgressive: true, chromaSubsampling: '4:2:0' },
+      { format: 'png', isProgressive: true },
+      { format: 'gif' },
+      { format: 'heif' },
+    ] as const) {
       expect(cost(meta), JSON.stringify(meta)).toBeGreaterThan(thumbnailLimits.memoryBudget);
     }
-    expect(cost({ isProgressive: true, chromaSubsampling: '4:4:4' })).toBeGreaterThan(cost({ isProgressive: true, chromaSubsampling: '4:2:0' }));
+    expect(cost({ isProgressive: true, chromaSubsampling: '4:4:4' })).toBeGreaterThan(
+      cost({ isProgressive: true, chromaSubsampling: '4:2:0' }),
+    );
     expect(cost({ format: 'png', isProgressive: true, depth: 'ushort' })).toBeGreaterThan(cost({ format: 'png', isProgressive: true }));
     expect(cost({ format: 'heif', depth: 'ushort' })).toBeGreaterThan(cost({ format: 'heif' }));
   });

@@ -49,7 +49,17 @@ describe('parseEvent', () => {
         album: { raw: { id: 'alb_1', index: 0, total: 3 }, index: 0, total: 3, metadataInvalid: false },
         caption: 'caption',
         sentAt: '2026-09-29T10:00:00.000Z',
-        attachments: [{ position: 0, kind: 'image', url: 'https://x/a.jpg', mimeType: 'image/jpeg', declaredSize: 1234, fileName: 'a.jpg', telegramFile: null }],
+        attachments: [
+          {
+            position: 0,
+            kind: 'image',
+            url: 'https://x/a.jpg',
+            mimeType: 'image/jpeg',
+            declaredSize: 1234,
+            fileName: 'a.jpg',
+            telegramFile: null,
+          },
+        ],
       },
     });
   });
@@ -67,16 +77,30 @@ describe('parseEvent', () => {
       code: 'missing_identity',
       message: 'missing child identity: provider, account_id, data.conversation.id, data.message.id',
     });
-    expect(parseEvent(workspace, body(childEvent({ id: '' })))).toEqual({ kind: 'rejected', code: 'missing_identity', message: 'missing child identity: data.message.id' });
-    expect(parseEvent(workspace, body(childEvent({}, { provider: null })))).toEqual({ kind: 'rejected', code: 'missing_identity', message: 'missing child identity: provider' });
+    expect(parseEvent(workspace, body(childEvent({ id: '' })))).toEqual({
+      kind: 'rejected',
+      code: 'missing_identity',
+      message: 'missing child identity: data.message.id',
+    });
+    expect(parseEvent(workspace, body(childEvent({}, { provider: null })))).toEqual({
+      kind: 'rejected',
+      code: 'missing_identity',
+      message: 'missing child identity: provider',
+    });
   });
 
   it('refuses identity parts of the wrong type, unsafe integers and over-long identities', () => {
     expect(parseEvent(workspace, body(childEvent({ id: { nested: 1 } })))).toMatchObject({ code: 'invalid_identity' });
     expect(parseEvent(workspace, body(childEvent({}, { account_id: true })))).toMatchObject({ code: 'invalid_identity' });
     expect(parseEvent(workspace, body(childEvent({}, { account_id: 1.5 })))).toMatchObject({ code: 'invalid_identity' });
-    expect(parseEvent(workspace, body('{"id":"e","type":"message.received","provider":"p","account_id":12345678901234567890,"data":{"conversation":{"id":"c"},"message":{"id":"m"}}}')))
-      .toMatchObject({ code: 'invalid_identity' });
+    expect(
+      parseEvent(
+        workspace,
+        body(
+          '{"id":"e","type":"message.received","provider":"p","account_id":12345678901234567890,"data":{"conversation":{"id":"c"},"message":{"id":"m"}}}',
+        ),
+      ),
+    ).toMatchObject({ code: 'invalid_identity' });
     expect(parseEvent(workspace, body(childEvent({ id: 'm'.repeat(maxWorkflowIdLength) })))).toMatchObject({ code: 'invalid_identity' });
     expect(parseEvent(workspace, body(childEvent({ album: { id: 'é'.repeat(200) } })))).toMatchObject({ code: 'invalid_identity' });
   });
@@ -105,7 +129,10 @@ describe('parseEvent', () => {
     const expected = `sha256:${crypto.createHash('sha256').update(raw).digest('hex')}`;
     expect(parseEvent(workspace, raw)).toMatchObject({ kind: 'child', eventId: expected });
     const ignored = body({ type: 'other' });
-    expect(parseEvent(workspace, ignored)).toMatchObject({ kind: 'ignored', eventId: `sha256:${crypto.createHash('sha256').update(ignored).digest('hex')}` });
+    expect(parseEvent(workspace, ignored)).toMatchObject({
+      kind: 'ignored',
+      eventId: `sha256:${crypto.createHash('sha256').update(ignored).digest('hex')}`,
+    });
   });
 
   it('treats a message without a usable album id as standalone, never guessing an album', () => {
@@ -196,9 +223,12 @@ describe('isoTimestamp', () => {
 
   it('round-trips every instant written as ISO 8601', () => {
     fc.assert(
-      fc.property(fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }), (date) => {
-        expect(isoTimestamp(date.toISOString())).toBe(date.toISOString());
-      }),
+      fc.property(
+        fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }),
+        (date) => {
+          expect(isoTimestamp(date.toISOString())).toBe(date.toISOString());
+        },
+      ),
     );
   });
 });

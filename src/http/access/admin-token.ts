@@ -87,11 +87,15 @@ export interface ApiTokens {
 /** API_TOKENS, or else the admin token of DATA_DIR (generated at the first start). */
 export function resolveApiTokens(config: Pick<Config, 'apiTokens' | 'dataDir'>, logger: Logger): ApiTokens {
   if (config.apiTokens) {
-    if (config.apiTokens.size === 0) logger.warn('API_TOKENS holds no token: the status API, the console and /metrics refuse every request');
+    if (config.apiTokens.size === 0)
+      logger.warn('API_TOKENS holds no token: the status API, the console and /metrics refuse every request');
     return { tokens: config.apiTokens };
   }
   const admin = loadOrCreateAdminToken(config.dataDir);
-  logger.info({ file: admin.file }, admin.created ? 'API_TOKENS is unset: generated an admin token' : 'API_TOKENS is unset: using the admin token');
+  logger.info(
+    { file: admin.file },
+    admin.created ? 'API_TOKENS is unset: generated an admin token' : 'API_TOKENS is unset: using the admin token',
+  );
   if (admin.warning) logger.warn(admin.warning);
   return { tokens: new Map([[admin.token, ['*']]]), adminToken: admin.token };
 }

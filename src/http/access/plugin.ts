@@ -91,11 +91,7 @@ export function requestOrigin(request: FastifyRequest): 'same' | 'cross' | 'unkn
 const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
 const challenge = 'Bearer realm="albumflow"';
 
-type Credential =
-  | { kind: 'none' }
-  | { kind: 'malformed' }
-  | { kind: 'bearer'; token: string }
-  | { kind: 'session'; value: string };
+type Credential = { kind: 'none' } | { kind: 'malformed' } | { kind: 'bearer'; token: string } | { kind: 'session'; value: string };
 
 function credentialOf(request: FastifyRequest): Credential {
   let headers = 0;
@@ -130,7 +126,14 @@ export const accessControl = fp<AccessOptions>(
       routes.flatMap(({ methods, url, route }) => methods.map((method) => ({ method, url, access: accessOf(route.config) }))),
     );
 
-    function refuse(request: FastifyRequest, reply: FastifyReply, status: 401 | 403, code: string, message: string, hash?: string): FastifyReply {
+    function refuse(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      status: 401 | 403,
+      code: string,
+      message: string,
+      hash?: string,
+    ): FastifyReply {
       request.log.info({ access: code, ...(hash === undefined ? {} : { tokenHash: hash }) }, 'access refused');
       if (status === 401 && wantsPage(request)) {
         return reply.redirect(`${signInPath}?next=${encodeURIComponent(request.url)}`, 303);
@@ -147,12 +150,19 @@ export const accessControl = fp<AccessOptions>(
       let entry: TokenEntry | undefined;
       switch (credential.kind) {
         case 'none':
-          return refuse(request, reply, 401, 'missing_token', 'send Authorization: Bearer <token> (a token of API_TOKENS, or the admin token)');
+          return refuse(
+            request,
+            reply,
+            401,
+            'missing_token',
+            'send Authorization: Bearer <token> (a token of API_TOKENS, or the admin token)',
+          );
         case 'malformed':
           return refuse(request, reply, 401, 'invalid_token', 'send exactly one Authorization header: Bearer <token>');
         case 'bearer':
           entry = tokens.find(credential.token);
-          if (!entry) return refuse(request, reply, 401, 'invalid_token', 'the token is not one albumflow accepts', tokenHash(credential.token));
+          if (!entry)
+            return refuse(request, reply, 401, 'invalid_token', 'the token is not one albumflow accepts', tokenHash(credential.token));
           break;
         case 'session':
           entry = verifySession(tokens, credential.value);
@@ -161,20 +171,35 @@ export const accessControl = fp<AccessOptions>(
             return refuse(request, reply, 401, 'invalid_token', 'the session has expired or its token was removed; sign in again');
           }
           if (!safeMethods.has(request.method) && requestOrigin(request) !== 'same') {
-            return refuse(request, reply, 403, 'cross_origin_request', 'a request signed in by cookie must come from albumflow’s own pages', entry.hash);
+            return refuse(
+              request,
+              reply,
+              403,
+              'cross_origin_request',
+              'a request signed in by cookie must come from albumflow’s own pages',
+              entry.hash,
+            );
           }
           break;
       }
 
       if (access === 'all-workspaces' && entry.workspaces !== '*') {
-        return refuse(request, reply, 403, 'workspace_not_allowed', 'this route needs a token that reaches every workspace ("*")', entry.hash);
+        return refuse(
+          request,
+          reply,
+          403,
+          'workspace_not_allowed',
+          'this route needs a token that reaches every workspace ("*")',
+          entry.hash,
+        );
       }
       if (access === 'workspace') {
         const workspace = (request.params as Record<string, unknown> | undefined)?.workspace;
         if (typeof workspace !== 'string') {
           return refuse(request, reply, 403, 'workspace_not_allowed', 'this route names no workspace and is open to no token', entry.hash);
         }
-        if (!reaches(entry, workspace)) return refuse(request, reply, 403, 'workspace_not_allowed', 'the token does not reach this workspace', entry.hash);
+        if (!reaches(entry, workspace))
+          return refuse(request, reply, 403, 'workspace_not_allowed', 'the token does not reach this workspace', entry.hash);
       }
 
       request.access = { tokenHash: entry.hash, workspaces: entry.workspaces, via: credential.kind === 'bearer' ? 'bearer' : 'session' };
@@ -195,7 +220,10 @@ export const securitySchemes = {
 } as const;
 
 /** The OpenAPI operation of a route: the security schemes and refusals of a protected one. */
-export function documentAccess({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }): { schema: FastifySchema; url: string } {
+export function documentAccess({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }): {
+  schema: FastifySchema;
+  url: string;
+} {
   if (accessOf(route.config) === 'open') return { schema, url };
   const response = { ...(schema?.response as Record<string, unknown> | undefined), 401: ErrorBody, 403: ErrorBody };
   return { url, schema: { ...schema, security: [{ bearer: [] }, { session: [] }], response } };

@@ -65,7 +65,10 @@ export const signInRoutes: FastifyPluginAsyncTypebox<SignInOptions> = async (app
   }
 
   function page(reply: FastifyReply, status: number, next: string, message?: string) {
-    return reply.code(status).headers(signInPageHeaders).send(signInPage({ next, ...(message ? { message } : {}) }));
+    return reply
+      .code(status)
+      .headers(signInPageHeaders)
+      .send(signInPage({ next, ...(message ? { message } : {}) }));
   }
 
   app.get(
@@ -128,7 +131,13 @@ export const signInRoutes: FastifyPluginAsyncTypebox<SignInOptions> = async (app
 
   app.post(
     signOutPath,
-    { schema: { summary: 'Sign out of the console: removes the session cookie', tags: ['console'], response: { 204: Type.Null(), 403: ErrorBody } } },
+    {
+      schema: {
+        summary: 'Sign out of the console: removes the session cookie',
+        tags: ['console'],
+        response: { 204: Type.Null(), 403: ErrorBody },
+      },
+    },
     async (request, reply) => {
       refuseCrossOrigin(request);
       void reply.clearCookie(sessionCookie, { path: sessionCookiePath });

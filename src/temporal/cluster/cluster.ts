@@ -282,9 +282,12 @@ async function waitUntilServing(address: string, processes: ServerProcess[]): Pr
   let lastError = 'no answer yet';
   for (;;) {
     const dead = processes.find((p) => p.exitedWith() !== undefined);
-    if (dead) throw new Error(`${dead.name} exited (${dead.exitedWith()}) before the cluster served; ${dead.logPath}:\n${logTail(dead.logPath)}`);
+    if (dead)
+      throw new Error(`${dead.name} exited (${dead.exitedWith()}) before the cluster served; ${dead.logPath}:\n${logTail(dead.logPath)}`);
     if (Date.now() > deadline) {
-      throw new Error(`the Temporal cluster at ${address} did not serve within ${startTimeoutMs / 1000} s (${lastError}); logs in ${path.dirname(processes[0]!.logPath)}`);
+      throw new Error(
+        `the Temporal cluster at ${address} did not serve within ${startTimeoutMs / 1000} s (${lastError}); logs in ${path.dirname(processes[0]!.logPath)}`,
+      );
     }
     try {
       const connection = await Connection.connect({ address, connectTimeout: 1_000 });
@@ -312,7 +315,8 @@ async function waitUntilServing(address: string, processes: ServerProcess[]): Pr
 async function untilListening(port: number, p: ServerProcess): Promise<void> {
   const deadline = Date.now() + startTimeoutMs;
   for (;;) {
-    if (p.exitedWith() !== undefined) throw new Error(`${p.name} exited (${p.exitedWith()}) before it listened; ${p.logPath}:\n${logTail(p.logPath)}`);
+    if (p.exitedWith() !== undefined)
+      throw new Error(`${p.name} exited (${p.exitedWith()}) before it listened; ${p.logPath}:\n${logTail(p.logPath)}`);
     const open = await new Promise<boolean>((resolve) => {
       const socket = net.connect({ host, port }, () => {
         socket.destroy();
@@ -321,7 +325,8 @@ async function untilListening(port: number, p: ServerProcess): Promise<void> {
       socket.once('error', () => resolve(false));
     });
     if (open) return;
-    if (Date.now() > deadline) throw new Error(`${p.name} did not listen on ${host}:${port} within ${startTimeoutMs / 1000} s; see ${p.logPath}`);
+    if (Date.now() > deadline)
+      throw new Error(`${p.name} did not listen on ${host}:${port} within ${startTimeoutMs / 1000} s; see ${p.logPath}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -334,7 +339,8 @@ async function waitUntilUiAnswers(url: string, ui: ServerProcess): Promise<void>
       await fetch(url, { signal: AbortSignal.timeout(1_000) });
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`the Temporal UI at ${url} did not answer within ${startTimeoutMs / 1000} s: ${(err as Error).message}`);
+      if (Date.now() > deadline)
+        throw new Error(`the Temporal UI at ${url} did not answer within ${startTimeoutMs / 1000} s: ${(err as Error).message}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }

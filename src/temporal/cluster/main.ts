@@ -98,7 +98,9 @@ async function main(): Promise<void> {
     onUnexpectedExit: (name, code, signal) => {
       // During the start, start() reports the exit itself.
       if (!started) return;
-      console.error(`temporal:cluster: ${name} exited (${signal ?? `exit code ${code}`}); see ${path.join(logDir, `${name}.log`)}. Stopping.`);
+      console.error(
+        `temporal:cluster: ${name} exited (${signal ?? `exit code ${code}`}); see ${path.join(logDir, `${name}.log`)}. Stopping.`,
+      );
       void shutdown(1);
     },
   });
@@ -127,7 +129,9 @@ async function main(): Promise<void> {
       `  namespace    ${namespace} (search attributes registered)`,
       `  PostgreSQL   ${database.host}:${database.port}, databases ${database.names.store} and ${database.names.visibility}`,
       ...(embedded
-        ? [`               embedded, state in ${path.join(clusterDir, 'postgres')}; albumflow's processes: DATABASE_URL="$(cat ${embedded.urlFile})"`]
+        ? [
+            `               embedded, state in ${path.join(clusterDir, 'postgres')}; albumflow's processes: DATABASE_URL="$(cat ${embedded.urlFile})"`,
+          ]
         : []),
       ...Object.entries(cluster.metricsUrls).map(([name, url]) => `  metrics      ${url}   (${name})`),
       `  processes    ${processes.map(([name, pid]) => `${name} (pid ${pid})`).join(', ')}`,
@@ -141,7 +145,10 @@ async function main(): Promise<void> {
  * A PostgreSQL of the cluster's own, for a machine without one: it owns its directory as `npm start` owns
  * its data directory, and its URL (which holds the password) goes to a file of mode 0600, never to the terminal.
  */
-async function embeddedPostgres(dir: string, log: (message: string) => void): Promise<{ postgres: EmbeddedPostgres; urlFile: string; stop(): Promise<void> }> {
+async function embeddedPostgres(
+  dir: string,
+  log: (message: string) => void,
+): Promise<{ postgres: EmbeddedPostgres; urlFile: string; stop(): Promise<void> }> {
   const claim = claimDataDir(dir);
   try {
     const serverLog = { info: log, warn: log };

@@ -14,7 +14,9 @@ export function goCacheDir(env: NodeJS.ProcessEnv = process.env): string {
  * The Temporal server, its SQL tool and the UI server from the tool cache, each built with `go install`
  * (Go from PATH or /usr/local/go/bin) when it is not there yet.
  */
-export async function locateClusterTools(options: { env?: NodeJS.ProcessEnv; log?: (message: string) => void } = {}): Promise<ClusterToolPaths> {
+export async function locateClusterTools(
+  options: { env?: NodeJS.ProcessEnv; log?: (message: string) => void } = {},
+): Promise<ClusterToolPaths> {
   const env = options.env ?? process.env;
   const log = options.log ?? (() => undefined);
   const dir = toolCacheDir(env);

@@ -139,14 +139,22 @@ export async function checkInvariants(input: {
   const decisions = new Map<string, (typeof decisionRows)[number][]>();
   for (const row of decisionRows) decisions.set(row.workflow_id, [...(decisions.get(row.workflow_id) ?? []), row]);
 
-  const { rows: attachmentRows } = await pool.query<AttachmentRow & { workspace: string; provider: string; account_id: string; conversation_id: string; message_id: string }>(
+  const { rows: attachmentRows } = await pool.query<
+    AttachmentRow & { workspace: string; provider: string; account_id: string; conversation_id: string; message_id: string }
+  >(
     `SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, a.url, a.status, a.updated_at
        FROM attachments a JOIN messages m ON m.id = a.message_pk WHERE m.workspace = $1 AND a.position = 0`,
     [workspace],
   );
   const attachments = new Map(
     attachmentRows.map((row) => [
-      childKeyString({ workspace: row.workspace, provider: row.provider, accountId: row.account_id, conversationId: row.conversation_id, messageId: row.message_id }),
+      childKeyString({
+        workspace: row.workspace,
+        provider: row.provider,
+        accountId: row.account_id,
+        conversationId: row.conversation_id,
+        messageId: row.message_id,
+      }),
       row,
     ]),
   );
@@ -244,7 +252,8 @@ export async function checkInvariants(input: {
   for (const workflowId of decisions.keys()) {
     if (!workflowId.startsWith('album:')) continue;
     if (readyCount.get(workflowId) !== 1) global(`${workflowId}: ${readyCount.get(workflowId) ?? 0} album.ready notifications recorded`);
-    if (receivedIds.get(workflowId)?.size !== 1) global(`${workflowId}: the receiver got ${receivedIds.get(workflowId)?.size ?? 0} distinct album.ready`);
+    if (receivedIds.get(workflowId)?.size !== 1)
+      global(`${workflowId}: the receiver got ${receivedIds.get(workflowId)?.size ?? 0} distinct album.ready`);
   }
   if (receiver.badSignatures() > 0) global(`${receiver.badSignatures()} notifications with a bad signature`);
 

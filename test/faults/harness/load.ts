@@ -140,7 +140,9 @@ export class LoadGenerator {
         const counts = new Map<number, number>();
         for (const attempt of recent) counts.set(attempt.status, (counts.get(attempt.status) ?? 0) + 1);
         const statuses = [...counts].map(([status, n]) => `${status}×${n}`);
-        throw new Error(`load did not drain: ${this.unacknowledged()} children unacknowledged; answers of the last 10 s: ${statuses.join(', ')}`);
+        throw new Error(
+          `load did not drain: ${this.unacknowledged()} children unacknowledged; answers of the last 10 s: ${statuses.join(', ')}`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
@@ -190,7 +192,9 @@ export class LoadGenerator {
               id: messageId,
               ...(index === 0 ? { text: `album ${number}` } : {}),
               sent_at: new Date(now + index).toISOString(),
-              attachments: [{ type: 'image', ...(attachmentPath ? { url: this.options.mediaUrl(attachmentPath) } : {}), mime_type: 'image/jpeg' }],
+              attachments: [
+                { type: 'image', ...(attachmentPath ? { url: this.options.mediaUrl(attachmentPath) } : {}), mime_type: 'image/jpeg' },
+              ],
               ...(standalone ? {} : { album: { id: albumId, index, ...(withTotal ? { total: size } : {}) } }),
             },
           },
@@ -253,7 +257,14 @@ export class LoadGenerator {
         const editCaption = `album ${number} (edited)`;
         const edit = { ...message(messageId, editCaption, fileId), edit_date: date + 60 };
         const editBody = JSON.stringify({ update_id: this.nextUpdateId++, edited_message: edit });
-        this.queue.push({ child, body: editBody, dueAt: now + spreadMs + crypto.randomInt(4_000), retries: 0, telegram: true, edit: editCaption });
+        this.queue.push({
+          child,
+          body: editBody,
+          dueAt: now + spreadMs + crypto.randomInt(4_000),
+          retries: 0,
+          telegram: true,
+          edit: editCaption,
+        });
       }
     }
   }

@@ -162,6 +162,13 @@ async function realServer(postgres: PrivateCluster, dir: string): Promise<StackT
   const tools = await locateClusterTools({ log: (message) => console.log(message) });
   const database = temporalDatabase(postgres.databaseUrl);
   await setUpSchemas(tools.sqlTool, database);
-  const cluster = temporalCluster({ tools, database, ports: await freeClusterPorts(false), ui: false, logDir: path.join(dir, 'logs'), logLevel: 'warn' });
+  const cluster = temporalCluster({
+    tools,
+    database,
+    ports: await freeClusterPorts(false),
+    ui: false,
+    logDir: path.join(dir, 'logs'),
+    logLevel: 'warn',
+  });
   return { name: 'Temporal server', address: cluster.address, start: () => cluster.start(), stop: () => cluster.stop() };
 }

@@ -122,7 +122,11 @@ async function post(url: string, event: Record<string, unknown>): Promise<number
   const timestamp = String(Math.floor(Date.now() / 1000));
   const response = await fetch(`${url}/webhooks/unifyport/${workspace}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-unifyport-timestamp': timestamp, 'x-unifyport-signature': signatureHeader(secret, timestamp, payload) },
+    headers: {
+      'content-type': 'application/json',
+      'x-unifyport-timestamp': timestamp,
+      'x-unifyport-signature': signatureHeader(secret, timestamp, payload),
+    },
     body: payload,
   });
   return response.status;
@@ -185,8 +189,15 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
 
     for (const index of [1, 0]) {
       const file = path.join(dataDir, `cli-${index}.json`);
-      fs.writeFileSync(file, JSON.stringify(albumEvent({ conversationId: 'conv', albumId: 'cli', messageId: `cli-${index}`, index, total: 2 })));
-      const sent = await execFile(process.execPath, [path.join(projectRoot, 'bin/albumflow.js'), 'send', file, '--workspace', workspace, '--secret', secret, '--url', url], { env });
+      fs.writeFileSync(
+        file,
+        JSON.stringify(albumEvent({ conversationId: 'conv', albumId: 'cli', messageId: `cli-${index}`, index, total: 2 })),
+      );
+      const sent = await execFile(
+        process.execPath,
+        [path.join(projectRoot, 'bin/albumflow.js'), 'send', file, '--workspace', workspace, '--secret', secret, '--url', url],
+        { env },
+      );
       expect(sent.stdout).toMatch(/^202 /);
     }
     expect((await decided(url, 'cli')).state).toBe('processed');
@@ -200,7 +211,9 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
 
   it('decides a Telegram album sent with the CLI, its photos downloaded from the fake Bot API, and shows it in the status API, the CLI and the Temporal UI', async () => {
     const { url, output } = instance!;
-    const [first] = JSON.parse(fs.readFileSync(exampleAlbumFile, 'utf8')) as Array<{ message: { chat: { id: number }; media_group_id: string } }>;
+    const [first] = JSON.parse(fs.readFileSync(exampleAlbumFile, 'utf8')) as Array<{
+      message: { chat: { id: number }; media_group_id: string };
+    }>;
     const key = ['telegram', demoBot.id, String(first!.message.chat.id), first!.message.media_group_id];
     const messageIds = ['201', '202', '203'];
 
@@ -217,7 +230,14 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     expect([album.state, album.distinctChildren, album.children.map((child) => child.messageId)]).toEqual(['processed', 3, messageIds]);
     expect(album.children.map((child) => child.attachments)).toEqual(
       photos.map((photo) => [
-        { position: 0, status: 'downloaded', contentType: 'image/jpeg', bytes: photo.content.length, sha256: crypto.createHash('sha256').update(photo.content).digest('hex'), error: null },
+        {
+          position: 0,
+          status: 'downloaded',
+          contentType: 'image/jpeg',
+          bytes: photo.content.length,
+          sha256: crypto.createHash('sha256').update(photo.content).digest('hex'),
+          error: null,
+        },
       ]),
     );
     expect([botApi!.calls('getFile', demoBot.token).length, botApi!.calls('file', demoBot.token).length]).toEqual([3, 3]);
@@ -234,12 +254,23 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     const query = encodeURIComponent(`AlbumWorkspace = "${workspace}" AND AlbumProvider = "telegram"`);
     await eventually(async () => {
       const response = await fetch(`${uiUrl}/api/v1/namespaces/default/workflows?query=${query}`);
-      const body = (await response.json()) as { executions?: Array<{ execution: { workflowId: string }; searchAttributes: { indexedFields: Record<string, { data: string }> } }> };
+      const body = (await response.json()) as {
+        executions?: Array<{ execution: { workflowId: string }; searchAttributes: { indexedFields: Record<string, { data: string }> } }>;
+      };
       expect(body.executions?.map((execution) => execution.execution.workflowId)).toEqual([album.workflowId]);
       const attributes = Object.fromEntries(
-        Object.entries(body.executions![0]!.searchAttributes.indexedFields).map(([name, { data }]) => [name, JSON.parse(Buffer.from(data, 'base64').toString()) as unknown]),
+        Object.entries(body.executions![0]!.searchAttributes.indexedFields).map(([name, { data }]) => [
+          name,
+          JSON.parse(Buffer.from(data, 'base64').toString()) as unknown,
+        ]),
       );
-      expect(attributes).toMatchObject({ AlbumWorkspace: workspace, AlbumProvider: 'telegram', AlbumState: 'processed', AlbumChildren: 3, AlbumNeedsReview: false });
+      expect(attributes).toMatchObject({
+        AlbumWorkspace: workspace,
+        AlbumProvider: 'telegram',
+        AlbumState: 'processed',
+        AlbumChildren: 3,
+        AlbumNeedsReview: false,
+      });
     }, 60_000);
     const workflowPage = `${uiUrl}/namespaces/default/workflows/${encodeURIComponent(album.workflowId)}`;
     expect((await fetch(workflowPage)).status).toBe(200);
@@ -269,24 +300,28 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
   it.each([
     { id: 'temporal', name: 'the embedded Temporal dev server' },
     { id: 'postgres', name: 'the embedded PostgreSQL' },
-  ] as const)('restarts $name when it is killed under it, on the same state, and decides every child posted before and during', async ({ id, name }) => {
-    const { url, output } = instance!;
-    await postAlbum(url, `before-${id}`);
-    await decided(url, `before-${id}`);
+  ] as const)(
+    'restarts $name when it is killed under it, on the same state, and decides every child posted before and during',
+    async ({ id, name }) => {
+      const { url, output } = instance!;
+      await postAlbum(url, `before-${id}`);
+      await decided(url, `before-${id}`);
 
-    const killed = (await readiness(url)).body.embedded[id].pid!;
-    process.kill(killed, 'SIGKILL');
-    await postAlbum(url, `during-${id}`);
+      const killed = (await readiness(url)).body.embedded[id].pid!;
+      process.kill(killed, 'SIGKILL');
+      await postAlbum(url, `during-${id}`);
 
-    await eventually(async () => {
-      const ready = await readiness(url);
-      expect(ready.code).toBe(200);
-      expect(ready.body.embedded[id]).toMatchObject({ state: 'running', restarts: 1 });
-    }, 90_000);
-    expect(output()).toContain(`${name} (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`);
-    await decided(url, `during-${id}`);
-    expect((await albumStatus(url, `before-${id}`))?.decisions.at(-1)?.childMessageIds).toEqual([`before-${id}-0`, `before-${id}-1`]);
-  }, 240_000);
+      await eventually(async () => {
+        const ready = await readiness(url);
+        expect(ready.code).toBe(200);
+        expect(ready.body.embedded[id]).toMatchObject({ state: 'running', restarts: 1 });
+      }, 90_000);
+      expect(output()).toContain(`${name} (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`);
+      await decided(url, `during-${id}`);
+      expect((await albumStatus(url, `before-${id}`))?.decisions.at(-1)?.childMessageIds).toEqual([`before-${id}-0`, `before-${id}-1`]);
+    },
+    240_000,
+  );
 
   it('writes a heap snapshot on the signal Node is told to write one on, and keeps serving', async () => {
     const { url, pid } = instance!;
@@ -319,7 +354,10 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     expect(fs.readdirSync(dataDir).filter((name) => name.endsWith('.pid'))).toEqual([]);
 
     instance = await serve();
-    expect((await albumStatus(instance.url, 'before-ctrl-c'))?.decisions.at(-1)?.childMessageIds).toEqual(['before-ctrl-c-0', 'before-ctrl-c-1']);
+    expect((await albumStatus(instance.url, 'before-ctrl-c'))?.decisions.at(-1)?.childMessageIds).toEqual([
+      'before-ctrl-c-0',
+      'before-ctrl-c-1',
+    ]);
   }, 240_000);
 
   it('recognises the servers of an instance killed with kill -9 by their dead owner, stops them, and serves the same data', async () => {
@@ -333,10 +371,15 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     expect(isRunning(postgres)).toBe(true);
 
     instance = await serve();
-    expect(instance.output()).toContain(`stopping the embedded PostgreSQL (pid ${postgres.pid}) left running by albumflow pid ${dead.pid}, which is gone`);
+    expect(instance.output()).toContain(
+      `stopping the embedded PostgreSQL (pid ${postgres.pid}) left running by albumflow pid ${dead.pid}, which is gone`,
+    );
     expect(isRunning(postgres)).toBe(false);
     expect((await readiness(instance.url)).code).toBe(200);
-    expect((await albumStatus(instance.url, 'during-postgres'))?.decisions.at(-1)?.childMessageIds).toEqual(['during-postgres-0', 'during-postgres-1']);
+    expect((await albumStatus(instance.url, 'during-postgres'))?.decisions.at(-1)?.childMessageIds).toEqual([
+      'during-postgres-0',
+      'during-postgres-1',
+    ]);
   }, 240_000);
 
   it('exits 1 saying why when its embedded PostgreSQL dies and cannot be restarted, leaving no server running', async () => {

@@ -94,7 +94,9 @@ describe('the embedded PostgreSQL', () => {
     expect(server.status().pid).not.toBe(killed);
     const { rows } = await eventually(() => pool.query<{ id: number }>('SELECT id FROM jobs ORDER BY id'), 30_000);
     expect(rows.map((row) => row.id)).toEqual([1, 2, 3, 4]);
-    expect(messages).toContain(`the embedded PostgreSQL (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`);
+    expect(messages).toContain(
+      `the embedded PostgreSQL (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`,
+    );
   }, 90_000);
 
   it('stops without crashing a pool that is still ending or a connection outside any pool (57P01)', async () => {
@@ -128,7 +130,9 @@ describe('the embedded PostgreSQL', () => {
 
     const next = await startEmbeddedPostgres({ dataDir, log });
     try {
-      expect(messages).toContain(`stopping the embedded PostgreSQL (pid ${orphan.pid}) left running by albumflow pid ${owner}, which is gone`);
+      expect(messages).toContain(
+        `stopping the embedded PostgreSQL (pid ${orphan.pid}) left running by albumflow pid ${owner}, which is gone`,
+      );
       expect(isRunning(orphan)).toBe(false);
       await ensureDatabase(connectionConfig(next.url));
     } finally {
@@ -146,7 +150,9 @@ describe('the embedded PostgreSQL', () => {
 
     // The data directory claimed by a live albumflow (here, the process that runs this test file).
     fs.writeFileSync(claimFile, JSON.stringify(identify(process.ppid)));
-    await expect(startEmbeddedPostgres({ dataDir, log })).rejects.toThrow(`albumflow (pid ${process.ppid}) is already running on ${path.dirname(dataDir)}`);
+    await expect(startEmbeddedPostgres({ dataDir, log })).rejects.toThrow(
+      `albumflow (pid ${process.ppid}) is already running on ${path.dirname(dataDir)}`,
+    );
     expect(isRunning(orphan)).toBe(true);
 
     // Claimed by an albumflow that is gone: the server is stopped, saying so, and a new one serves the same data.

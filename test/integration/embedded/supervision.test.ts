@@ -124,7 +124,9 @@ describe('an embedded server killed under albumflow', () => {
       expect(down.body.status).toBe('unavailable');
       // No pid while it is down: the one killed is gone and the next has not served yet.
       expect(down.body.embedded).toEqual({ restarted: { state: 'restarting', restarts: 0 } });
-      expect(messages).toContain(`the fake server restarted (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`);
+      expect(messages).toContain(
+        `the fake server restarted (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`,
+      );
 
       gate.open();
       const back = await eventually(async () => {
@@ -147,7 +149,9 @@ describe('an embedded server killed under albumflow', () => {
       breakIt();
       process.kill(server.status().pid!, 'SIGKILL');
       const err = await failed;
-      expect(err.message).toMatch(/^the fake server unusable could not be restarted \(6 attempts; the last: the fake server unusable exited with code 3 before it served:\ncannot read its data\)$/);
+      expect(err.message).toMatch(
+        /^the fake server unusable could not be restarted \(6 attempts; the last: the fake server unusable exited with code 3 before it served:\ncannot read its data\)$/,
+      );
       expect(server.status()).toEqual({ state: 'failed', pid: undefined, restarts: 0 });
       const ready = await readiness(app);
       expect(ready.code).toBe(503);
@@ -176,6 +180,8 @@ describe('an embedded server that cannot be started', () => {
       waitUntilServing: () => new Promise<void>(() => undefined),
       log,
     });
-    await expect(started).rejects.toThrow(`the fake server homeless could not be started (its directory ${gone} does not exist) before it served`);
+    await expect(started).rejects.toThrow(
+      `the fake server homeless could not be started (its directory ${gone} does not exist) before it served`,
+    );
   });
 });

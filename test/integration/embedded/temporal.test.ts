@@ -113,7 +113,9 @@ describe('the embedded Temporal dev server', () => {
 
     const next = await startDevServer({ dbFile, uiPort: false, log });
     try {
-      expect(messages).toContain(`stopping the embedded Temporal dev server (pid ${orphan.pid}) left running by albumflow pid ${owner}, which is gone`);
+      expect(messages).toContain(
+        `stopping the embedded Temporal dev server (pid ${orphan.pid}) left running by albumflow pid ${owner}, which is gone`,
+      );
       expect(isRunning(orphan)).toBe(false);
       expect(await serves(next.address)).toBe(true);
     } finally {
@@ -128,7 +130,9 @@ describe('the embedded Temporal dev server', () => {
     const cacheHome = path.join(root, 'cache');
     const downloads = path.join(cacheHome, 'albumflow', 'bin');
     fs.mkdirSync(downloads, { recursive: true });
-    const sdkVersion = (JSON.parse(fs.readFileSync(path.join(projectRoot, 'node_modules/@temporalio/testing/package.json'), 'utf8')) as { version: string }).version;
+    const sdkVersion = (
+      JSON.parse(fs.readFileSync(path.join(projectRoot, 'node_modules/@temporalio/testing/package.json'), 'utf8')) as { version: string }
+    ).version;
     fs.copyFileSync(located.path, path.join(downloads, `temporal-sdk-typescript-${sdkVersion}`));
 
     const cli = await downloadWithSdk(() => undefined, { ...process.env, XDG_CACHE_HOME: cacheHome });
