@@ -26,6 +26,9 @@ function tableHeaders(markdown: string): string[][] {
     );
 }
 
+/** Tokens that read as abbreviated or full commit ids: 7–40 hex digits with a letter and a digit among them. */
+const commitId = /\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b/g;
+
 describe('BENCHMARKS.md after a bench run', () => {
   it('starts a missing file with the header, then the run', () => {
     const written = withRunSection(null, run('B'));
@@ -148,5 +151,19 @@ describe('a duration', () => {
       '1 s',
       '75.4 s',
     ]);
+  });
+});
+
+describe('BENCHMARKS.md', () => {
+  const file = fs.readFileSync(new URL('../../BENCHMARKS.md', import.meta.url), 'utf8');
+  const prose = file.split(/^(?=## Run of )/m)[0]!;
+
+  it('reads in minutes: under 150 lines, one table of targets', () => {
+    expect(file.split('\n').length).toBeLessThan(150);
+    expect(tableHeaders(file).filter((header) => header.includes('target'))).toHaveLength(1);
+  });
+
+  it('names no commit in its prose (history is in git)', () => {
+    expect(prose.match(commitId)).toBeNull();
   });
 });
