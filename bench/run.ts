@@ -64,7 +64,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       endToEndFigures.push(endToEnd(phase.name, phase.records, outcome, options.quietPeriodMs));
     }
 
-    const versions = await stackVersions(stack, measuredSource);
+    const versions = await stackVersions(stack, measuredSource, !options.temporalAddress);
     const appLogs: Record<string, number> = {};
     await stack.ingress.stop();
     await stack.worker.stop();

@@ -1,6 +1,6 @@
 // Ingest against the ceiling: each step sends the same seeded load to the ceiling, then to the ingress
 // alone, then to the whole app, and compares their throughput and p99 ack. A warm-up step runs first.
-import { ratio, stepStats, type IngestStep } from '../report.js';
+import { ingestPhase, ratio, stepStats, type IngestStep } from '../report.js';
 import type { WorkloadOptions } from '../workload.js';
 import type { PhaseContext } from './context.js';
 
@@ -58,7 +58,7 @@ export async function runIngest(ctx: PhaseContext): Promise<IngestStep[]> {
     steps.push(
       await compare(
         ctx,
-        `ingest ${rate}/s`,
+        ingestPhase(rate),
         rate,
         options.concurrency,
         options.stepSeconds * 1000,
@@ -69,7 +69,7 @@ export async function runIngest(ctx: PhaseContext): Promise<IngestStep[]> {
   steps.push(
     await compare(
       ctx,
-      'ingest closed loop',
+      ingestPhase(null),
       null,
       options.closedLoopConcurrency,
       options.stepSeconds * 1000,

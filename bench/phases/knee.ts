@@ -4,7 +4,7 @@
 import { endToEnd } from '../end-to-end.js';
 import { attachmentOutcomes, mediaSettledOf, recordedDecisions } from '../queries.js';
 import { acceptedChildren, newChildren } from '../records.js';
-import { appCpuMsPerChild, kneeStepMet, type Knee, type KneeStep } from '../report.js';
+import { appCpuMsPerChild, kneePhase, kneeStepMet, type Knee, type KneeStep } from '../report.js';
 import type { PhaseContext } from './context.js';
 
 export async function runKnee(ctx: PhaseContext): Promise<Knee> {
@@ -12,7 +12,7 @@ export async function runKnee(ctx: PhaseContext): Promise<Knee> {
   const knee: Knee = { steps: [], highestMet: null };
   if (!ctx.runs('knee')) return knee;
   for (let rate = options.kneeStartRate; rate <= options.kneeMaxRate; rate += options.kneeStepRate) {
-    const name = `knee ${rate}/s`;
+    const name = kneePhase(rate);
     const { records } = await ctx.runAppPhase(
       name,
       ctx.loadPhase(stack.ingress.readyMatch, {

@@ -140,13 +140,12 @@ describe('npm run bench, tiny', () => {
     expect(markdown).toContain(outcome.markdown);
     for (const heading of [
       '### Targets',
-      '### 1–2. Ingest',
-      '### 2b. The Telegram route',
-      '### 3. End to end',
-      '### 4. Temporal cost',
-      '### 5. Scale',
-      '### 6. Correctness',
-      '### 7. Temporal counts',
+      '### Ingest against the ceiling',
+      'The Telegram route, the whole app at',
+      '### The whole app, phase by phase',
+      '### Temporal counts',
+      '### Resident memory',
+      '### Correctness',
     ]) {
       expect(markdown).toContain(heading);
     }
