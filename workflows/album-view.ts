@@ -2,6 +2,7 @@
 // the parts from its state (status query, notifications); the HTTP layer fills them from PostgreSQL rows
 // (messages + attachments + decisions + albums). Same parts, same body: the metadata review reasons are
 // derived here from the children, so PostgreSQL's view has them before the workflow has seen the child.
+// A workflow's answer that lacks stored children is completed from PostgreSQL's parts here too.
 
 import {
   agreedTotal,
@@ -188,5 +189,82 @@ export function albumStatusOf(workflowId: string, key: AlbumKey, profile: AlbumP
     reviewResolved: state.reviewResolved,
     closed: state.phase === 'closed',
     childOrder: profile.childOrder,
+  });
+}
+
+/** What PostgreSQL records of an album, as a workflow's answer is completed from it. */
+export interface StoredAlbumParts {
+  /** Every stored child of the album, in any order. */
+  children: ViewChild[];
+  decisions: DecisionView[];
+  /** `albums.review_reasons` and the resolution recorded with them. */
+  reviewReasons: readonly ReviewReason[];
+  reviewResolved: ReviewResolution | null;
+}
+
+/**
+ * The stored children a workflow's answer lacks: those it does not show, and those it shows at an
+ * earlier version (a shorter history) than the one stored.
+ */
+export function unseenChildren(answer: AlbumStatus, stored: readonly ViewChild[]): ViewChild[] {
+  const shown = new Map(answer.children.map((child) => [child.messageId, child.history.length]));
+  return stored.filter((child) => {
+    const versions = shown.get(child.messageId);
+    return versions === undefined || versions < child.history.length;
+  });
+}
+
+function usableInteger(value: unknown, minimum: number): number | null {
+  return typeof value === 'number' && Number.isInteger(value) && value >= minimum ? value : null;
+}
+
+/**
+ * A child of a workflow's answer as the builder reads it: as the answer shows it (its attachments'
+ * live outcomes included), with the usable metadata of its stored row. A child without one (never
+ * stored, or no longer) keeps the metadata its shown values give; the answer's reasons already hold
+ * what its metadata flagged.
+ */
+function answeredChild(child: ChildView, stored: ViewChild | undefined): ViewChild {
+  return {
+    messageId: child.messageId,
+    index: stored ? stored.index : usableInteger(child.index, 0),
+    total: stored ? stored.total : usableInteger(child.total, 1),
+    metadataInvalid: stored?.metadataInvalid ?? false,
+    albumMeta: { index: child.index as JsonValue, total: child.total as JsonValue },
+    caption: child.caption,
+    sentAt: child.sentAt,
+    receivedAt: child.receivedAt,
+    attachments: child.attachments,
+    history: child.history,
+  };
+}
+
+/**
+ * A running workflow's answer completed with what PostgreSQL holds and the workflow has not seen yet
+ * (children the dispatcher has not signalled, or everything while its first task loads the album): the
+ * builder's body for the workflow's children with their live attachment outcomes plus the unseen stored
+ * ones, the decisions of both (the workflow's win a seq both have), and the workflow's review — or the
+ * recorded one while the workflow shows no child — with the reasons the metadata of them all gives.
+ * It is the body PostgreSQL's view gives for the same children, and the answer itself when nothing is unseen.
+ */
+export function completedAlbumView(answer: AlbumStatus, stored: StoredAlbumParts, childOrder: ChildOrder): AlbumStatus {
+  const unseen = unseenChildren(answer, stored.children);
+  const replaced = new Set(unseen.map((child) => child.messageId));
+  const rows = new Map(stored.children.map((child) => [child.messageId, child]));
+  const answered = answer.children
+    .filter((child) => !replaced.has(child.messageId))
+    .map((child) => answeredChild(child, rows.get(child.messageId)));
+  const decisions = new Map(stored.decisions.map((decision) => [decision.seq, decision]));
+  for (const decision of answer.decisions) decisions.set(decision.seq, decision);
+  const loaded = answer.children.length > 0;
+  return buildAlbumView({
+    workflowId: answer.workflowId,
+    key: answer.key,
+    children: [...answered, ...unseen],
+    decisions: [...decisions.values()],
+    reviewReasons: loaded ? answer.review.reasons : stored.reviewReasons,
+    reviewResolved: loaded ? (answer.review.resolved ?? null) : stored.reviewResolved,
+    closed: answer.state === 'closed',
+    childOrder,
   });
 }

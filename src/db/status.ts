@@ -126,13 +126,16 @@ export async function findMessage(pool: Pool, key: MessageKey): Promise<(StoredM
   return row ? { ...toChild(row), albumId: row.album_id } : null;
 }
 
-/** The album status body as PostgreSQL records it (the same view builder as the workflow's query). */
-export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: AlbumKey): Promise<AlbumStatus> {
-  const [children, decisions] = await Promise.all([albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);
+/**
+ * The album status body as PostgreSQL records it (the same view builder as the workflow's query), from
+ * its `children` when they were read already.
+ */
+export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: AlbumKey, children?: ViewChild[]): Promise<AlbumStatus> {
+  const [stored, decisions] = await Promise.all([children ?? albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);
   return buildAlbumView({
     workflowId: album.workflowId,
     key,
-    children,
+    children: stored,
     decisions,
     reviewReasons: album.reviewReasons,
     reviewResolved: album.reviewResolved,

@@ -6,10 +6,11 @@ import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumKey, AlbumStatus } from '../../workflows/types.js';
 import { decisionsOf } from '../db/decisions.js';
-import { albumStatusFromDatabase, findAlbum, findMessage, listAlbums } from '../db/status.js';
+import { albumChildren, albumStatusFromDatabase, findAlbum, findMessage, listAlbums } from '../db/status.js';
 import type { Pool } from '../db/pool.js';
 import { albumStatusViewsTotal } from '../metrics.js';
-import { reviewView } from '../../workflows/album-view.js';
+import { completedAlbumView, reviewView, unseenChildren } from '../../workflows/album-view.js';
+import { albumProfileOf } from '../ingest/sources.js';
 import { HttpError } from './errors.js';
 import { AlbumParams, albumKeyOf, albumPath, MessageParams, messageKeyOf, messagePath, Segment } from './params.js';
 import {
@@ -51,10 +52,12 @@ function decodeCursor(cursor: string): string {
 
 /**
  * Album, message and album-list status. While an album's workflow runs, its body is the workflow's
- * `status` query; otherwise it is built from PostgreSQL with the same view builder. A query is a billable
- * Temporal action and a describe is not: a view of a running workflow whose history has not grown since
- * its last answer gets that answer again, so a page that refreshes itself costs a query only when the
- * album changed.
+ * `status` query, completed with the stored children it has not seen yet (every child is stored before
+ * its webhook is answered, the workflow sees it later); otherwise it is built from PostgreSQL with the
+ * same view builder. A query is a billable Temporal action and a describe is not: a view of a running
+ * workflow whose history has not grown since its last answer gets that answer again (completed with
+ * what PostgreSQL holds at each read), so a page that refreshes itself costs a query only when the album
+ * changed.
  */
 export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app, { pool, temporal }) => {
   const answers = new LRUCache<string, WorkflowAnswer>({ max: answersKept });
@@ -101,11 +104,21 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
       const key = albumKeyOf(request.params);
       const album = await findAlbum(pool, key);
       if (!album) throw new HttpError(404, 'album_not_found', `no child of album ${albumWorkflowId(key)} was ever stored`);
-      const live = request.query.source === 'auto' ? await queryRunningWorkflow(album.workflowId) : null;
+      if (request.query.source === 'database') {
+        void reply.header('x-albumflow-source', 'database' satisfies StatusSource);
+        albumStatusViewsTotal.inc({ source: 'database' });
+        return albumStatusFromDatabase(pool, album, key);
+      }
+      const [live, stored] = await Promise.all([queryRunningWorkflow(album.workflowId), albumChildren(pool, album.id)]);
       void reply.header('x-albumflow-source', (live ? 'workflow' : 'database') satisfies StatusSource);
-      if (live) return live;
-      albumStatusViewsTotal.inc({ source: 'database' });
-      return albumStatusFromDatabase(pool, album, key);
+      if (!live) {
+        albumStatusViewsTotal.inc({ source: 'database' });
+        return albumStatusFromDatabase(pool, album, key, stored);
+      }
+      if (unseenChildren(live, stored).length === 0) return live;
+      const decisions = await decisionsOf(pool, album.workflowId);
+      const parts = { children: stored, decisions, reviewReasons: album.reviewReasons, reviewResolved: album.reviewResolved };
+      return completedAlbumView(live, parts, albumProfileOf(album.source).childOrder);
     },
   );
 

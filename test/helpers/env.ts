@@ -95,14 +95,24 @@ export interface TestWorker {
   stop(): Promise<void>;
 }
 
-/** A real worker on the config's task queue, running the run's pre-bundled workflow code. */
-export async function startTestWorker(config: Config, pool: Pool, logger: Logger = testLogger(config)): Promise<TestWorker> {
+export type Activities = ReturnType<typeof createActivities>;
+
+/**
+ * A real worker on the config's task queue, running the run's pre-bundled workflow code; `activities`
+ * may wrap the real activities (to hold one back).
+ */
+export async function startTestWorker(
+  config: Config,
+  pool: Pool,
+  logger: Logger = testLogger(config),
+  activities: (real: Activities) => Activities = (real) => real,
+): Promise<TestWorker> {
   const connection = await connectWorker({ address: config.temporal.address! });
   const worker = await createAlbumWorker({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    activities: createActivities({ pool, config, logger }),
+    activities: activities(createActivities({ pool, config, logger })),
     workflowBundle: { codePath: inject('workflowBundlePath') },
   });
   const running = worker.run();

@@ -6,7 +6,17 @@ import { buildApp, type App } from '../../src/http/app.js';
 import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
 import type { Logger } from '../../src/log.js';
 import { signatureHeader } from '../../src/signature.js';
-import { freshDatabase, startTestWorker, testClient, testConfig, testLogger, testPool, unique, type TestWorker } from './env.js';
+import {
+  freshDatabase,
+  startTestWorker,
+  testClient,
+  testConfig,
+  testLogger,
+  testPool,
+  unique,
+  type Activities,
+  type TestWorker,
+} from './env.js';
 
 export interface AlbumEventOptions {
   conversationId?: string;
@@ -69,11 +79,11 @@ export interface Stack {
 
 /**
  * `env` may be a function of the stack's workspace (for TELEGRAM_BOTS); `logger` receives what every part
- * of the stack logs (default: the test logger).
+ * of the stack logs (default: the test logger); `activities` wraps the worker's activities.
  */
 export async function startStack(
   env: Record<string, string> | ((workspace: string) => Record<string, string>) = {},
-  options: { logger?: Logger } = {},
+  options: { logger?: Logger; activities?: (real: Activities) => Activities } = {},
 ): Promise<Stack> {
   const workspace = unique('ws');
   const secret = 'stack-secret';
@@ -86,7 +96,7 @@ export async function startStack(
   const logger = options.logger ?? testLogger(config);
   const pool = testPool(config);
   const client = await testClient(config);
-  const worker = await startTestWorker(config, pool, logger);
+  const worker = await startTestWorker(config, pool, logger, options.activities);
   const dispatcher = createDispatcher({
     pool,
     client,
