@@ -203,14 +203,18 @@ export interface StoredAlbumParts {
 }
 
 /**
- * The stored children a workflow's answer lacks: those it does not show, and those it shows at an
- * earlier version (a shorter history) than the one stored.
+ * The stored children a workflow's answer lacks: those it does not show, those it shows at an earlier
+ * version (a shorter history) than the one stored, and those with an attachment it shows unavailable
+ * that a redelivery has since given a URL.
  */
 export function unseenChildren(answer: AlbumStatus, stored: readonly ViewChild[]): ViewChild[] {
-  const shown = new Map(answer.children.map((child) => [child.messageId, child.history.length]));
+  const shown = new Map(answer.children.map((child) => [child.messageId, child]));
   return stored.filter((child) => {
-    const versions = shown.get(child.messageId);
-    return versions === undefined || versions < child.history.length;
+    const answered = shown.get(child.messageId);
+    if (answered === undefined || answered.history.length < child.history.length) return true;
+    // A redelivery brought a URL the workflow has not seen yet: stored, it is no longer unavailable.
+    const unavailable = new Set(answered.attachments.filter((a) => a.status === 'unavailable').map((a) => a.position));
+    return child.attachments.some((a) => a.status !== 'unavailable' && unavailable.has(a.position));
   });
 }
 

@@ -240,6 +240,23 @@ describe('a workflow answer completed with the stored children', () => {
     expect(completed.decisions).toEqual(answer.decisions);
   });
 
+  it('shows the URL a redelivery brought before the workflow saw it: the attachment is pending, not unavailable', () => {
+    const before = photo('m1', 0);
+    const withoutUrl: ChildArrival = { ...before, attachments: before.attachments.map((a) => ({ ...a, url: null })) };
+    const state = workflowState([withoutUrl], 1, 1, false, []);
+    const answer = albumStatusOf(workflowId, key, profile, state);
+    expect(answer.children[0]!.attachments.map((a) => a.status)).toEqual(['unavailable']);
+    const redelivered = stored({ ...withoutUrl, attachments: withoutUrl.attachments.map((a) => ({ ...a, url: 'https://x/late' })) });
+    expect(unseenChildren(answer, [redelivered]).map((c) => c.messageId)).toEqual(['m1']);
+    const completed = completedAlbumView(
+      answer,
+      { children: [redelivered], decisions: [], reviewReasons: [], reviewResolved: null },
+      profile.childOrder,
+    );
+    expect(completed.children[0]!.attachments.map((a) => a.status)).toEqual(['pending']);
+    expect(completed.media).toMatchObject({ pending: 1, unavailable: 0 });
+  });
+
   it('flags what the unseen children bring to the review and lifts a resolution it does not cover', () => {
     const children = [photo('m1', 0), photo('m2', 1), arrival('m3', { index: 1, total: 4, invalid: false, sentAt: null, urls: [] })];
     let state = workflowState(children, 2, 2, false, []);
