@@ -423,6 +423,63 @@ describe('console sessions', () => {
     }
   });
 
+  it('go after sign-in only to a same-site path of this server, else to /ui, and never answer 5xx (fast-check)', async () => {
+    const isSafe = (location: unknown) =>
+      typeof location === 'string' &&
+      /^\/[\x21-\x7e]*$/.test(location) &&
+      !location.includes('//') &&
+      !location.includes('\\') &&
+      new URL(location, 'http://albumflow.example').origin === 'http://albumflow.example';
+    const hostile = fc.oneof(
+      fc.constantFrom(
+        '/a\u0001b',
+        '/\u00e9t\u00e9',
+        '/\u4e2d',
+        '//evil.example',
+        '/\\evil.example',
+        '/%zz',
+        '/ui%2',
+        'https://evil.example',
+        '/ui\r\nx: y',
+      ),
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.string({ unit: 'binary', maxLength: 40 }).map((s) => `/${s}`),
+      fc.webPath(),
+      fc
+        .array(fc.constantFrom('/', '\\', '%', '2f', 'e', '.', ':', '@', '?', '#', '\u0000', '\u0085', '\u00ff', '\u2028'), {
+          maxLength: 10,
+        })
+        .map((p) => p.join('')),
+    );
+    await fc.assert(
+      fc.asyncProperty(hostile, async (next) => {
+        const query = new URLSearchParams({ next }).toString();
+        const signInPage = await app.inject({ method: 'GET', url: `/ui/sign-in?${query}`, headers: { accept: 'text/html' } });
+        expect(signInPage.statusCode).toBe(200);
+        const kept = /name="next" value="([^"]*)"/.exec(signInPage.body)?.[1]?.replaceAll('&amp;', '&').replaceAll('&#39;', "'");
+        expect(isSafe(kept)).toBe(true);
+
+        const form = await app.inject({
+          method: 'POST',
+          url: '/ui/sign-in',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+          payload: new URLSearchParams({ token: tokenA, next }).toString(),
+        });
+        expect(form.statusCode).toBe(303);
+        expect(isSafe(form.headers.location)).toBe(true);
+        expect([next, '/ui']).toContain(form.headers.location);
+        secrets.add(form.cookies.find((c) => c.name === sessionCookie)!.value);
+      }),
+      { numRuns: 150 },
+    );
+    // The raw query strings of the report: undecodable or non-Latin-1 values, control characters.
+    for (const raw of ['next=/a%01b', 'next=%2F%E4%B8%AD', 'next=%2F%FF', 'next=/%zz', 'next=%2F%2Fevil.example', 'next=/a%0d%0ab']) {
+      const answer = await app.inject({ method: 'GET', url: `/ui/sign-in?${raw}`, headers: { accept: 'text/html' } });
+      expect(answer.statusCode, raw).toBe(200);
+      expect(isSafe(/name="next" value="([^"]*)"/.exec(answer.body)?.[1]), raw).toBe(true);
+    }
+  });
+
   it('end with sign-out, which removes the cookie', async () => {
     const signOut = await app.inject({
       method: 'POST',

@@ -3,10 +3,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { adminTokenPath, AdminTokenError, loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
 import { issueSession, sessionLifetimeS, SignInCodes, verifySession } from '../../src/http/access/session.js';
+import { localPath } from '../../src/http/access/sign-in.js';
 import { tokenHash, TokenTable } from '../../src/http/access/tokens.js';
 import { projectRoot } from '../../src/paths.js';
 
@@ -65,6 +67,64 @@ describe('TokenTable', () => {
   it('names a token by a short hash that does not contain it', () => {
     expect(tokenHash(alpha)).toMatch(/^[0-9a-f]{12}$/);
     expect(table.byHash(tokenHash(alpha))?.token).toBe(alpha);
+  });
+});
+
+/** What a browser does with a Location header: the origin it leads to, or undefined when it is no valid header. */
+function destination(location: string): string | undefined {
+  if (!/^[\x21-\x7e]+$/.test(location)) return undefined;
+  return new URL(location, 'https://albumflow.example').origin;
+}
+
+describe('where sign-in goes next', () => {
+  it('keeps a same-site path of this server', () => {
+    for (const next of ['/ui', '/metrics', '/ui/albums/demo/whatsapp/acc_1/conv%201/alb_1?x=1&y=%2F#top', '/', '/ui/review?q=a%2Fb']) {
+      expect(localPath(next)).toBe(next);
+    }
+  });
+
+  it.each([
+    ['another host', '//evil.example/x'],
+    ['another host, by backslash', '/\\evil.example'],
+    ['a backslash', '/ui\\x'],
+    ['a scheme', 'https://evil.example/'],
+    ['a relative path', 'ui'],
+    ['an empty segment', '/ui//x'],
+    ['a control character', '/a\u0001b'],
+    ['a line break', '/ui\r\nSet-Cookie: x=y'],
+    ['a tab', '/\t/evil.example'],
+    ['a space', '/ui x'],
+    ['DEL', '/ui\u007f'],
+    ['a character beyond ASCII', '/\u00e9t\u00e9'],
+    ['a character beyond Latin-1', '/\u4e2d'],
+    ['a lone surrogate', '/\ud800'],
+    ['a bare percent sign', '/ui/%zz'],
+    ['a cut percent escape', '/ui%2'],
+    ['nothing', ''],
+    ['a path too long', `/${'a'.repeat(2048)}`],
+  ])('refuses %s for /ui', (_what, next) => {
+    expect(localPath(next)).toBe('/ui');
+  });
+
+  it('answers, for any string, a valid Location header that stays on this origin (fast-check)', () => {
+    const hostile = fc.oneof(
+      fc.string({ unit: 'binary' }),
+      fc.string({ unit: 'binary' }).map((s) => `/${s}`),
+      fc.webPath(),
+      fc.webUrl().map((url) => url.replace(/^https?:/, '')),
+      fc
+        .array(fc.constantFrom('/', '\\', '%', '2f', '5C', 'e', '.', ':', '@', '?', '#', '\u0000', '\u00a0', '\u2028'), { maxLength: 12 })
+        .map((parts) => parts.join('')),
+    );
+    fc.assert(
+      fc.property(hostile, (next) => {
+        const location = localPath(next);
+        expect(destination(location)).toBe('https://albumflow.example');
+        expect(location.startsWith('/')).toBe(true);
+        expect(location === next || location === '/ui').toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 

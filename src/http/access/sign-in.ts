@@ -14,7 +14,7 @@ export interface SignInOptions {
   codes: SignInCodes;
 }
 
-const Next = Type.String({ maxLength: 2048, description: 'A path of this server to go to after signing in (default /ui)' });
+const Next = Type.String({ description: 'A path of this server to go to after signing in (default /ui)' });
 
 const SignedIn = Type.Object({
   status: Type.Literal('signed_in'),
@@ -23,9 +23,18 @@ const SignedIn = Type.Object({
   expiresAt: Type.String({ format: 'date-time' }),
 });
 
-/** Only a path of this server: never another host (`//host`, `/\host`), so sign-in is no open redirect. */
-function localPath(next: string | undefined): string {
-  return next !== undefined && /^\/(?![/\\])[^\s\\]*$/.test(next) ? next : consolePath;
+const maxNextLength = 2048;
+/**
+ * A path of this server: printable ASCII without space or backslash, starting with one `/` and holding no
+ * `//` (so never `//host` or `/\host`), `%` only before two hex digits. Every such string is a valid
+ * Location header and resolves to this origin.
+ */
+const sameSitePath = /^\/(?:[\x21-\x24\x26-\x5b\x5d-\x7e]|%[0-9A-Fa-f]{2})*$/;
+
+/** Where to go after signing in: `next` when it is a same-site path of this server, else the console. */
+export function localPath(next: string | undefined): string {
+  if (typeof next !== 'string' || next.length > maxNextLength || !sameSitePath.test(next) || next.includes('//')) return consolePath;
+  return next;
 }
 
 /** A post of an HTML form, answered with a page or a redirect rather than JSON. */
