@@ -7,9 +7,8 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { adminTokenPath, AdminTokenError, loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
-import { issueSession, sessionLifetimeS, SignInCodes, verifySession } from '../../src/http/access/session.js';
 import { localPath } from '../../src/http/access/sign-in.js';
-import { tokenHash, TokenTable } from '../../src/http/access/tokens.js';
+import { tokenDigest, tokenHash, TokenTable } from '../../src/http/access/tokens.js';
 import { projectRoot } from '../../src/paths.js';
 
 const alpha = 'alpha-token-0123456789';
@@ -128,60 +127,14 @@ describe('where sign-in goes next', () => {
   });
 });
 
-describe('session cookies', () => {
-  const table = new TokenTable(new Map([[alpha, ['demo']]]));
-  const entry = table.find(alpha)!;
-
-  it('verify on any table that holds their token, until they expire', () => {
-    const now = Date.now();
-    const { cookie, expiresAt } = issueSession(entry, now);
-    expect(cookie).not.toContain(alpha);
-    expect(expiresAt.getTime()).toBe((Math.floor(now / 1000) + sessionLifetimeS) * 1000);
-    const replica = new TokenTable(new Map([[alpha, ['demo']]]));
-    expect(verifySession(replica, cookie, now)?.hash).toBe(entry.hash);
-    expect(verifySession(replica, cookie, expiresAt.getTime())).toBeUndefined();
-  });
-
-  it('are refused once their token is removed or replaced, or when altered', () => {
-    const { cookie } = issueSession(entry);
-    expect(verifySession(new TokenTable(new Map([[beta, ['demo']]])), cookie)).toBeUndefined();
-    const [hash, expiry, signature] = cookie.split('.') as [string, string, string];
-    const later = String(Number(expiry) + 3600);
-    for (const altered of [
-      `${hash}.${later}.${signature}`,
-      `${hash}.${expiry}.${signature.slice(1)}`,
-      `${hash}.${expiry}`,
-      `${hash}.${expiry}.${signature}.x`,
-      '',
-      'x'.repeat(5000),
-    ]) {
-      expect(verifySession(table, altered)).toBeUndefined();
-    }
-  });
-});
-
-describe('sign-in codes', () => {
-  const table = new TokenTable(new Map([[alpha, ['*']]]));
-
-  it('are exchanged once', () => {
-    const codes = new SignInCodes();
-    const code = codes.issue(alpha);
-    expect(code).not.toContain(alpha);
-    expect(codes.redeem(table, code)?.token).toBe(alpha);
-    expect(codes.redeem(table, code)).toBeUndefined();
-    expect(codes.redeem(table, 'never-issued')).toBeUndefined();
-  });
-
-  it('expire, and die with their token', () => {
-    let now = 1_000_000;
-    const codes = new SignInCodes({ ttlMs: 60_000, now: () => now });
-    expect(codes.redeem(table, codes.issue(beta))).toBeUndefined();
-    const onTime = codes.issue(alpha);
-    const late = codes.issue(alpha);
-    now += 59_999;
-    expect(codes.redeem(table, onTime)?.token).toBe(alpha);
-    now += 1;
-    expect(codes.redeem(table, late)).toBeUndefined();
+describe('token digests', () => {
+  it('name a token in PostgreSQL; its first 12 hex digits are the short hash logs show', () => {
+    const table = new TokenTable(new Map([[alpha, ['demo']]]));
+    expect(tokenDigest(alpha)).toHaveLength(32);
+    expect(tokenDigest(alpha).toString('hex').slice(0, 12)).toBe(tokenHash(alpha));
+    expect(table.byDigest(tokenDigest(alpha))?.token).toBe(alpha);
+    expect(table.byDigest(tokenDigest(beta))).toBeUndefined();
+    expect(table.digests()).toEqual([tokenDigest(alpha)]);
   });
 });
 
