@@ -8,7 +8,7 @@ import { migrate } from './db/migrate.js';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.js';
 import { resolveApiTokens } from './http/access/admin-token.js';
 import { consolePath, signInPath } from './http/access/plugin.js';
-import { SignInCodes } from './http/access/session.js';
+import { ConsoleSessions } from './http/access/session.js';
 import { buildApp, type App } from './http/app.js';
 import type { Logger } from './log.js';
 import { claimDataDir } from './embedded/ownership.js';
@@ -154,8 +154,8 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
     let consoleLink = consolePath;
     if (roles.http) {
       const { tokens, adminToken } = resolveApiTokens(config, logger);
-      const signInCodes = new SignInCodes();
-      if (adminToken) consoleLink = `${signInPath}?code=${signInCodes.issue(adminToken)}`;
+      const consoleSessions = new ConsoleSessions(pool);
+      if (adminToken) consoleLink = `${signInPath}?code=${await consoleSessions.issueCode(adminToken)}`;
       // With TEMPORAL_UI_PORT=0 the console learns the UI's address from the dev server once it runs.
       const uiUrl = config.temporal.uiUrl ?? devServer?.uiUrl;
       app = await buildApp({
@@ -167,7 +167,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
         embeddedServers: embedded,
         ...(workerMetrics ? { workerMetricsUrl: workerMetrics } : {}),
         tokens,
-        signInCodes,
+        consoleSessions,
       });
       closers.push(() => app!.close());
       await app.listen({ port: config.port, host: config.host });

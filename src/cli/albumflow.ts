@@ -4,6 +4,7 @@ import { signatureHeader } from '../signature.js';
 import { CliError, createApi, misuse } from './api.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
 import { readFile, sendTelegram, setWebhook } from './telegram.js';
+import { say, terminalJson, terminalText } from './terminal.js';
 
 const usage = `albumflow — inspect albums, act on them, and send sample webhooks to a running albumflow
 
@@ -89,7 +90,7 @@ async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parse(argv);
   const [command, ...rest] = positionals;
   if (values.help || command === 'help') {
-    console.log(usage);
+    say(usage);
     return;
   }
   if (!command) {
@@ -97,7 +98,7 @@ async function main(argv: string[]): Promise<void> {
     throw new CliError('no command given', 2);
   }
   const api = createApi(values.url.replace(/\/+$/, ''));
-  const print = (body: unknown, format: () => string) => console.log(values.json ? JSON.stringify(body, null, 2) : format());
+  const print = (body: unknown, format: () => string) => say(values.json ? terminalJson(body) : format());
 
   switch (command) {
     case 'status': {
@@ -145,7 +146,9 @@ async function main(argv: string[]): Promise<void> {
         body: JSON.stringify({ note: values.note }),
         headers: { 'content-type': 'application/json' },
       });
-      return print(answer, () => `review resolved at ${answer.resolved.at}${answer.resolved.note ? `: ${answer.resolved.note}` : ''}`);
+      return print(answer, () =>
+        terminalText(`review resolved at ${answer.resolved.at}${answer.resolved.note ? `: ${answer.resolved.note}` : ''}`),
+      );
     }
     case 'send': {
       if (values.telegram !== undefined) {
@@ -162,7 +165,7 @@ async function main(argv: string[]): Promise<void> {
       if (secret) headers['x-unifyport-signature'] = signatureHeader(secret, timestamp, body);
       const { status, body: answer } = await api.request('POST', `/webhooks/unifyport/${encodeURIComponent(workspace)}`, { body, headers });
       if (status >= 300) throw api.refusal(status, answer);
-      console.log(`${status} ${JSON.stringify(answer)}`);
+      say(`${status} ${terminalJson(answer, 0)}`);
       return;
     }
     case 'telegram':
@@ -175,10 +178,10 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof CliError) {
-    console.error(`albumflow: ${err.message}`);
+    say(`albumflow: ${err.message}`, process.stderr);
     process.exitCode = err.exitCode;
     return;
   }
-  console.error(`albumflow: ${err instanceof Error ? err.message : String(err)}`);
+  say(`albumflow: ${terminalText(err instanceof Error ? err.message : String(err))}`, process.stderr);
   process.exitCode = 1;
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { adminTokenPath, readAdminToken } from '../http/access/admin-token.js';
 import { defaultDataDir } from '../paths.js';
+import { terminalJson, terminalText } from './terminal.js';
 
 /** Exit codes: 1 when albumflow refused or could not be reached, 2 for a command line it cannot run. */
 export class CliError extends Error {
@@ -79,8 +80,11 @@ export function createApi(baseUrl: string) {
 
   function refusal(status: number, body: unknown): CliError {
     const error = (body as { error?: { code?: string; message?: string } } | null)?.error;
+    // What the server said, on one line: it may echo what a sender wrote.
     return new CliError(
-      error ? `${status} ${error.code}: ${error.message}` : `${status}: ${typeof body === 'string' ? body : JSON.stringify(body)}`,
+      error
+        ? `${status} ${terminalText(String(error.code))}: ${terminalText(String(error.message))}`
+        : `${status}: ${typeof body === 'string' ? terminalText(body) : terminalJson(body, 0)}`,
     );
   }
 

@@ -1,4 +1,7 @@
+// The CLI's tables and summaries. Every value in them came from a server, and most from a sender: each cell
+// and each line goes through terminalText, so none can act on the terminal or break a line.
 import type { AlbumListBody, AlbumStatus, AttachmentView, DecisionView, EarlierVersion, MessageStatus } from '../http/schemas.js';
+import { terminalLines, terminalText } from './terminal.js';
 
 export function plural(count: number, noun: string, nouns = `${noun}s`): string {
   return `${count} ${count === 1 ? noun : nouns}`;
@@ -11,14 +14,16 @@ function childrenLine(album: AlbumStatus): string {
   return `${have} of ${total} expected${have === total ? ' (reached)' : ''}`;
 }
 
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
+/** A table's lines; its cells are escaped before they are measured, so the columns line up as printed. */
+function table(header: string[], rows: string[][]): string[] {
+  const cells = rows.map((row) => row.map(terminalText));
+  const widths = header.map((title, column) => Math.max(title.length, ...cells.map((row) => (row[column] ?? '').length)));
+  const line = (values: string[]) =>
+    values
       .map((cell, column) => cell.padEnd(widths[column]!))
       .join('  ')
       .trimEnd();
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)];
 }
 
 const text = (value: unknown): string =>
@@ -40,12 +45,15 @@ function historyLines(history: EarlierVersion[]): string[] {
   );
 }
 
-function decisionsTable(decisions: DecisionView[]): string {
-  if (decisions.length === 0) return 'Decisions: none yet';
-  return `Decisions:\n${table(
-    ['seq', 'trigger', 'decided at', 'children'],
-    decisions.map((d) => [String(d.seq), d.trigger, d.decidedAt, d.childMessageIds.join(', ')]),
-  )}`;
+function decisionsTable(decisions: DecisionView[]): string[] {
+  if (decisions.length === 0) return ['Decisions: none yet'];
+  return [
+    'Decisions:',
+    ...table(
+      ['seq', 'trigger', 'decided at', 'children'],
+      decisions.map((d) => [String(d.seq), d.trigger, d.decidedAt, d.childMessageIds.join(', ')]),
+    ),
+  ];
 }
 
 function reviewLine(review: AlbumStatus['review']): string {
@@ -58,7 +66,7 @@ function reviewLine(review: AlbumStatus['review']): string {
 
 export function formatAlbum(album: AlbumStatus): string {
   const { key, media } = album;
-  return [
+  return terminalLines([
     `Album ${key.albumId}  (${key.provider} / account ${key.accountId} / conversation ${key.conversationId}, workspace ${key.workspace})`,
     `workflow id:    ${album.workflowId}`,
     `state:          ${album.state}`,
@@ -66,7 +74,7 @@ export function formatAlbum(album: AlbumStatus): string {
     `review:         ${reviewLine(album.review)}`,
     `media:          ${media.downloaded}/${media.total} downloaded, ${media.pending} pending, ${media.failed} failed, ${media.expired} expired, ${media.unavailable} unavailable`,
     '',
-    table(
+    ...table(
       ['index', 'message', 'caption', 'sent at', 'attachments'],
       album.children.map((c) => [
         text(c.index),
@@ -77,12 +85,12 @@ export function formatAlbum(album: AlbumStatus): string {
       ]),
     ),
     '',
-    decisionsTable(album.decisions),
-  ].join('\n');
+    ...decisionsTable(album.decisions),
+  ]);
 }
 
 export function formatMessage(message: MessageStatus): string {
-  return [
+  return terminalLines([
     `Message ${message.key.messageId}  (${message.key.provider} / account ${message.key.accountId} / conversation ${message.key.conversationId}, workspace ${message.key.workspace})`,
     `workflow id:    ${message.workflowId}`,
     `album:          ${message.albumKey ? `${message.albumKey.albumId} (index ${text(message.index)}, total ${text(message.total)})` : 'none (standalone)'}`,
@@ -92,8 +100,8 @@ export function formatMessage(message: MessageStatus): string {
     `received:       ${message.receivedAt} (${plural(message.deliveryCount, 'delivery', 'deliveries')}, last ${message.lastReceivedAt})`,
     `attachments:    ${attachmentsCell(message.attachments)}`,
     '',
-    decisionsTable(message.decisions),
-  ].join('\n');
+    ...decisionsTable(message.decisions),
+  ]);
 }
 
 export function formatAlbumList(list: AlbumListBody): string {
@@ -105,6 +113,6 @@ export function formatAlbumList(list: AlbumListBody): string {
     a.review.required ? a.review.reasons.join(',') : '-',
     `${a.key.provider}/${a.key.accountId}/${a.key.conversationId}/${a.key.albumId}`,
   ]);
-  const more = list.nextCursor ? `\n\nMore: --cursor ${list.nextCursor}` : '';
-  return table(['first received', 'state', 'children', 'review', 'album'], rows) + more;
+  const more = list.nextCursor ? ['', `More: --cursor ${list.nextCursor}`] : [];
+  return terminalLines([...table(['first received', 'state', 'children', 'review', 'album'], rows), ...more]);
 }

@@ -4,6 +4,7 @@ import { readUpdateTypes } from '../ingest/telegram.js';
 import { BotApiError, createBotApi } from '../telegram/bot-api.js';
 import type { Values } from './albumflow.js';
 import { CliError, cliConfig, misuse, type Api } from './api.js';
+import { say, terminalJson, terminalText } from './terminal.js';
 
 export function readFile(file: string): Buffer {
   try {
@@ -56,9 +57,10 @@ export async function sendTelegram(api: Api, values: Values, file: string): Prom
   if (secretToken) headers['x-telegram-bot-api-secret-token'] = secretToken;
   for (const { body, updateId } of updateBodies(file)) {
     const { status, body: answer } = await api.request('POST', telegramWebhookPath(workspace, name), { body, headers });
-    if (status >= 300) throw new CliError(`${api.refusal(status, answer).message} (update_id ${JSON.stringify(updateId) ?? '(none)'})`);
+    const shownId = updateId === undefined ? '(none)' : terminalJson(updateId, 0);
+    if (status >= 300) throw new CliError(`${api.refusal(status, answer).message} (update_id ${shownId})`);
     // albumflow answers Telegram with an empty body; anything else is shown.
-    console.log(`${status} update_id ${JSON.stringify(updateId) ?? '(none)'}${answer === '' ? '' : ` ${JSON.stringify(answer)}`}`);
+    say(`${status} update_id ${shownId}${answer === '' ? '' : ` ${terminalJson(answer, 0)}`}`);
   }
 }
 
@@ -83,15 +85,17 @@ export async function setWebhook(values: Values): Promise<void> {
     JSON.stringify({ url: settings.url, secret_token: `<${entry}.secretToken>`, allowed_updates: settings.allowedUpdates }, null, 2),
   ].join('\n');
   if (values.print) {
-    console.log(call);
+    say(call);
     return;
   }
   try {
     const description = await createBotApi({ apiRoot: telegram.apiRoot, token: bot.token }).setWebhook(settings);
-    console.log(`${description}: bot ${bot.id} (${entry}) now posts ${settings.allowedUpdates.join(', ')} to ${settings.url}`);
+    say(terminalText(`${description}: bot ${bot.id} (${entry}) now posts ${settings.allowedUpdates.join(', ')} to ${settings.url}`));
   } catch (err) {
     if (!(err instanceof BotApiError)) throw err;
-    if (err.retryable) throw new CliError(`${err.message}\n\nThe call to make once the Bot API is reachable:\n\n${call}`);
-    throw new CliError(err.message);
+    // The Bot API's description, on one line.
+    const message = terminalText(err.message);
+    if (err.retryable) throw new CliError(`${message}\n\nThe call to make once the Bot API is reachable:\n\n${call}`);
+    throw new CliError(message);
   }
 }

@@ -7,6 +7,7 @@ import { runningDevServer } from '../embedded/temporal.js';
 import { connectClient, temporalConnectOptions } from '../temporal/connection.js';
 import { temporalWorkflowUrl } from '../ui/paths.js';
 import { cliConfig } from './api.js';
+import { say, shellQuoted, terminalText } from './terminal.js';
 
 /** What the Temporal CLI assumes without `--address`. */
 const temporalCliDefaultAddress = '127.0.0.1:7233';
@@ -60,10 +61,12 @@ export function temporalTarget(): TemporalTarget {
 /** The runs of one workflow: the Temporal CLI commands that show it, its Temporal UI page, and its runs. */
 export async function printRuns(workflowId: string): Promise<void> {
   const target = temporalTarget();
-  const quoted = `'${workflowId.replace(/'/g, `'\\''`)}'`;
-  console.log(
+  // The id holds what senders chose: on a line of its own making, escaped like every other value.
+  const shown = terminalText(workflowId);
+  const quoted = shellQuoted(workflowId);
+  say(
     [
-      `workflow id: ${workflowId}`,
+      `workflow id: ${shown}`,
       '',
       'Inspect it with the Temporal CLI:',
       `  temporal workflow describe --workflow-id ${quoted}${target.cliFlags}`,
@@ -84,12 +87,12 @@ export async function printRuns(workflowId: string): Promise<void> {
         `  ${run.runId}  ${run.status.name.padEnd(10)}  started ${run.startTime.toISOString()}${run.closeTime ? `  closed ${run.closeTime.toISOString()}` : ''}`,
       );
     }
-    console.log(
+    say(
       `\nRuns on ${target.address} (${target.namespace}):\n${runs.length ? runs.join('\n') : '  none yet (the outbox has not handed the child to Temporal)'}`,
     );
   } catch (err) {
-    console.log(
-      `\nTemporal at ${target.address} is unreachable (${(err as Error).message}). Set TEMPORAL_ADDRESS (with TEMPORAL_API_KEY, ` +
+    say(
+      `\nTemporal at ${target.address} is unreachable (${terminalText((err as Error).message)}). Set TEMPORAL_ADDRESS (with TEMPORAL_API_KEY, ` +
         'TEMPORAL_TLS_* or TEMPORAL_PROFILE as albumflow has them), or DATA_DIR to the data directory of the albumflow whose embedded server this is.',
     );
   } finally {

@@ -10,7 +10,7 @@ import type { EmbeddedServer } from '../embedded/server.js';
 import type { Logger } from '../log.js';
 import { httpRequestDuration, registry } from '../metrics.js';
 import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from './access/plugin.js';
-import { SignInCodes } from './access/session.js';
+import { ConsoleSessions } from './access/session.js';
 import { signInRoutes } from './access/sign-in.js';
 import { TokenTable } from './access/tokens.js';
 import { actionRoutes } from './actions.js';
@@ -34,8 +34,8 @@ export interface AppDeps {
    * it is unset (startService passes the admin token it generated).
    */
   tokens?: ReadonlyMap<string, readonly string[]>;
-  /** Where the single-use codes of sign-in links are issued and redeemed. */
-  signInCodes?: SignInCodes;
+  /** The console's sessions and sign-in codes (default: kept in `pool`). */
+  consoleSessions?: ConsoleSessions;
   /** The servers this process runs itself (DATABASE_URL or TEMPORAL_ADDRESS unset), reported by `/readyz`. */
   embeddedServers?: readonly EmbeddedServer[];
 }
@@ -75,13 +75,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   // Every route needs a token unless it is registered in the open block below.
   const tokens = new TokenTable(deps.tokens ?? deps.config.apiTokens ?? new Map());
-  await app.register(accessControl, { tokens });
+  const sessions = deps.consoleSessions ?? new ConsoleSessions(deps.pool);
+  await app.register(accessControl, { tokens, sessions });
   await app.register(async (open) => {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });
     await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal, embeddedServers: deps.embeddedServers ?? [] });
     await open.register(webhookIngress, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
-    await open.register(signInRoutes, { tokens, codes: deps.signInCodes ?? new SignInCodes() });
+    await open.register(signInRoutes, { tokens, sessions });
   });
 
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });

@@ -49,7 +49,9 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
   app.setErrorHandler((error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
     if (!wantsPage(request)) return handleError(error, request, reply);
     if (error instanceof HttpError) void reply.headers(error.headers);
-    const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    // An HttpError (a 503 while PostgreSQL is unreachable, too) says what happened; any other 5xx is a 500.
+    const meant = error instanceof HttpError || (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500);
+    const status = meant && error.statusCode !== undefined ? error.statusCode : 500;
     if (status === 500) request.log.error({ err: error }, 'console page failed');
     const message = status === 500 ? 'Something went wrong on the server; its log says what.' : error.message;
     return html(reply.code(status), renderPage('error', { title: String(status), signedIn: request.access !== null }, { status, message }));

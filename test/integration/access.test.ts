@@ -1,16 +1,17 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import fc from 'fast-check';
-import type { LightMyRequestResponse } from 'fastify';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Config } from '../../src/config.js';
-import type { Pool } from '../../src/db/pool.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
 import { adminTokenPath } from '../../src/http/access/admin-token.js';
 import type { RouteAccessEntry } from '../../src/http/access/plugin.js';
-import { sessionCookie, SignInCodes } from '../../src/http/access/session.js';
+import { ConsoleSessions, sessionCookie } from '../../src/http/access/session.js';
 import { tokenHash } from '../../src/http/access/tokens.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { startService } from '../../src/service.js';
@@ -32,25 +33,37 @@ let config: Config;
 let pool: Pool;
 let temporal: Client;
 let app: App;
-const codes = new SignInCodes();
+let sessions: ConsoleSessions;
 
-function appWith(tokens: Record<string, string[]>, signInCodes = codes, settings: Partial<Config> = {}): Promise<App> {
+function appWith(
+  tokens: Record<string, string[]>,
+  settings: Partial<Config> = {},
+  deps: { consoleSessions?: ConsoleSessions; pool?: Pool } = {},
+): Promise<App> {
   return buildApp({
     config: { ...config, ...settings },
-    pool,
+    pool: deps.pool ?? pool,
     temporal,
     wakeDispatcher: () => undefined,
     logger,
     tokens: new Map(Object.entries(tokens)),
-    signInCodes,
+    consoleSessions: deps.consoleSessions ?? new ConsoleSessions(deps.pool ?? pool),
   });
+}
+
+/** A new single-use code of a sign-in link, as `npm start` prints one. */
+async function issueCode(token: string, issuer = sessions): Promise<string> {
+  const code = await issuer.issueCode(token);
+  secrets.add(code);
+  return code;
 }
 
 beforeAll(async () => {
   config = testConfig({ WORKSPACE_SECRETS: JSON.stringify({ [workspaceA]: ['secret-a'], [workspaceB]: ['secret-b'] }) });
   pool = testPool(config);
   temporal = await testClient(config);
-  app = await appWith(allTokens);
+  sessions = new ConsoleSessions(pool);
+  app = await appWith(allTokens, {}, { consoleSessions: sessions });
 });
 
 afterAll(async () => {
@@ -268,24 +281,118 @@ describe('Authorization headers', () => {
 });
 
 describe('console sessions', () => {
-  it('exchange a single-use code once for a session cookie', async () => {
-    const code = codes.issue(adminToken);
-    secrets.add(code);
-    const first = await app.inject({ method: 'GET', url: `/ui/sign-in?code=${code}&next=/metrics`, headers: { accept: 'text/html' } });
-    expect(first.statusCode).toBe(303);
-    expect(first.headers.location).toBe('/metrics');
-    const cookie = first.cookies.find((c) => c.name === sessionCookie);
+  it('open from a sign-in link only when its page’s button is pressed: a HEAD or a GET leaves the code usable', async () => {
+    const code = await issueCode(adminToken);
+    const link = `/ui/sign-in?code=${code}&next=/metrics`;
+    // A link preview, a mail scanner, a prefetch: none of them signs in or uses the code up.
+    for (const [method, accept] of [
+      ['HEAD', 'text/html'],
+      ['GET', '*/*'],
+      ['HEAD', '*/*'],
+      ['GET', 'text/html'],
+    ] as const) {
+      const opened = await app.inject({ method, url: link, headers: { accept } });
+      expect(opened.statusCode, `${method} ${accept}`).toBe(200);
+      expect(opened.cookies, `${method} ${accept}`).toEqual([]);
+      expect(opened.headers['referrer-policy']).toBe('no-referrer');
+    }
+    const page = await app.inject({ method: 'GET', url: link, headers: { accept: 'text/html' } });
+    expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(page.body).not.toContain('<script');
+    const forms = page.body.match(/<form [^>]*>/g);
+    expect(forms).toEqual(['<form method="post" action="/ui/sign-in">']);
+    expect(page.body).toContain(`<input type="hidden" name="code" value="${code}">`);
+    expect(page.body).toContain('<input type="hidden" name="next" value="/metrics">');
+    expect(page.body.match(/<button /g)).toHaveLength(1);
+
+    const press = (headers: Record<string, string>) =>
+      app.inject({
+        method: 'POST',
+        url: '/ui/sign-in',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        payload: new URLSearchParams({ code, next: '/metrics' }).toString(),
+      });
+    for (const crossSite of [
+      { 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'same-site' },
+      { origin: 'http://evil.example' },
+    ] as Array<Record<string, string>>) {
+      const refused = await press(crossSite);
+      expect(refused.statusCode, JSON.stringify(crossSite)).toBe(403);
+      expect(refused.cookies).toEqual([]);
+    }
+
+    const pressed = await press({ 'sec-fetch-site': 'same-origin' });
+    expect(pressed.statusCode).toBe(303);
+    expect(pressed.headers.location).toBe('/metrics');
+    const cookie = pressed.cookies.find((c) => c.name === sessionCookie);
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/', maxAge: 43_200 });
     expect(cookie?.secure).toBeUndefined();
-    const session = sessionOf(first);
+    const session = sessionOf(pressed);
     expect((await app.inject({ method: 'GET', url: '/metrics', headers: { cookie: session } })).statusCode).toBe(200);
 
-    const again = await app.inject({ method: 'GET', url: `/ui/sign-in?code=${code}`, headers: { accept: 'text/html' } });
+    const again = await press({ 'sec-fetch-site': 'same-origin' });
     expect(again.statusCode).toBe(401);
     expect(again.body).toContain('already used or has expired');
     expect(again.cookies).toEqual([]);
-    const json = await app.inject({ method: 'GET', url: `/ui/sign-in?code=${code}` });
+    const reopened = await app.inject({ method: 'GET', url: link, headers: { accept: 'text/html' } });
+    expect(reopened.statusCode).toBe(401);
+    expect(reopened.body).toContain('already used or has expired');
+    expect(reopened.body).not.toContain(code);
+    const json = await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { code } });
+    expect(json.statusCode).toBe(401);
     expect(errorCode(json)).toBe('invalid_sign_in_code');
+  });
+
+  it('open from a code once, also when two requests race for it, and on any replica that shares PostgreSQL', async () => {
+    const replica = await appWith(allTokens);
+    try {
+      const code = await issueCode(tokenA);
+      // The replica shows the page of a code another process issued.
+      expect((await replica.inject({ method: 'GET', url: `/ui/sign-in?code=${code}`, headers: { accept: 'text/html' } })).statusCode).toBe(
+        200,
+      );
+      const answers = await Promise.all(
+        [app, replica, app, replica].map((target) => target.inject({ method: 'POST', url: '/ui/sign-in', payload: { code } })),
+      );
+      expect(answers.map((answer) => answer.statusCode).sort()).toEqual([200, 401, 401, 401]);
+      const won = answers.find((answer) => answer.statusCode === 200)!;
+      expect(won.json()).toMatchObject({ status: 'signed_in', tokenHash: tokenHash(tokenA), workspaces: [workspaceA] });
+      const session = sessionOf(won);
+      for (const target of [app, replica]) {
+        const albums = await target.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } });
+        expect(albums.statusCode).toBe(200);
+      }
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('refuse a code that expired, whose token was removed, or that is not one, and a body with neither or both', async () => {
+    const shortLived = new ConsoleSessions(pool, { codeLifetimeMs: 0 });
+    const expired = await issueCode(adminToken, shortLived);
+    const removed = await issueCode(unique('token-no-longer-configured'));
+    for (const code of [expired, removed, 'A'.repeat(24), 'not a code', '']) {
+      const page = await app.inject({
+        method: 'GET',
+        url: `/ui/sign-in?${new URLSearchParams({ code }).toString()}`,
+        headers: { accept: 'text/html' },
+      });
+      expect(page.statusCode, code).toBe(401);
+      const posted = await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { code } });
+      expect(posted.statusCode, code).toBe(401);
+      expect(errorCode(posted)).toBe('invalid_sign_in_code');
+      expect(posted.cookies).toEqual([]);
+    }
+    for (const payload of [{}, { token: tokenA, code: expired }, { next: '/ui' }]) {
+      const refused = await app.inject({ method: 'POST', url: '/ui/sign-in', payload });
+      expect(refused.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(refused.json<{ error: { message: string } }>().error.message).toMatch(/token.*code/);
+      expect(refused.cookies).toEqual([]);
+    }
+    const tooLong = await app.inject({ method: 'GET', url: `/ui/sign-in?code=${'A'.repeat(129)}`, headers: { accept: 'text/html' } });
+    expect(tooLong.statusCode).toBe(400);
+    expect(tooLong.body).toContain('code');
   });
 
   it('start from the sign-in form or JSON, keep the token’s scope, and go only to local paths', async () => {
@@ -323,11 +430,17 @@ describe('console sessions', () => {
     expect(crossSite.cookies).toEqual([]);
   });
 
-  it('verify on every replica that has the token, and stop when the token is removed', async () => {
+  it('verify on every replica that has the token, and stop when the token is removed or the admin token rotated', async () => {
     const session = sessionOf(await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenA } }));
+    const adminSession = sessionOf(await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: adminToken } }));
     const replica = await appWith(allTokens);
     const withoutA = await appWith({ [tokenB]: [workspaceB], [adminToken]: ['*'] });
+    const rotated = await appWith({ [tokenA]: [workspaceA], [unique('token-rotated-admin')]: ['*'] });
     try {
+      expect((await replica.inject({ method: 'GET', url: '/metrics', headers: { cookie: adminSession } })).statusCode).toBe(200);
+      const rotatedOut = await rotated.inject({ method: 'GET', url: '/metrics', headers: { cookie: adminSession } });
+      expect(rotatedOut.statusCode).toBe(401);
+      expect(errorCode(rotatedOut)).toBe('invalid_token');
       expect(
         (await replica.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } })).statusCode,
       ).toBe(200);
@@ -344,6 +457,7 @@ describe('console sessions', () => {
     } finally {
       await replica.close();
       await withoutA.close();
+      await rotated.close();
     }
   });
 
@@ -388,8 +502,8 @@ describe('console sessions', () => {
 
   it('are Secure behind the TLS-terminating proxy TRUST_PROXY names, and nobody else’s X-Forwarded-* is believed', async () => {
     const proxy = '10.1.2.3';
-    const behindProxy = await appWith(allTokens, codes, { trustProxy: [proxy] });
-    const trustingAll = await appWith(allTokens, codes, { trustProxy: true });
+    const behindProxy = await appWith(allTokens, { trustProxy: [proxy] });
+    const trustingAll = await appWith(allTokens, { trustProxy: true });
     try {
       /** Signs in from `peer` with `headers`; the session cookie and the client address the request's log line shows. */
       const signIn = async (target: App, peer: string, headers: Record<string, string>) => {
@@ -423,17 +537,196 @@ describe('console sessions', () => {
     }
   });
 
-  it('end with sign-out, which removes the cookie', async () => {
-    const signOut = await app.inject({
-      method: 'POST',
-      url: '/ui/sign-out',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
-      payload: '',
-    });
-    expect(signOut.statusCode).toBe(303);
-    expect(signOut.headers.location).toBe('/ui/sign-in');
-    expect(signOut.cookies.find((c) => c.name === sessionCookie)?.maxAge).toBe(0);
-    expect((await app.inject({ method: 'POST', url: '/ui/sign-out', headers: { 'sec-fetch-site': 'cross-site' } })).statusCode).toBe(403);
+  it('end with sign-out at once, for every copy of the cookie and on every replica', async () => {
+    const session = sessionOf(await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenA } }));
+    const other = sessionOf(await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenA } }));
+    const albums = (target: App, cookie: string) =>
+      target.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie } });
+    const replica = await appWith(allTokens);
+    try {
+      expect((await albums(replica, session)).statusCode).toBe(200);
+      const crossSite = await app.inject({
+        method: 'POST',
+        url: '/ui/sign-out',
+        headers: { cookie: session, 'sec-fetch-site': 'cross-site' },
+      });
+      expect(crossSite.statusCode).toBe(403);
+      expect((await albums(app, session)).statusCode).toBe(200);
+
+      const signOut = await app.inject({
+        method: 'POST',
+        url: '/ui/sign-out',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin', cookie: session },
+        payload: '',
+      });
+      expect(signOut.statusCode).toBe(303);
+      expect(signOut.headers.location).toBe('/ui/sign-in');
+      expect(signOut.cookies.find((c) => c.name === sessionCookie)?.maxAge).toBe(0);
+      for (const target of [app, replica]) {
+        const copy = await albums(target, session);
+        expect(copy.statusCode).toBe(401);
+        expect(errorCode(copy)).toBe('invalid_token');
+      }
+      // Another session of the same token is another browser's: it stays.
+      expect((await albums(replica, other)).statusCode).toBe(200);
+      const json = await app.inject({ method: 'POST', url: '/ui/sign-out', headers: { cookie: other } });
+      expect(json.statusCode).toBe(204);
+      expect((await albums(replica, other)).statusCode).toBe(401);
+      expect((await app.inject({ method: 'POST', url: '/ui/sign-out' })).statusCode).toBe(204);
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('are kept in PostgreSQL by the digest of their id alone, and refused when altered, made up or expired', async () => {
+    const signedIn = await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenB } });
+    const value = signedIn.cookies.find((c) => c.name === sessionCookie)!.value;
+    sessionOf(signedIn);
+    expect(value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const { rows } = await pool.query<{ id_digest: Buffer; token_digest: Buffer; expires_at: Date; created_at: Date }>(
+      `SELECT id_digest, token_digest, expires_at, created_at FROM console_sessions WHERE id_digest = $1`,
+      [crypto.createHash('sha256').update(value).digest()],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.token_digest.toString('hex').slice(0, 12)).toBe(tokenHash(tokenB));
+    expect(rows[0]!.expires_at.getTime() - rows[0]!.created_at.getTime()).toBe(43_200_000);
+    const everything = JSON.stringify((await pool.query(`SELECT * FROM console_sessions`)).rows);
+    expect(everything).not.toContain(value);
+
+    const albums = (cookie: string) => app.inject({ method: 'GET', url: `/workspaces/${workspaceB}/albums`, headers: { cookie } });
+    expect((await albums(`${sessionCookie}=${value}`)).statusCode).toBe(200);
+    const stateless = `${tokenHash(tokenB)}.${Math.floor(Date.now() / 1000) + 3600}.c2lnbmF0dXJl`;
+    const flipped = `${value.slice(0, -1)}${value.endsWith('A') ? 'B' : 'A'}`;
+    for (const forged of [
+      flipped,
+      value.slice(1),
+      `${value}A`,
+      stateless,
+      crypto.randomBytes(32).toString('base64url'),
+      'x'.repeat(5000),
+    ]) {
+      const refused = await albums(`${sessionCookie}=${forged}`);
+      expect(refused.statusCode, forged).toBe(401);
+      expect(errorCode(refused)).toBe('invalid_token');
+    }
+
+    const shortLived = new ConsoleSessions(pool, { sessionLifetimeS: 0 });
+    const brief = await appWith(allTokens, {}, { consoleSessions: shortLived });
+    try {
+      const expired = sessionOf(await brief.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenB } }));
+      expect((await albums(expired)).statusCode).toBe(401);
+      // The next sign-in deletes the rows of expired sessions.
+      const digestOf = (cookie: string) =>
+        crypto
+          .createHash('sha256')
+          .update(cookie.slice(`${sessionCookie}=`.length))
+          .digest();
+      const stored = () => pool.query(`SELECT 1 FROM console_sessions WHERE id_digest = $1`, [digestOf(expired)]);
+      expect((await stored()).rowCount).toBe(1);
+      sessionOf(await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenB } }));
+      expect((await stored()).rowCount).toBe(0);
+    } finally {
+      await brief.close();
+    }
+  });
+
+  it('answer 503 naming the database, never a 500, when PostgreSQL is unreachable', async () => {
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const unreachable = createPool({ host: '127.0.0.1', port, user: 'nobody', database: 'nothing' }, { max: 1 });
+    const down = await appWith(allTokens, {}, { pool: unreachable });
+    try {
+      const session = sessionOf(await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: adminToken } }));
+      const code = await issueCode(adminToken);
+      const sameOrigin = { 'sec-fetch-site': 'same-origin' };
+      const form = { ...sameOrigin, 'content-type': 'application/x-www-form-urlencoded' };
+      const requests: Array<[string, InjectOptions]> = [
+        ['an API request with the cookie', { method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } }],
+        ['a console page with the cookie', { method: 'GET', url: '/ui', headers: { cookie: session, accept: 'text/html' } }],
+        ['the page of a sign-in link', { method: 'GET', url: `/ui/sign-in?code=${code}`, headers: { accept: 'text/html' } }],
+        ['a token posted by the form', { method: 'POST', url: '/ui/sign-in', headers: form, payload: `token=${adminToken}` }],
+        ['a code posted as JSON', { method: 'POST', url: '/ui/sign-in', payload: { code } }],
+        ['a sign-out', { method: 'POST', url: '/ui/sign-out', headers: { ...sameOrigin, cookie: session } }],
+      ];
+      for (const [what, request] of requests) {
+        const answer = await down.inject(request);
+        expect(answer.statusCode, what).toBe(503);
+        expect(answer.headers['retry-after'], what).toBe('5');
+        expect(answer.cookies, what).toEqual([]);
+        if (String(answer.headers['content-type']).startsWith('application/json'))
+          expect(errorCode(answer), what).toBe('database_unavailable');
+        else expect(answer.body, what).toMatch(/database/);
+      }
+      // Nothing was used up or ended meanwhile.
+      expect((await app.inject({ method: 'GET', url: `/workspaces/${workspaceA}/albums`, headers: { cookie: session } })).statusCode).toBe(
+        200,
+      );
+      expect((await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { code } })).statusCode).toBe(200);
+      // A bearer token needs no session lookup.
+      expect((await down.inject({ method: 'GET', url: '/metrics', headers: bearer(adminToken) })).statusCode).toBe(200);
+    } finally {
+      await down.close();
+      await unreachable.end();
+    }
+  });
+
+  it('go after sign-in only to a same-site path of this server, else to /ui, and never answer 5xx (fast-check)', async () => {
+    const isSafe = (location: unknown) =>
+      typeof location === 'string' &&
+      /^\/[\x21-\x7e]*$/.test(location) &&
+      !location.includes('//') &&
+      !location.includes('\\') &&
+      new URL(location, 'http://albumflow.example').origin === 'http://albumflow.example';
+    const hostile = fc.oneof(
+      fc.constantFrom(
+        '/a\u0001b',
+        '/\u00e9t\u00e9',
+        '/\u4e2d',
+        '//evil.example',
+        '/\\evil.example',
+        '/%zz',
+        '/ui%2',
+        'https://evil.example',
+        '/ui\r\nx: y',
+      ),
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.string({ unit: 'binary', maxLength: 40 }).map((s) => `/${s}`),
+      fc.webPath(),
+      fc
+        .array(fc.constantFrom('/', '\\', '%', '2f', 'e', '.', ':', '@', '?', '#', '\u0000', '\u0085', '\u00ff', '\u2028'), {
+          maxLength: 10,
+        })
+        .map((p) => p.join('')),
+    );
+    await fc.assert(
+      fc.asyncProperty(hostile, async (next) => {
+        const query = new URLSearchParams({ next }).toString();
+        const signInPage = await app.inject({ method: 'GET', url: `/ui/sign-in?${query}`, headers: { accept: 'text/html' } });
+        expect(signInPage.statusCode).toBe(200);
+        const kept = /name="next" value="([^"]*)"/.exec(signInPage.body)?.[1]?.replaceAll('&amp;', '&').replaceAll('&#39;', "'");
+        expect(isSafe(kept)).toBe(true);
+
+        const form = await app.inject({
+          method: 'POST',
+          url: '/ui/sign-in',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+          payload: new URLSearchParams({ token: tokenA, next }).toString(),
+        });
+        expect(form.statusCode).toBe(303);
+        expect(isSafe(form.headers.location)).toBe(true);
+        expect([next, '/ui']).toContain(form.headers.location);
+        secrets.add(form.cookies.find((c) => c.name === sessionCookie)!.value);
+      }),
+      { numRuns: 150 },
+    );
+    // The raw query strings of the report: undecodable or non-Latin-1 values, control characters.
+    for (const raw of ['next=/a%01b', 'next=%2F%E4%B8%AD', 'next=%2F%FF', 'next=/%zz', 'next=%2F%2Fevil.example', 'next=/a%0d%0ab']) {
+      const answer = await app.inject({ method: 'GET', url: `/ui/sign-in?${raw}`, headers: { accept: 'text/html' } });
+      expect(answer.statusCode, raw).toBe(200);
+      expect(isSafe(/name="next" value="([^"]*)"/.exec(answer.body)?.[1]), raw).toBe(true);
+    }
   });
 });
 
@@ -468,13 +761,24 @@ describe('npm start without API_TOKENS', () => {
         const link = service.urls.console!;
         expect(link).toMatch(new RegExp(`^${http}/ui/sign-in\\?code=[\\w-]{24}$`));
         expect(link).not.toContain(token);
-        const signIn = await fetch(link, { redirect: 'manual', headers: { accept: 'text/html' } });
+        const opened = await fetch(link, { headers: { accept: 'text/html' } });
+        expect(opened.status, `start ${run}`).toBe(200);
+        const code = new URL(link).searchParams.get('code')!;
+        secrets.add(code);
+        const press = () =>
+          fetch(`${http}/ui/sign-in`, {
+            method: 'POST',
+            redirect: 'manual',
+            headers: { 'content-type': 'application/x-www-form-urlencoded', origin: http },
+            body: new URLSearchParams({ code, next: '/ui' }),
+          });
+        const signIn = await press();
         expect(signIn.status, `start ${run}`).toBe(303);
-        secrets.add(new URL(link).searchParams.get('code')!);
         const session = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
         secrets.add(session.slice(`${sessionCookie}=`.length));
         expect((await fetch(statusUrl(http), { headers: { cookie: session } })).status).toBe(200);
-        expect((await fetch(link, { redirect: 'manual' })).status).toBe(401);
+        expect((await press()).status).toBe(401);
+        expect((await fetch(link)).status).toBe(401);
       } finally {
         await service.close();
       }

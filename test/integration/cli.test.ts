@@ -129,6 +129,34 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     expect(history.stdout).toMatch(/Runs on .*:\n\s+\S+\s+(RUNNING|COMPLETED)/);
   });
 
+  it('status prints a caption that holds terminal controls escaped, in the table and in JSON', async () => {
+    const albumId = unique('controls');
+    const caption =
+      'clear\x1b[2J\x1b[H link \x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\ bell\x07 forged\nrow csi\x9b31m rlo\u202egpj.exe';
+    await send(albumEvent({ conversationId: conversation, albumId, messageId: `${albumId}-0`, index: 0, total: 1, text: caption }));
+    await eventually(async () => expect((await statusOf(albumId)).decisions).toHaveLength(1));
+    const keyArgs = [stack.workspace, 'whatsapp', 'acc_1', conversation, albumId];
+    // eslint-disable-next-line no-control-regex
+    const actedOn = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+    const table = await albumflow(['status', ...keyArgs]);
+    expect(table.code).toBe(0);
+    expect(table.stdout).not.toMatch(actedOn);
+    expect(table.stdout).toContain(
+      'clear\\x1b[2J\\x1b[H link \\x1b]8;;https://evil.example/\\x1b\\click\\x1b]8;;\\x1b\\ bell\\x07 forged\\nrow csi\\x9b31m rlo\\u202egpj.exe',
+    );
+    // One line per child under the table's header: the caption's line break forged none.
+    const lines = table.stdout.split('\n');
+    const header = lines.findIndex((line) => line.startsWith('index'));
+    expect(lines[header + 2]).toMatch(new RegExp(`^0\\s+${albumId}-0\\s+clear`));
+    expect(lines[header + 3]).toBe('');
+
+    const json = await albumflow(['status', ...keyArgs, '--json']);
+    expect(json.code).toBe(0);
+    expect(json.stdout).not.toMatch(actedOn);
+    expect((JSON.parse(json.stdout) as AlbumStatus).children[0]?.caption).toBe(caption);
+  });
+
   it('says clearly when the album is unknown, the request is refused or the server is unreachable', async () => {
     const missing = await albumflow(['status', stack.workspace, 'whatsapp', 'acc_1', conversation, 'nope']);
     expect(missing.code).toBe(1);

@@ -3,11 +3,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { adminTokenPath, AdminTokenError, loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
-import { issueSession, sessionLifetimeS, SignInCodes, verifySession } from '../../src/http/access/session.js';
-import { tokenHash, TokenTable } from '../../src/http/access/tokens.js';
+import { localPath } from '../../src/http/access/sign-in.js';
+import { tokenDigest, tokenHash, TokenTable } from '../../src/http/access/tokens.js';
 import { projectRoot } from '../../src/paths.js';
 
 const alpha = 'alpha-token-0123456789';
@@ -68,60 +69,72 @@ describe('TokenTable', () => {
   });
 });
 
-describe('session cookies', () => {
-  const table = new TokenTable(new Map([[alpha, ['demo']]]));
-  const entry = table.find(alpha)!;
+/** What a browser does with a Location header: the origin it leads to, or undefined when it is no valid header. */
+function destination(location: string): string | undefined {
+  if (!/^[\x21-\x7e]+$/.test(location)) return undefined;
+  return new URL(location, 'https://albumflow.example').origin;
+}
 
-  it('verify on any table that holds their token, until they expire', () => {
-    const now = Date.now();
-    const { cookie, expiresAt } = issueSession(entry, now);
-    expect(cookie).not.toContain(alpha);
-    expect(expiresAt.getTime()).toBe((Math.floor(now / 1000) + sessionLifetimeS) * 1000);
-    const replica = new TokenTable(new Map([[alpha, ['demo']]]));
-    expect(verifySession(replica, cookie, now)?.hash).toBe(entry.hash);
-    expect(verifySession(replica, cookie, expiresAt.getTime())).toBeUndefined();
+describe('where sign-in goes next', () => {
+  it('keeps a same-site path of this server', () => {
+    for (const next of ['/ui', '/metrics', '/ui/albums/demo/whatsapp/acc_1/conv%201/alb_1?x=1&y=%2F#top', '/', '/ui/review?q=a%2Fb']) {
+      expect(localPath(next)).toBe(next);
+    }
   });
 
-  it('are refused once their token is removed or replaced, or when altered', () => {
-    const { cookie } = issueSession(entry);
-    expect(verifySession(new TokenTable(new Map([[beta, ['demo']]])), cookie)).toBeUndefined();
-    const [hash, expiry, signature] = cookie.split('.') as [string, string, string];
-    const later = String(Number(expiry) + 3600);
-    for (const altered of [
-      `${hash}.${later}.${signature}`,
-      `${hash}.${expiry}.${signature.slice(1)}`,
-      `${hash}.${expiry}`,
-      `${hash}.${expiry}.${signature}.x`,
-      '',
-      'x'.repeat(5000),
-    ]) {
-      expect(verifySession(table, altered)).toBeUndefined();
-    }
+  it.each([
+    ['another host', '//evil.example/x'],
+    ['another host, by backslash', '/\\evil.example'],
+    ['a backslash', '/ui\\x'],
+    ['a scheme', 'https://evil.example/'],
+    ['a relative path', 'ui'],
+    ['an empty segment', '/ui//x'],
+    ['a control character', '/a\u0001b'],
+    ['a line break', '/ui\r\nSet-Cookie: x=y'],
+    ['a tab', '/\t/evil.example'],
+    ['a space', '/ui x'],
+    ['DEL', '/ui\u007f'],
+    ['a character beyond ASCII', '/\u00e9t\u00e9'],
+    ['a character beyond Latin-1', '/\u4e2d'],
+    ['a lone surrogate', '/\ud800'],
+    ['a bare percent sign', '/ui/%zz'],
+    ['a cut percent escape', '/ui%2'],
+    ['nothing', ''],
+    ['a path too long', `/${'a'.repeat(2048)}`],
+  ])('refuses %s for /ui', (_what, next) => {
+    expect(localPath(next)).toBe('/ui');
+  });
+
+  it('answers, for any string, a valid Location header that stays on this origin (fast-check)', () => {
+    const hostile = fc.oneof(
+      fc.string({ unit: 'binary' }),
+      fc.string({ unit: 'binary' }).map((s) => `/${s}`),
+      fc.webPath(),
+      fc.webUrl().map((url) => url.replace(/^https?:/, '')),
+      fc
+        .array(fc.constantFrom('/', '\\', '%', '2f', '5C', 'e', '.', ':', '@', '?', '#', '\u0000', '\u00a0', '\u2028'), { maxLength: 12 })
+        .map((parts) => parts.join('')),
+    );
+    fc.assert(
+      fc.property(hostile, (next) => {
+        const location = localPath(next);
+        expect(destination(location)).toBe('https://albumflow.example');
+        expect(location.startsWith('/')).toBe(true);
+        expect(location === next || location === '/ui').toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 
-describe('sign-in codes', () => {
-  const table = new TokenTable(new Map([[alpha, ['*']]]));
-
-  it('are exchanged once', () => {
-    const codes = new SignInCodes();
-    const code = codes.issue(alpha);
-    expect(code).not.toContain(alpha);
-    expect(codes.redeem(table, code)?.token).toBe(alpha);
-    expect(codes.redeem(table, code)).toBeUndefined();
-    expect(codes.redeem(table, 'never-issued')).toBeUndefined();
-  });
-
-  it('expire, and die with their token', () => {
-    let now = 1_000_000;
-    const codes = new SignInCodes({ ttlMs: 60_000, now: () => now });
-    expect(codes.redeem(table, codes.issue(beta))).toBeUndefined();
-    const onTime = codes.issue(alpha);
-    const late = codes.issue(alpha);
-    now += 59_999;
-    expect(codes.redeem(table, onTime)?.token).toBe(alpha);
-    now += 1;
-    expect(codes.redeem(table, late)).toBeUndefined();
+describe('token digests', () => {
+  it('name a token in PostgreSQL; its first 12 hex digits are the short hash logs show', () => {
+    const table = new TokenTable(new Map([[alpha, ['demo']]]));
+    expect(tokenDigest(alpha)).toHaveLength(32);
+    expect(tokenDigest(alpha).toString('hex').slice(0, 12)).toBe(tokenHash(alpha));
+    expect(table.byDigest(tokenDigest(alpha))?.token).toBe(alpha);
+    expect(table.byDigest(tokenDigest(beta))).toBeUndefined();
+    expect(table.digests()).toEqual([tokenDigest(alpha)]);
   });
 });
 

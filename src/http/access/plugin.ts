@@ -3,7 +3,7 @@ import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyReques
 import fp from 'fastify-plugin';
 import { HttpError } from '../errors.js';
 import { ErrorBodySchema as ErrorBody } from '../schemas.js';
-import { sessionCookie, sessionCookiePath, verifySession } from './session.js';
+import { sessionCookie, sessionCookiePath, type ConsoleSessions } from './session.js';
 import { bearerTokenPattern, reaches, tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
 
 /**
@@ -50,6 +50,7 @@ export const signOutPath = '/ui/sign-out';
 
 export interface AccessOptions {
   tokens: TokenTable;
+  sessions: ConsoleSessions;
 }
 
 function accessOf(config: FastifyContextConfig | undefined): RouteAccess {
@@ -114,7 +115,7 @@ function credentialOf(request: FastifyRequest): Credential {
  * `onRequest` hook at the root, so no route can be registered past it; see `RouteAccess`.
  */
 export const accessControl = fp<AccessOptions>(
-  async (app, { tokens }) => {
+  async (app, { tokens, sessions }) => {
     await app.register(cookie, { hook: 'onRequest' });
     app.decorateRequest('access', null);
 
@@ -165,10 +166,16 @@ export const accessControl = fp<AccessOptions>(
             return refuse(request, reply, 401, 'invalid_token', 'the token is not one albumflow accepts', tokenHash(credential.token));
           break;
         case 'session':
-          entry = verifySession(tokens, credential.value);
+          entry = await sessions.verify(tokens, credential.value);
           if (!entry) {
             void reply.clearCookie(sessionCookie, { path: sessionCookiePath });
-            return refuse(request, reply, 401, 'invalid_token', 'the session has expired or its token was removed; sign in again');
+            return refuse(
+              request,
+              reply,
+              401,
+              'invalid_token',
+              'the session has ended (signed out or expired) or its token was removed; sign in again',
+            );
           }
           if (!safeMethods.has(request.method) && requestOrigin(request) !== 'same') {
             return refuse(

@@ -1,6 +1,8 @@
 import crypto from 'node:crypto';
-import { sign, unsign } from '@fastify/cookie';
-import { tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
+import { isUnavailable, type Queryable } from '../../db/pool.js';
+import { deleteSession, exchangeSignInCode, findSession, findSignInCode, insertSession, insertSignInCode } from '../../db/sessions.js';
+import { HttpError } from '../errors.js';
+import { tokenDigest, type TokenEntry, type TokenTable } from './tokens.js';
 
 export const sessionCookie = 'albumflow_session';
 /**
@@ -9,70 +11,119 @@ export const sessionCookie = 'albumflow_session';
  */
 export const sessionCookiePath = '/';
 export const sessionLifetimeS = 12 * 60 * 60;
-const maxCookieLength = 256;
-
-/**
- * A console session is `<token hash>.<expiry, unix seconds>` signed with HMAC-SHA256 keyed by the
- * token itself. Any replica that has the token verifies it without shared state; a token removed
- * from API_TOKENS (or replaced) no longer verifies the sessions it signed.
- */
-export function issueSession(entry: TokenEntry, nowMs = Date.now()): { cookie: string; expiresAt: Date } {
-  const expiresAt = Math.floor(nowMs / 1000) + sessionLifetimeS;
-  return { cookie: sign(`${entry.hash}.${expiresAt}`, entry.token), expiresAt: new Date(expiresAt * 1000) };
-}
-
-/** The token entry a session cookie was signed with, if it is still configured and the session has not expired. */
-export function verifySession(tokens: TokenTable, cookie: string, nowMs = Date.now()): TokenEntry | undefined {
-  if (cookie.length > maxCookieLength) return undefined;
-  const [hash, expiresAt] = cookie.split('.');
-  const entry = hash === undefined ? undefined : tokens.byHash(hash);
-  if (!entry || !/^\d{1,12}$/.test(expiresAt ?? '')) return undefined;
-  const verdict = unsign(cookie, entry.token);
-  if (!verdict.valid || verdict.value !== `${hash}.${expiresAt}`) return undefined;
-  return Number(expiresAt) * 1000 > nowMs ? entry : undefined;
-}
-
 /** How long the code of a sign-in link may be exchanged, by default. */
 export const signInCodeLifetimeMs = 60 * 60 * 1000;
 
-export interface SignInCodeOptions {
-  /** How long an issued code may be exchanged. */
-  ttlMs?: number;
-  now?: () => number;
+/** A session id: 32 random bytes, base64url. Anything else in the cookie is refused without a lookup. */
+const sessionIdPattern = /^[A-Za-z0-9_-]{43}$/;
+/** A sign-in code: 18 random bytes, base64url. */
+const signInCodePattern = /^[A-Za-z0-9_-]{24}$/;
+
+export interface Session {
+  /** The cookie's value: the session id. */
+  cookie: string;
+  entry: TokenEntry;
+  expiresAt: Date;
+}
+
+export interface ConsoleSessionOptions {
+  sessionLifetimeS?: number;
+  codeLifetimeMs?: number;
+}
+
+/** Secrets are kept by their digest, so what PostgreSQL holds signs nobody in. */
+function digest(secret: string): Buffer {
+  return crypto.createHash('sha256').update(secret).digest();
+}
+
+/** PostgreSQL unreachable: a 503 the client may retry, never a 500. */
+async function available<T>(statement: Promise<T>): Promise<T> {
+  try {
+    return await statement;
+  } catch (err) {
+    if (!isUnavailable(err)) throw err;
+    throw new HttpError(503, 'database_unavailable', 'the database is unavailable, so sessions cannot be checked; retry later', {
+      'retry-after': '5',
+    });
+  }
 }
 
 /**
- * Single-use sign-in codes, as the start banner prints them: a code is exchanged once for a session
- * of the token it was issued for. They live in the memory of the process that printed them.
+ * The console's sessions and sign-in codes, kept in PostgreSQL so that every ingress process sharing it
+ * sees the same ones: a session is a random id (the cookie) whose row names the token it was opened with;
+ * it counts while that row exists, has not expired, and its token is still configured. Signing out deletes
+ * the row; removing or replacing a token ends its sessions at the next request. Every database failure
+ * that means "unreachable" is a 503.
  */
-export class SignInCodes {
-  readonly #pending = new Map<string, { tokenHash: string; expiresAt: number }>();
-  readonly #ttlMs: number;
-  readonly #now: () => number;
+export class ConsoleSessions {
+  readonly #db: Queryable;
+  readonly #sessionLifetimeS: number;
+  readonly #codeLifetimeMs: number;
 
-  constructor({ ttlMs = signInCodeLifetimeMs, now = Date.now }: SignInCodeOptions = {}) {
-    this.#ttlMs = ttlMs;
-    this.#now = now;
+  constructor(
+    db: Queryable,
+    { sessionLifetimeS: lifetimeS = sessionLifetimeS, codeLifetimeMs = signInCodeLifetimeMs }: ConsoleSessionOptions = {},
+  ) {
+    this.#db = db;
+    this.#sessionLifetimeS = lifetimeS;
+    this.#codeLifetimeMs = codeLifetimeMs;
   }
 
-  issue(token: string): string {
+  get lifetimeS(): number {
+    return this.#sessionLifetimeS;
+  }
+
+  /** Opens a session of a token that was just presented. */
+  async start(entry: TokenEntry): Promise<Session> {
+    const cookie = crypto.randomBytes(32).toString('base64url');
+    const { expiresAt } = await available(
+      insertSession(this.#db, { idDigest: digest(cookie), tokenDigest: tokenDigest(entry.token), lifetimeS: this.#sessionLifetimeS }),
+    );
+    return { cookie, entry, expiresAt };
+  }
+
+  /** The token entry of the session this cookie holds, while the session lasts and its token is configured. */
+  async verify(tokens: TokenTable, cookie: string): Promise<TokenEntry | undefined> {
+    if (!sessionIdPattern.test(cookie)) return undefined;
+    const session = await available(findSession(this.#db, digest(cookie)));
+    return session ? tokens.byDigest(session.tokenDigest) : undefined;
+  }
+
+  /** Ends the session this cookie holds, for every copy of the cookie. */
+  async end(cookie: string): Promise<void> {
+    if (!sessionIdPattern.test(cookie)) return;
+    await available(deleteSession(this.#db, digest(cookie)));
+  }
+
+  /** A new single-use code for a sign-in link that opens a session of `token`. */
+  async issueCode(token: string): Promise<string> {
     const code = crypto.randomBytes(18).toString('base64url');
-    this.#pending.set(digest(code), { tokenHash: tokenHash(token), expiresAt: this.#now() + this.#ttlMs });
+    await available(
+      insertSignInCode(this.#db, { codeDigest: digest(code), tokenDigest: tokenDigest(token), lifetimeMs: this.#codeLifetimeMs }),
+    );
     return code;
   }
 
-  /** The entry of the code's token, once; undefined for an unknown, used or expired code or a removed token. */
-  redeem(tokens: TokenTable, code: string): TokenEntry | undefined {
-    const key = digest(code);
-    const pending = this.#pending.get(key);
-    this.#pending.delete(key);
-    for (const [other, { expiresAt }] of this.#pending) if (expiresAt <= this.#now()) this.#pending.delete(other);
-    if (!pending || pending.expiresAt <= this.#now()) return undefined;
-    return tokens.byHash(pending.tokenHash);
+  /** Whether the code may still be exchanged (looking does not use it up). */
+  async codeIsPending(tokens: TokenTable, code: string): Promise<boolean> {
+    if (!signInCodePattern.test(code)) return false;
+    const token = await available(findSignInCode(this.#db, digest(code)));
+    return token !== undefined && tokens.byDigest(token) !== undefined;
   }
-}
 
-/** Codes are kept by their digest, so a lookup's timing depends on nothing an attacker can steer. */
-function digest(code: string): string {
-  return crypto.createHash('sha256').update(code).digest('base64url');
+  /** Exchanges a code, once, for a session; undefined for an unknown, used or expired code or a removed token. */
+  async exchangeCode(tokens: TokenTable, code: string): Promise<Session | undefined> {
+    if (!signInCodePattern.test(code)) return undefined;
+    const cookie = crypto.randomBytes(32).toString('base64url');
+    const session = await available(
+      exchangeSignInCode(this.#db, {
+        codeDigest: digest(code),
+        idDigest: digest(cookie),
+        lifetimeS: this.#sessionLifetimeS,
+        tokenDigests: tokens.digests(),
+      }),
+    );
+    const entry = session && tokens.byDigest(session.tokenDigest);
+    return entry ? { cookie, entry, expiresAt: session.expiresAt } : undefined;
+  }
 }

@@ -15,22 +15,42 @@ export const signInPageHeaders = {
   'x-content-type-options': 'nosniff',
 };
 
-/** The console's sign-in page: one form that posts a token to `POST /ui/sign-in`. */
-export function signInPage({ next, message }: { next: string; message?: string }): string {
+function page(body: string): string {
   return `<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><title>Sign in · albumflow</title></head>
 <body>
 <main>
 <h1>Sign in to albumflow</h1>
-${message ? `<p role="alert">${escapeHtml(message)}</p>\n` : ''}<form method="post" action="${signInPath}">
+${body}</main>
+</body>
+</html>
+`;
+}
+
+const alert = (message: string | undefined) => (message ? `<p role="alert">${escapeHtml(message)}</p>\n` : '');
+
+/** The console's sign-in page: one form that posts a token to `POST /ui/sign-in`. */
+export function signInPage({ next, message }: { next: string; message?: string }): string {
+  return page(`${alert(message)}<form method="post" action="${signInPath}">
 <input type="hidden" name="next" value="${escapeHtml(next)}">
 <label>Token <input type="password" name="token" autocomplete="current-password" required></label>
 <button type="submit">Sign in</button>
 </form>
 <p>Use a token of API_TOKENS. Without API_TOKENS, albumflow prints a sign-in link when it starts, and keeps its admin token in the file admin-token of its data directory.</p>
-</main>
-</body>
-</html>
-`;
+`);
+}
+
+/**
+ * The page a sign-in link opens: one button that posts its code to `POST /ui/sign-in`. Opening the link
+ * (a GET, or a HEAD from a link preview or a mail scanner) does not use the code up; pressing the button does.
+ */
+export function signInCodePage({ code, next }: { code: string; next: string }): string {
+  return page(`<form method="post" action="${signInPath}">
+<input type="hidden" name="code" value="${escapeHtml(code)}">
+<input type="hidden" name="next" value="${escapeHtml(next)}">
+<button type="submit">Sign in</button>
+</form>
+<p>This link signs one browser in, once.</p>
+`);
 }

@@ -3,9 +3,14 @@ import crypto from 'node:crypto';
 /** RFC 6750's b64token: what may follow `Bearer ` in an Authorization header. */
 export const bearerTokenPattern = /^[A-Za-z0-9\-._~+/]+=*$/;
 
-/** A token's short hash: how logs, session cookies and errors refer to a token without holding it. */
+/** A token's SHA-256 digest: how console sessions and sign-in codes name their token in PostgreSQL. */
+export function tokenDigest(token: string): Buffer {
+  return crypto.createHash('sha256').update(token).digest();
+}
+
+/** A token's short hash (the first 12 hex digits of its digest): how logs and errors refer to a token without holding it. */
 export function tokenHash(token: string): string {
-  return crypto.createHash('sha256').update(token).digest('hex').slice(0, 12);
+  return tokenDigest(token).toString('hex').slice(0, 12);
 }
 
 export interface TokenEntry {
@@ -23,6 +28,7 @@ export function reaches(entry: Pick<TokenEntry, 'workspaces'>, workspace: string
 export class TokenTable {
   readonly #entries: Array<TokenEntry & { digest: Buffer }> = [];
   readonly #byHash = new Map<string, TokenEntry>();
+  readonly #byDigest = new Map<string, TokenEntry>();
 
   constructor(tokens: ReadonlyMap<string, readonly string[]>) {
     for (const [token, workspaces] of tokens) {
@@ -30,13 +36,14 @@ export class TokenTable {
         token,
         hash: tokenHash(token),
         workspaces: workspaces.includes('*') ? ('*' as const) : new Set(workspaces),
-        digest: crypto.createHash('sha256').update(token).digest(),
+        digest: tokenDigest(token),
       };
       if (this.#byHash.has(entry.hash)) {
         throw new Error(`two API tokens share the short hash ${entry.hash}; replace one of them`);
       }
       this.#entries.push(entry);
       this.#byHash.set(entry.hash, entry);
+      this.#byDigest.set(entry.digest.toString('hex'), entry);
     }
   }
 
@@ -49,7 +56,7 @@ export class TokenTable {
    * every configured token and never stops early, so the time taken tells nothing about the tokens.
    */
   find(presented: string): TokenEntry | undefined {
-    const digest = crypto.createHash('sha256').update(presented).digest();
+    const digest = tokenDigest(presented);
     let found: TokenEntry | undefined;
     for (const entry of this.#entries) {
       if (crypto.timingSafeEqual(entry.digest, digest)) found = entry;
@@ -57,8 +64,18 @@ export class TokenTable {
     return found;
   }
 
-  /** The entry whose short hash this is (session cookies name their token by it). */
+  /** The entry whose short hash this is. */
   byHash(hash: string): TokenEntry | undefined {
     return this.#byHash.get(hash);
+  }
+
+  /** The entry whose SHA-256 digest this is (a stored session names its token by it). */
+  byDigest(digest: Buffer): TokenEntry | undefined {
+    return this.#byDigest.get(digest.toString('hex'));
+  }
+
+  /** The digests of every configured token. */
+  digests(): Buffer[] {
+    return this.#entries.map((entry) => entry.digest);
   }
 }
