@@ -11,14 +11,19 @@ export interface ProcessIdentity {
   startTime?: string;
 }
 
-/** Field 22 of /proc/<pid>/stat: when the process started, in clock ticks after boot. */
-function startTimeOf(pid: number): string | undefined {
+/** The fields of /proc/<pid>/stat after the command's name (the state first), or undefined without /proc. */
+function statOf(pid: number): string[] | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
+}
+
+/** Field 22 of /proc/<pid>/stat: when the process started, in clock ticks after boot. */
+function startTimeOf(pid: number): string | undefined {
+  return statOf(pid)?.[19];
 }
 
 export function identify(pid: number): ProcessIdentity {
@@ -26,6 +31,11 @@ export function identify(pid: number): ProcessIdentity {
   return startTime === undefined ? { pid } : { pid, startTime };
 }
 
+/**
+ * Whether the process runs. One that has exited and that its parent has not reaped yet (a zombie, state
+ * Z; X while it is being reaped) still answers kill(pid, 0), but runs no more: an albumflow killed with
+ * kill -9 is one until its parent waits for it, which the init process of a container may never do.
+ */
 export function isRunning(process_: ProcessIdentity): boolean {
   try {
     process.kill(process_.pid, 0);
@@ -33,7 +43,10 @@ export function isRunning(process_: ProcessIdentity): boolean {
     // EPERM: it exists and belongs to another user.
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  return process_.startTime === undefined || startTimeOf(process_.pid) === process_.startTime;
+  const stat = statOf(process_.pid);
+  if (stat === undefined) return process_.startTime === undefined;
+  if (stat[0] === 'Z' || stat[0] === 'X') return false;
+  return process_.startTime === undefined || stat[19] === process_.startTime;
 }
 
 /**
