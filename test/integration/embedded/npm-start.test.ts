@@ -112,8 +112,10 @@ interface Readiness {
   embedded: Record<'postgres' | 'temporal', EmbeddedStatus>;
 }
 
+/** `/readyz` as the admin token sees it: with the embedded servers' pids and restarts. */
 async function readiness(url: string): Promise<{ code: number; body: Readiness }> {
-  const response = await fetch(`${url}/readyz`);
+  const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
+  const response = await fetch(`${url}/readyz`, { headers: { authorization: `Bearer ${token}` } });
   return { code: response.status, body: (await response.json()) as Readiness };
 }
 
@@ -186,6 +188,12 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     expect(ready.code).toBe(200);
     expect(ready.body.embedded.postgres).toMatchObject({ state: 'running', restarts: 0 });
     expect(ready.body.embedded.temporal).toMatchObject({ state: 'running', restarts: 0 });
+    // Open to anyone, it says whether each runs, not its pid.
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({
+      status: 'ready',
+      checks: { database: 'ok', temporal: 'ok' },
+      embedded: { postgres: { state: 'running' }, temporal: { state: 'running' } },
+    });
 
     for (const index of [1, 0]) {
       const file = path.join(dataDir, `cli-${index}.json`);
