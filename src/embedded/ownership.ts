@@ -70,6 +70,23 @@ export function commandLineOf(pid: number): string[] | undefined {
   }
 }
 
+/** The first process other than this one whose command line `matches`, from /proc (Linux only: elsewhere none). */
+export function findProcess(matches: (args: string[]) => boolean): number | undefined {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    const args = commandLineOf(pid);
+    if (args && matches(args) && isRunning({ pid })) return pid;
+  }
+  return undefined;
+}
+
 function readText(file: string): string | undefined {
   try {
     return fs.readFileSync(file, 'utf8');
@@ -110,11 +127,11 @@ const claimFileName = 'albumflow.pid';
  * InstanceRunningError naming the live owner. A claim left by an owner that died is taken over.
  */
 export function claimDataDir(dataDir: string): DataDirClaim {
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(dataDir, claimFileName);
   // Written whole under another name, then linked: a claim is never seen half-written.
   const mine = `${file}.${process.pid}`;
-  fs.writeFileSync(mine, JSON.stringify(identify(process.pid)));
+  fs.writeFileSync(mine, JSON.stringify(identify(process.pid)), { mode: 0o600 });
   try {
     for (;;) {
       try {
@@ -150,7 +167,7 @@ export interface ServerRecord extends ProcessIdentity {
 
 export function writeServerRecord(file: string, pid: number, ports: readonly number[]): void {
   const record: ServerRecord = { ...identify(pid), owner: identify(process.pid), ports: [...ports] };
-  fs.writeFileSync(file, JSON.stringify(record));
+  fs.writeFileSync(file, JSON.stringify(record), { mode: 0o600 });
 }
 
 /** The server a record names, while it runs; undefined without a record or once it stopped. */
