@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRunning, type ServerRecord } from '../../../src/embedded/ownership.js';
+import { findProcess, isRunning, type ServerRecord } from '../../../src/embedded/ownership.js';
 import { pickPort } from '../../../src/embedded/ports.js';
 import { projectRoot } from '../../../src/paths.js';
 import { eventually } from '../../helpers/albums.js';
@@ -92,5 +92,10 @@ describe('npm start killed with kill -9', () => {
     instance = undefined;
     await dead.exited;
     await eventually(() => expect(servers.filter(isRunning)).toEqual([]), 30_000);
+    // Their watchdogs are gone with them.
+    expect(servers.map((server) => findProcess((args) => args.includes(`albumflow-watchdog-${server.pid}`)))).toEqual([
+      undefined,
+      undefined,
+    ]);
   }, 120_000);
 });
