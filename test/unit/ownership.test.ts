@@ -60,16 +60,16 @@ describe('claimDataDir', () => {
 /**
  * A process that has exited and that its parent has not reaped: a zombie, as an albumflow killed with
  * kill -9 is until its parent (npm, or the init process once npm is gone too) waits for it. Its parent
- * here is `sleep`, which never waits.
+ * here is the shell turned into `sleep 60` before its child exits, and `sleep` never waits.
  */
 async function zombie(): Promise<{ pid: number; end: () => void }> {
-  const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
   const pid = await new Promise<number>((resolve) => parent.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString()))));
   const state = () => {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
   };
-  await vi.waitFor(() => expect(state()).toBe('Z'), { timeout: 10_000, interval: 20 });
+  await vi.waitFor(() => expect(state()).toBe('Z'), { timeout: 20_000, interval: 20 });
   return { pid, end: () => parent.kill('SIGKILL') };
 }
 
@@ -82,7 +82,7 @@ describe.runIf(process.platform === 'linux')('isRunning', () => {
     } finally {
       dead.end();
     }
-  });
+  }, 30_000);
 
   it('lets a claim whose owner is a zombie be taken over', async () => {
     const dir = dataDir();
@@ -93,7 +93,7 @@ describe.runIf(process.platform === 'linux')('isRunning', () => {
     } finally {
       dead.end();
     }
-  });
+  }, 30_000);
 });
 
 describe('pickPort', () => {
