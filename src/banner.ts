@@ -30,7 +30,7 @@ export function banner(urls: Service['urls'], config: Config): string {
     `  Temporal UI       ${urls.temporalUi ? `${urls.temporalUi}/namespaces/${namespace}/workflows` : '(see your Temporal server)'}`,
     `  Temporal          ${urls.temporal}${config.temporal.address ? '' : ` (embedded dev server, state in ${config.dataDir}/temporal.db)`}`,
     urls.database
-      ? `  PostgreSQL        ${urls.database} (embedded, data in ${config.dataDir}/postgres, password in ${config.dataDir}/postgres.password)`
+      ? `  PostgreSQL        ${urls.database} (embedded, data in ${urls.databaseDir ?? `${config.dataDir}/postgres`}, password in ${config.dataDir}/postgres.password)`
       : '',
     unconfigured
       ? `  workspaces        none configured, so every webhook gets 404: restart with one, e.g. WORKSPACE_SECRETS='{"demo":["demo-secret"]}' npm start`

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
@@ -36,6 +37,8 @@ export interface Service {
     console?: string;
     /** The embedded PostgreSQL's address (without its password); unset with DATABASE_URL. */
     database?: string;
+    /** Where the embedded PostgreSQL keeps its data: DATA_DIR/postgres, or as root a place the postgres OS user reaches. */
+    databaseDir?: string;
     temporal: string;
     temporalUi?: string;
     workerMetrics?: string;
@@ -73,6 +76,8 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
   };
 
   try {
+    // Readable by their owner only, like the admin token: the photos of every album, the servers' state.
+    if (roles.http || roles.worker) fs.mkdirSync(config.media.dir, { recursive: true, mode: 0o700 });
     if (!config.databaseUrl || !config.temporal.address) {
       const claim = claimDataDir(config.dataDir);
       closers.push(async () => claim.release());
@@ -178,7 +183,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
     return {
       urls: {
         ...(http ? { http, console: `${http}${consoleLink}` } : {}),
-        ...('displayUrl' in database ? { database: database.displayUrl } : {}),
+        ...('displayUrl' in database ? { database: database.displayUrl, databaseDir: database.clusterDir } : {}),
         temporal: devServer?.address ?? connectionOptions.address ?? '',
         ...(devServer?.uiUrl ? { temporalUi: devServer.uiUrl } : {}),
         ...(workerMetrics ? { workerMetrics } : {}),

@@ -11,14 +11,19 @@ export interface ProcessIdentity {
   startTime?: string;
 }
 
-/** Field 22 of /proc/<pid>/stat: when the process started, in clock ticks after boot. */
-function startTimeOf(pid: number): string | undefined {
+/** The fields of /proc/<pid>/stat after the command's name (the state first), or undefined without /proc. */
+function statOf(pid: number): string[] | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
+}
+
+/** Field 22 of /proc/<pid>/stat: when the process started, in clock ticks after boot. */
+function startTimeOf(pid: number): string | undefined {
+  return statOf(pid)?.[19];
 }
 
 export function identify(pid: number): ProcessIdentity {
@@ -26,6 +31,11 @@ export function identify(pid: number): ProcessIdentity {
   return startTime === undefined ? { pid } : { pid, startTime };
 }
 
+/**
+ * Whether the process runs. One that has exited and that its parent has not reaped yet (a zombie, state
+ * Z; X while it is being reaped) still answers kill(pid, 0), but runs no more: an albumflow killed with
+ * kill -9 is one until its parent waits for it, which the init process of a container may never do.
+ */
 export function isRunning(process_: ProcessIdentity): boolean {
   try {
     process.kill(process_.pid, 0);
@@ -33,7 +43,10 @@ export function isRunning(process_: ProcessIdentity): boolean {
     // EPERM: it exists and belongs to another user.
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  return process_.startTime === undefined || startTimeOf(process_.pid) === process_.startTime;
+  const stat = statOf(process_.pid);
+  if (stat === undefined) return process_.startTime === undefined;
+  if (stat[0] === 'Z' || stat[0] === 'X') return false;
+  return process_.startTime === undefined || stat[19] === process_.startTime;
 }
 
 /**
@@ -55,6 +68,23 @@ export function commandLineOf(pid: number): string[] | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The first process other than this one whose command line `matches`, from /proc (Linux only: elsewhere none). */
+export function findProcess(matches: (args: string[]) => boolean): number | undefined {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    const args = commandLineOf(pid);
+    if (args && matches(args) && isRunning({ pid })) return pid;
+  }
+  return undefined;
 }
 
 function readText(file: string): string | undefined {
@@ -97,11 +127,11 @@ const claimFileName = 'albumflow.pid';
  * InstanceRunningError naming the live owner. A claim left by an owner that died is taken over.
  */
 export function claimDataDir(dataDir: string): DataDirClaim {
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(dataDir, claimFileName);
   // Written whole under another name, then linked: a claim is never seen half-written.
   const mine = `${file}.${process.pid}`;
-  fs.writeFileSync(mine, JSON.stringify(identify(process.pid)));
+  fs.writeFileSync(mine, JSON.stringify(identify(process.pid)), { mode: 0o600 });
   try {
     for (;;) {
       try {
@@ -137,7 +167,7 @@ export interface ServerRecord extends ProcessIdentity {
 
 export function writeServerRecord(file: string, pid: number, ports: readonly number[]): void {
   const record: ServerRecord = { ...identify(pid), owner: identify(process.pid), ports: [...ports] };
-  fs.writeFileSync(file, JSON.stringify(record));
+  fs.writeFileSync(file, JSON.stringify(record), { mode: 0o600 });
 }
 
 /** The server a record names, while it runs; undefined without a record or once it stopped. */

@@ -46,6 +46,8 @@ export interface EmbeddedServerSpec<Ports extends readonly number[] = readonly n
   recordFile?: string;
   /** A running server of the same state that the record does not name, found by a file of the server's own (PostgreSQL's postmaster.pid). */
   unrecorded?: () => UnrecordedServer | undefined;
+  /** Runs once before the first start, after a server left behind by a dead albumflow was stopped: e.g. a check that the ports asked for are free. */
+  beforeStart?: () => Promise<void>;
   log: ServerLog;
   /** Called once when the server died and could not be restarted: albumflow cannot go on. */
   onFailed?(err: Error): void;
@@ -66,12 +68,16 @@ class PortInUseError extends Error {}
 interface Running {
   child: ChildProcess;
   exited: Promise<string>;
+  /** Stops the server should albumflow die without stopping it (see `watch`). */
+  watchdog: ChildProcess | undefined;
 }
 
 const startTimeoutMs = 60_000;
 /** Starts that found a port taken (one picked, or one the server picks itself) before giving up. */
 const maxPortAttempts = 5;
 const stopGraceMs = 30_000;
+/** How long the watchdog of a server whose albumflow died waits after the stop signal before SIGKILL. */
+const watchdogGraceTenths = 100;
 /** Unexpected exits and failed restarts in a row before albumflow gives up. */
 const maxRestartAttempts = 6;
 /** A server that has run this long after a restart counts as healthy again. */
@@ -88,6 +94,7 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(
   // The ports of a server left behind are tried first, so that its addresses stay the same.
   const previous = spec.recordFile ? await stopOrphan(spec.recordFile, spec.name, spec.stopSignal, spec.log, spec.unrecorded) : undefined;
   const preferred = previous?.ports ?? [];
+  await spec.beforeStart?.();
 
   let ports = spec.ports;
   let running: Running | undefined;
@@ -175,12 +182,14 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(
 }
 
 async function launch<Ports extends readonly number[]>(spec: EmbeddedServerSpec<Ports>, ports: Ports): Promise<Running> {
-  const child = spawn(spec.command, spec.args(ports), {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    detached: true,
-    ...(spec.cwd ? { cwd: spec.cwd } : {}),
-    ...(spec.user ?? {}),
-  });
+  const child = privateFiles(() =>
+    spawn(spec.command, spec.args(ports), {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+      ...(spec.cwd ? { cwd: spec.cwd } : {}),
+      ...(spec.user ?? {}),
+    }),
+  );
   let output = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-8_000);
@@ -189,7 +198,9 @@ async function launch<Ports extends readonly number[]>(spec: EmbeddedServerSpec<
     child.once('error', (err) => resolve(`could not be started (${spawnFailure(err, spec.cwd)})`));
     child.once('exit', (code, signal) => resolve(signal ? `was killed (${signal})` : `exited with code ${code}`));
   });
-  const current: Running = { child, exited };
+  const watchdog = watch(child, spec.stopSignal);
+  void exited.then(() => watchdog?.kill('SIGKILL'));
+  const current: Running = { child, exited, watchdog };
   if (spec.recordFile && child.pid) writeServerRecord(spec.recordFile, child.pid, ports);
 
   const abort = new AbortController();
@@ -218,13 +229,51 @@ async function launch<Ports extends readonly number[]>(spec: EmbeddedServerSpec<
   }
 }
 
+/**
+ * Runs `start` (a spawn) with the umask 077, which the child inherits: the files a server creates (the
+ * dev server's state file, whose write-ahead log takes its mode) are readable by their owner only.
+ * spawn forks synchronously, so nothing else of albumflow's runs meanwhile.
+ */
+function privateFiles<T>(start: () => T): T {
+  const previous = process.umask(0o077);
+  try {
+    return start();
+  } finally {
+    process.umask(previous);
+  }
+}
+
 /** Why a spawn failed, for people: Node reports a missing working directory as the command's own ENOENT. */
 function spawnFailure(err: NodeJS.ErrnoException, cwd: string | undefined): string {
   if (err.code === 'ENOENT' && cwd !== undefined && !fs.existsSync(cwd)) return `its directory ${cwd} does not exist`;
   return err.message;
 }
 
-async function stopProcess({ child, exited }: Running, signal: NodeJS.Signals): Promise<void> {
+/**
+ * A server runs in a process group of its own, so nothing ends it when albumflow dies by SIGKILL. Its
+ * watchdog, a shell in a group of its own too, waits on a pipe from albumflow that no process but
+ * albumflow holds open (Node opens its pipes close-on-exec): when albumflow dies, the kernel closes it,
+ * the shell reads end-of-file and stops the server (the signal, then SIGKILL after a grace period). A
+ * clean stop ends the watchdog first.
+ */
+function watch(child: ChildProcess, signal: NodeJS.Signals): ChildProcess | undefined {
+  const pid = child.pid;
+  if (!pid || process.platform === 'win32') return undefined;
+  const script =
+    `read _; kill -s ${signal.replace(/^SIG/, '')} ${pid} 2>/dev/null || exit 0; i=0; ` +
+    `while kill -0 ${pid} 2>/dev/null && [ $i -lt ${watchdogGraceTenths} ]; do sleep 0.1; i=$((i+1)); done; ` +
+    `[ $i -lt ${watchdogGraceTenths} ] || kill -s KILL ${pid} 2>/dev/null`;
+  const watchdog = spawn('sh', ['-c', script, `albumflow-watchdog-${pid}`], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  watchdog.once('error', () => undefined);
+  watchdog.stdin?.once('error', () => undefined);
+  // Neither keeps albumflow's event loop alive: the server does while it runs.
+  watchdog.unref();
+  (watchdog.stdin as (NodeJS.WritableStream & { unref?: () => void }) | null)?.unref?.();
+  return watchdog;
+}
+
+async function stopProcess({ child, exited, watchdog }: Running, signal: NodeJS.Signals): Promise<void> {
+  watchdog?.kill('SIGKILL');
   if (child.exitCode !== null || child.signalCode !== null || !child.pid) return;
   child.kill(signal);
   const timer = setTimeout(() => child.kill('SIGKILL'), stopGraceMs);

@@ -4,7 +4,7 @@ import { Connection } from '@temporalio/client';
 import { searchAttributes } from '../../workflows/definitions.js';
 import { downloadWithSdk, locateTemporalCli } from '../temporal/cli.js';
 import { dynamicConfigFlags } from '../temporal/dynamic-config.js';
-import { runningServer } from './ownership.js';
+import { findProcess, runningServer, type UnrecordedServer } from './ownership.js';
 import { isFree } from './ports.js';
 import { silent, startEmbeddedServer, type EmbeddedServer, type ServerLog } from './server.js';
 
@@ -72,19 +72,24 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const say = (message: string) => log.info(message);
   const cli = await locateTemporalCli({ log: say });
   const command = cli.kind === 'binary' ? cli.path : await downloadWithSdk(say);
-  if (options.dbFile) fs.mkdirSync(path.dirname(options.dbFile), { recursive: true });
+  if (options.dbFile) keepStatePrivate(options.dbFile);
 
   const requested = [options.port ?? 0, ...(headless ? [] : [options.uiPort || 0])];
   const [frontendPort, uiPortAsked] = requested;
-  if (frontendPort && !(await isFree(ip, frontendPort))) {
-    throw new Error(
-      `the Temporal frontend port ${ip}:${frontendPort} is already in use. Is another Temporal server running? ` +
-        `Stop it, set TEMPORAL_ADDRESS=${ip}:${frontendPort} to use it, or TEMPORAL_PORT=0 for any free port.`,
-    );
-  }
-  if (uiPortAsked && !(await isFree(ip, uiPortAsked))) {
-    throw new Error(`the Temporal UI port ${ip}:${uiPortAsked} is already in use: set TEMPORAL_UI_PORT to another port (0: any free one).`);
-  }
+  // After a server left running by a dead albumflow was stopped: it may be what holds the ports.
+  const checkPorts = async () => {
+    if (frontendPort && !(await isFree(ip, frontendPort))) {
+      throw new Error(
+        `the Temporal frontend port ${ip}:${frontendPort} is already in use. Is another Temporal server running? ` +
+          `Stop it, set TEMPORAL_ADDRESS=${ip}:${frontendPort} to use it, or TEMPORAL_PORT=0 for any free port.`,
+      );
+    }
+    if (uiPortAsked && !(await isFree(ip, uiPortAsked))) {
+      throw new Error(
+        `the Temporal UI port ${ip}:${uiPortAsked} is already in use: set TEMPORAL_UI_PORT to another port (0: any free one).`,
+      );
+    }
+  };
   const server = await startEmbeddedServer({
     id: 'temporal',
     name: 'the embedded Temporal dev server',
@@ -107,7 +112,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     ],
     stopSignal: 'SIGTERM',
     waitUntilServing: ([port], _output, signal) => waitUntilServing(`${ip}:${port}`, signal),
-    ...(options.dbFile ? { recordFile: recordFileOf(options.dbFile) } : {}),
+    ...(options.dbFile ? { recordFile: recordFileOf(options.dbFile), unrecorded: () => runningDevServerOn(options.dbFile!) } : {}),
+    beforeStart: checkPorts,
     log,
     ...(options.onFailed ? { onFailed: options.onFailed } : {}),
   });
@@ -117,6 +123,27 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     address: `${ip}:${port}`,
     uiUrl: uiPort === undefined ? undefined : `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${uiPort}`,
   };
+}
+
+/**
+ * The state directory created readable by its owner only, and state files an older albumflow left
+ * readable by others tightened (the server creates new ones so, see `privateFiles` in server.ts).
+ */
+function keepStatePrivate(dbFile: string): void {
+  fs.mkdirSync(path.dirname(dbFile), { recursive: true, mode: 0o700 });
+  for (const file of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`]) {
+    try {
+      fs.chmodSync(file, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+}
+
+/** A dev server running on this state file that albumflow has no record of (its owner died before writing it). */
+function runningDevServerOn(dbFile: string): UnrecordedServer | undefined {
+  const pid = findProcess((args) => args.includes('start-dev') && args[args.indexOf('--db-filename') + 1] === dbFile);
+  return pid === undefined ? undefined : { pid, source: `the process list (a dev server on ${dbFile})` };
 }
 
 async function waitUntilServing(address: string, signal: AbortSignal): Promise<void> {

@@ -80,7 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(async (open) => {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });
-    await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal, embeddedServers: deps.embeddedServers ?? [] });
+    await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal, embeddedServers: deps.embeddedServers ?? [], tokens });
     await open.register(webhookIngress, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
     await open.register(signInRoutes, { tokens, sessions });
   });

@@ -1,53 +1,93 @@
-import type { FastifyPluginAsync } from 'fastify';
-import type { Client } from '@temporalio/client';
-import { pingDatabase, type Pool } from '../db/pool.js';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
+import { isUnavailable, pingDatabase, type Pool } from '../db/pool.js';
 import type { EmbeddedServer, EmbeddedStatus } from '../embedded/server.js';
+import { bearerTokenPattern, type TokenTable } from './access/tokens.js';
 
 export interface HealthOptions {
   pool: Pool;
   temporal: Client;
   /** Servers this process runs itself; each must be running for the process to be ready. */
   embeddedServers: readonly EmbeddedServer[];
+  /** The API's tokens: a `*` token sees why a check failed and the embedded servers' pids. */
+  tokens: TokenTable;
 }
 
-/** 'ok', or why the probe failed. */
-async function check(probe: () => Promise<unknown>, timeoutMs = 2_000): Promise<string> {
+/** `ok`, or why a check failed: `timeout` (no answer in time), `unreachable` (no connection), `failed` (an error answered). */
+type Reason = 'ok' | 'timeout' | 'unreachable' | 'failed';
+
+interface Outcome {
+  reason: Reason;
+  /** The error's own message, for an admin token only: it may name internal addresses. */
+  message?: string;
+}
+
+class ProbeTimeout extends Error {}
+
+async function check(probe: () => Promise<unknown>, classify: (err: unknown) => Reason, timeoutMs = 2_000): Promise<Outcome> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       probe(),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(() => reject(new ProbeTimeout(`no answer within ${timeoutMs} ms`)), timeoutMs);
       }),
     ]);
-    return 'ok';
+    return { reason: 'ok' };
   } catch (err) {
-    return (err as Error).message || 'unavailable';
+    return { reason: err instanceof ProbeTimeout ? 'timeout' : classify(err), message: (err as Error).message || String(err) };
   } finally {
     clearTimeout(timer);
   }
 }
 
+const databaseReason = (err: unknown): Reason => (isUnavailable(err) ? 'unreachable' : 'failed');
+
+const grpcStatus = { DEADLINE_EXCEEDED: 4, UNAVAILABLE: 14 } as const;
+
+function temporalReason(err: unknown): Reason {
+  const cause = err instanceof ServiceError ? err.cause : err;
+  if (!isGrpcServiceError(cause)) return 'failed';
+  if ((cause.code as number) === grpcStatus.UNAVAILABLE) return 'unreachable';
+  return (cause.code as number) === grpcStatus.DEADLINE_EXCEEDED ? 'timeout' : 'failed';
+}
+
+/** Whether the request carries a valid token that reaches every workspace. The route answers everyone regardless. */
+function fromAdmin(request: FastifyRequest, tokens: TokenTable): boolean {
+  const token = /^Bearer +([^ ]+) *$/i.exec(request.headers.authorization ?? '')?.[1];
+  return token !== undefined && bearerTokenPattern.test(token) && tokens.find(token)?.workspaces === '*';
+}
+
 /**
  * `/healthz`: the process answers. `/readyz`: PostgreSQL and Temporal both answer now, and every embedded
- * server runs; `embedded` says of each whether it runs, is being restarted after it died (`restarting`),
- * or could not be restarted so that albumflow is exiting (`failed`).
+ * server runs. Open to anyone, it gives a reason code per check and the state of each embedded server:
+ * `running`, `restarting` after it died, or `failed` when it could not be restarted and albumflow is
+ * exiting. With a `*` token it adds the errors' own messages (`details`) and each server's pid and restarts.
  */
-export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { pool, temporal, embeddedServers }) => {
+export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { pool, temporal, embeddedServers, tokens }) => {
   // Probes poll these every few seconds: their requests are logged only when something goes wrong.
   app.get('/healthz', { schema: { hide: true }, logLevel: 'warn' }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', { schema: { hide: true }, logLevel: 'warn' }, async (_request, reply) => {
+  app.get('/readyz', { schema: { hide: true }, logLevel: 'warn' }, async (request, reply) => {
     const [database, temporalCheck] = await Promise.all([
-      check(() => pingDatabase(pool)),
-      check(() => temporal.workflowService.getSystemInfo({})),
+      check(() => pingDatabase(pool), databaseReason),
+      check(() => temporal.workflowService.getSystemInfo({}), temporalReason),
     ]);
-    const embedded: Record<string, EmbeddedStatus> = Object.fromEntries(embeddedServers.map((server) => [server.id, server.status()]));
-    const ready = database === 'ok' && temporalCheck === 'ok' && Object.values(embedded).every((status) => status.state === 'running');
+    const statuses: Array<[string, EmbeddedStatus]> = embeddedServers.map((server) => [server.id, server.status()]);
+    const ready = database.reason === 'ok' && temporalCheck.reason === 'ok' && statuses.every(([, status]) => status.state === 'running');
+    const admin = fromAdmin(request, tokens);
+    const details = Object.fromEntries(
+      Object.entries({ database, temporal: temporalCheck }).flatMap(([name, { message }]) =>
+        message === undefined ? [] : [[name, message]],
+      ),
+    );
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'unavailable',
-      checks: { database, temporal: temporalCheck },
-      ...(embeddedServers.length > 0 ? { embedded } : {}),
+      checks: { database: database.reason, temporal: temporalCheck.reason },
+      ...(admin && Object.keys(details).length > 0 ? { details } : {}),
+      ...(statuses.length > 0
+        ? { embedded: Object.fromEntries(statuses.map(([id, status]) => [id, admin ? status : { state: status.state }])) }
+        : {}),
     });
   });
 };

@@ -37,6 +37,47 @@ describe('health endpoints against the real PostgreSQL and Temporal', () => {
     expect(response.json()).toEqual({ status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
   });
 
+  it('tells only an admin token why PostgreSQL is unreachable: the open answer is a reason code, without the driver’s message', async () => {
+    const adminToken = 'health-admin-token';
+    const scopedToken = 'health-scoped-token';
+    const tokens = new Map([
+      [adminToken, ['*']],
+      [scopedToken, ['health-ws']],
+    ]);
+    const deadPool = testPool({ ...config, databaseUrl: 'postgresql://nobody@127.0.0.1:1/none' });
+    const broken = await buildApp({
+      config,
+      pool: deadPool,
+      temporal,
+      wakeDispatcher: () => undefined,
+      logger: testLogger(config),
+      tokens,
+    });
+    const readiness = async (headers: Record<string, string> = {}) => {
+      const response = await broken.inject({ method: 'GET', url: '/readyz', headers });
+      expect(response.statusCode).toBe(503);
+      return response;
+    };
+    try {
+      const notAdmin: Array<Record<string, string>> = [
+        {},
+        { authorization: `Bearer ${scopedToken}` },
+        { authorization: 'Bearer not-a-token' },
+      ];
+      for (const headers of notAdmin) {
+        const response = await readiness(headers);
+        expect(response.json()).toEqual({ status: 'unavailable', checks: { database: 'unreachable', temporal: 'ok' } });
+        expect(response.body).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/);
+      }
+      const admin = (await readiness({ authorization: `Bearer ${adminToken}` })).json<{ checks: object; details: { database: string } }>();
+      expect(admin.checks).toEqual({ database: 'unreachable', temporal: 'ok' });
+      expect(admin.details.database).toMatch(/ECONNREFUSED 127\.0\.0\.1:1/);
+    } finally {
+      await broken.close();
+      await deadPool.end();
+    }
+  });
+
   it('reports unavailable with the failing check when PostgreSQL is unreachable', async () => {
     const deadPool = testPool({ ...config, databaseUrl: 'postgresql://nobody@127.0.0.1:1/none' });
     const broken = await buildApp({ config, pool: deadPool, temporal, wakeDispatcher: () => undefined, logger: testLogger(config) });

@@ -32,4 +32,15 @@ describe('the banner of npm start', () => {
     expect(printed).toContain('  webhook      POST http://127.0.0.1:3000/webhooks/unifyport/<workspace>');
     expect(printed.some((line) => line.includes('none configured, so every webhook gets 404'))).toBe(true);
   });
+
+  it('says where the embedded PostgreSQL keeps its data, outside DATA_DIR when it is kept elsewhere', () => {
+    const database = 'postgresql://postgres@127.0.0.1:16000/albumflow';
+    const inPlace = banner({ ...urls, database }, loadConfig({ DATA_DIR: '/tmp/albumflow-banner' }));
+    expect(inPlace).toContain(
+      `PostgreSQL        ${database} (embedded, data in /tmp/albumflow-banner/postgres, password in /tmp/albumflow-banner/postgres.password)`,
+    );
+    const outside = '/var/lib/albumflow/postgres/root-albumflow-.data-postgres-0123456789abcdef';
+    const elsewhere = banner({ ...urls, database, databaseDir: outside }, loadConfig({ DATA_DIR: '/root/albumflow/.data' }));
+    expect(elsewhere).toContain(`(embedded, data in ${outside}, password in /root/albumflow/.data/postgres.password)`);
+  });
 });

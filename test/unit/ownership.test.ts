@@ -1,9 +1,9 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { claimDataDir, identify, InstanceRunningError, isRunning } from '../../src/embedded/ownership.js';
 import { pickPort } from '../../src/embedded/ports.js';
 
@@ -55,6 +55,45 @@ describe('claimDataDir', () => {
     expect(isRunning(reused)).toBe(false);
     claimDataDir(dir).release();
   });
+});
+
+/**
+ * A process that has exited and that its parent has not reaped: a zombie, as an albumflow killed with
+ * kill -9 is until its parent (npm, or the init process once npm is gone too) waits for it. Its parent
+ * here is the shell turned into `sleep 60` before its child exits, and `sleep` never waits.
+ */
+async function zombie(): Promise<{ pid: number; end: () => void }> {
+  const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const pid = await new Promise<number>((resolve) => parent.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString()))));
+  const state = () => {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  };
+  await vi.waitFor(() => expect(state()).toBe('Z'), { timeout: 20_000, interval: 20 });
+  return { pid, end: () => parent.kill('SIGKILL') };
+}
+
+describe.runIf(process.platform === 'linux')('isRunning', () => {
+  it('does not count a process that has exited but is not reaped yet (a zombie)', async () => {
+    const dead = await zombie();
+    try {
+      expect(isRunning({ pid: dead.pid })).toBe(false);
+      expect(isRunning(identify(dead.pid))).toBe(false);
+    } finally {
+      dead.end();
+    }
+  }, 30_000);
+
+  it('lets a claim whose owner is a zombie be taken over', async () => {
+    const dir = dataDir();
+    const dead = await zombie();
+    try {
+      fs.writeFileSync(claimFile(dir), JSON.stringify(identify(dead.pid)));
+      claimDataDir(dir).release();
+    } finally {
+      dead.end();
+    }
+  }, 30_000);
 });
 
 describe('pickPort', () => {

@@ -49,7 +49,7 @@ export function loadOrCreateAdminToken(dataDir: string): AdminToken {
   const existing = readAdminToken(file);
   if (existing !== undefined) return { token: existing, file, created: false, ...permissionWarning(file) };
 
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const generated = crypto.randomBytes(32).toString('base64url');
   const temporary = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
   const fd = fs.openSync(temporary, 'wx', 0o600);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedStatus } from '../../../src/embedded/server.js';
-import { isRunning, type ProcessIdentity, type ServerRecord } from '../../../src/embedded/ownership.js';
+import { findProcess, isRunning, type ProcessIdentity, type ServerRecord } from '../../../src/embedded/ownership.js';
 import { projectRoot } from '../../../src/paths.js';
 import { signatureHeader } from '../../../src/signature.js';
 import type { AlbumStatus } from '../../../workflows/types.js';
@@ -14,6 +14,7 @@ import { eventually } from '../../helpers/albums.js';
 import { startFakeBotApi, type FakeBotApi } from '../../helpers/fake-bot-api.js';
 import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos, type ServedPhoto } from '../../helpers/fake-bot-api-demo.js';
 import { albumEvent } from '../../helpers/stack.js';
+import { killWatchdog } from './orphan.js';
 
 const execFile = promisify(execFileCallback);
 
@@ -112,8 +113,10 @@ interface Readiness {
   embedded: Record<'postgres' | 'temporal', EmbeddedStatus>;
 }
 
+/** `/readyz` as the admin token sees it: with the embedded servers' pids and restarts. */
 async function readiness(url: string): Promise<{ code: number; body: Readiness }> {
-  const response = await fetch(`${url}/readyz`);
+  const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
+  const response = await fetch(`${url}/readyz`, { headers: { authorization: `Bearer ${token}` } });
   return { code: response.status, body: (await response.json()) as Readiness };
 }
 
@@ -186,6 +189,12 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     expect(ready.code).toBe(200);
     expect(ready.body.embedded.postgres).toMatchObject({ state: 'running', restarts: 0 });
     expect(ready.body.embedded.temporal).toMatchObject({ state: 'running', restarts: 0 });
+    // Open to anyone, it says whether each runs, not its pid.
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({
+      status: 'ready',
+      checks: { database: 'ok', temporal: 'ok' },
+      embedded: { postgres: { state: 'running' }, temporal: { state: 'running' } },
+    });
 
     for (const index of [1, 0]) {
       const file = path.join(dataDir, `cli-${index}.json`);
@@ -351,6 +360,10 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     expect(await interrupt(instance!)).toBe(0);
     instance = undefined;
     expect(servers.filter(isRunning)).toEqual([]);
+    expect(servers.map((server) => findProcess((args) => args.includes(`albumflow-watchdog-${server.pid}`)))).toEqual([
+      undefined,
+      undefined,
+    ]);
     expect(fs.readdirSync(dataDir).filter((name) => name.endsWith('.pid'))).toEqual([]);
 
     instance = await serve();
@@ -363,6 +376,9 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
   it('recognises the servers of an instance killed with kill -9 by their dead owner, stops them, and serves the same data', async () => {
     const dead = instance!;
     const postgres = record('postgres');
+    // With their watchdogs, as when every process but the servers is killed: else they stop the servers at once.
+    killWatchdog(postgres.pid);
+    killWatchdog(record('temporal.db').pid);
     process.kill(dead.pid, 'SIGKILL');
     await dead.exited;
     instance = undefined;

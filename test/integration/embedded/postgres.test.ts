@@ -143,6 +143,9 @@ describe('the embedded PostgreSQL', () => {
   it('finds by its postmaster.pid a server left running with no albumflow record, and stops it only when no live albumflow claims the data', async () => {
     const dataDir = path.join(root, 'unrecorded', 'postgres');
     const claimFile = path.join(root, 'unrecorded', 'albumflow.pid');
+    // One the postgres user may enter, as `root` (albumflow creates a missing one 0700).
+    fs.mkdirSync(path.dirname(claimFile));
+    fs.chmodSync(path.dirname(claimFile), 0o755);
     const { owner, orphan } = await leaveOrphan('startEmbeddedPostgres', { dataDir }, `${dataDir}.pid`);
     // As if its albumflow had been killed between starting it and writing the record.
     fs.rmSync(`${dataDir}.pid`);
@@ -169,6 +172,24 @@ describe('the embedded PostgreSQL', () => {
       await next.stop();
     }
   }, 120_000);
+
+  it.runIf(process.getuid?.() === 0)(
+    'as root, says what to do when the postgres user can reach neither the data directory nor the place for its cluster',
+    async () => {
+      const locked = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-locked-'));
+      fs.chmodSync(locked, 0o700);
+      try {
+        const systemDirs = { state: path.join(locked, 'state'), cache: path.join(locked, 'cache') };
+        await expect(startEmbeddedPostgres({ dataDir: path.join(locked, 'data', 'postgres'), systemDirs, log })).rejects.toThrow(
+          `as root, the embedded PostgreSQL runs as the OS user "postgres", which cannot reach ${path.join(locked, 'data', 'postgres')} ` +
+            `(nor ${path.join(locked, 'state', 'postgres')}). Set DATABASE_URL to a PostgreSQL server, or run albumflow as a user other ` +
+            'than root, or put the clone in a folder every user may enter (e.g. /srv/albumflow) and run `npm ci` there again',
+        );
+      } finally {
+        fs.rmSync(locked, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('refuses to take over a server whose owner still runs', async () => {
     await expect(startEmbeddedPostgres({ dataDir: path.join(root, 'main'), log })).rejects.toThrow(

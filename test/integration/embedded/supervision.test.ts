@@ -95,14 +95,31 @@ describe('an embedded server killed under albumflow', () => {
     await pool.end();
   });
 
+  const adminToken = 'supervision-admin-token';
+
+  /** `/readyz` as an admin token sees it: with each server's pid and restarts. */
   async function readiness(app: App): Promise<{ code: number; body: { status: string; embedded: Record<string, EmbeddedStatus> } }> {
+    const response = await app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer ${adminToken}` } });
+    return { code: response.statusCode, body: response.json() };
+  }
+
+  /** `/readyz` as anyone sees it. */
+  async function openReadiness(app: App): Promise<{ code: number; body: { status: string; embedded: Record<string, unknown> } }> {
     const response = await app.inject({ method: 'GET', url: '/readyz' });
     return { code: response.statusCode, body: response.json() };
   }
 
   async function appWith(server: EmbeddedServer): Promise<App> {
     const config = testConfig();
-    return buildApp({ config, pool, temporal, wakeDispatcher: () => undefined, logger: testLogger(config), embeddedServers: [server] });
+    return buildApp({
+      config,
+      pool,
+      temporal,
+      wakeDispatcher: () => undefined,
+      logger: testLogger(config),
+      embeddedServers: [server],
+      tokens: new Map([[adminToken, ['*']]]),
+    });
   }
 
   it('makes /readyz unavailable, naming it as restarting, while it is down, and ready again once it is back', async () => {
@@ -112,6 +129,12 @@ describe('an embedded server killed under albumflow', () => {
       const before = await readiness(app);
       expect(before.code).toBe(200);
       expect(before.body.embedded.restarted).toMatchObject({ state: 'running', restarts: 0 });
+      expect(before.body.embedded.restarted?.pid).toBe(server.status().pid);
+      // Open to anyone, it says whether the server runs, not its pid.
+      expect(await openReadiness(app)).toEqual({
+        code: 200,
+        body: { status: 'ready', checks: { database: 'ok', temporal: 'ok' }, embedded: { restarted: { state: 'running' } } },
+      });
 
       gate.close();
       const killed = server.status().pid!;
@@ -124,6 +147,7 @@ describe('an embedded server killed under albumflow', () => {
       expect(down.body.status).toBe('unavailable');
       // No pid while it is down: the one killed is gone and the next has not served yet.
       expect(down.body.embedded).toEqual({ restarted: { state: 'restarting', restarts: 0 } });
+      expect((await openReadiness(app)).body.embedded).toEqual({ restarted: { state: 'restarting' } });
       expect(messages).toContain(
         `the fake server restarted (pid ${killed}) was killed (SIGKILL) while albumflow runs; restarting it on the same state`,
       );
