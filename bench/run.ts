@@ -17,7 +17,7 @@ import { runKnee } from './phases/knee.js';
 import { runScale } from './phases/scale.js';
 import { runBaseline, runSustained } from './phases/sustained.js';
 import { runTelegram } from './phases/telegram.js';
-import { countLogProblems } from './processes.js';
+import { countLogProblems } from '../test/harness/processes.js';
 import { attachmentOutcomes, mediaSettledOf } from './queries.js';
 import { acceptedChildren } from './records.js';
 import { renderMarkdown, withRunSection } from './markdown.js';

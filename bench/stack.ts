@@ -12,9 +12,9 @@ import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } 
 import { pickPort } from '../src/embedded/ports.js';
 import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
 import { devServerDbFile, startDevServer } from '../src/embedded/temporal.js';
-import type { MediaFile } from './media/catalogue.js';
+import type { MediaFile } from '../test/harness/servers/catalogue.js';
 import { repoRoot, type BenchOptions, type PhaseName } from './options.js';
-import { childPids, MemorySampler, pidsListeningOn, spawnNode, type ManagedProcess } from './processes.js';
+import { childPids, MemorySampler, pidsListeningOn, spawnNode, type ManagedProcess } from '../test/harness/processes.js';
 import { recordPerf } from './perf.js';
 import { describePerfSummary } from './perf-summary.js';
 import { connectAdmin } from './queries.js';

@@ -2,7 +2,7 @@
 // shuffled order, some redelivered, each child's attachment on the bench's media server or without a
 // URL; or the same albums as a Telegram bot's webhook receives them. Deterministic for a seed; pure
 // (no I/O, no clock).
-import type { MediaFile } from './media/catalogue.js';
+import type { MediaFile } from '../test/harness/servers/catalogue.js';
 
 export interface AlbumShape {
   minChildren: number;

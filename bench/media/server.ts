@@ -9,7 +9,7 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { seededRandom } from '../workload.js';
-import { generateMedia, type MediaFile } from './catalogue.js';
+import { generateMedia, type MediaFile } from '../../test/harness/servers/catalogue.js';
 
 const chunkBytes = 64 * 1024;
 

@@ -2,7 +2,7 @@
 // the processes' resident memory is read with all of them open.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { scrape, type Metrics } from '../metrics.js';
-import { readMemory } from '../processes.js';
+import { readMemory } from '../../test/harness/processes.js';
 import { openAlbums } from '../queries.js';
 import { megabytes, type ProcessMemory, type Scale } from '../report.js';
 import type { PhaseContext } from './context.js';

@@ -4,8 +4,8 @@ import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import type { Pool } from '../../src/db/pool.js';
 import { signatureHeader } from '../../src/signature.js';
 import type { AlbumKey, AlbumStatus } from '../../workflows/types.js';
-import { eventually } from '../helpers/albums.js';
-import { albumEvent, type AlbumEventOptions, type Stack } from '../helpers/stack.js';
+import { eventually } from '../harness/albums.js';
+import { albumEvent, type AlbumEventOptions, type Stack } from '../harness/stack.js';
 
 export type TestChild = Omit<AlbumEventOptions, 'albumId' | 'conversationId' | 'accountId' | 'provider'>;
 

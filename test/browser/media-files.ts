@@ -4,9 +4,9 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
-import { unique } from '../helpers/env.js';
+import { unique } from '../harness/env.js';
 
-export { jpeg, png } from '../helpers/images.js';
+export { jpeg, png } from '../harness/images.js';
 
 /** The same photo as another file: a JPEG comment (COM segment) after SOI makes its bytes and hash differ. */
 export function variant(photo: Buffer, label: string): Buffer {

@@ -13,8 +13,8 @@ import { temporalServerVersion } from '../../src/temporal/cluster/versions.js';
 import { prepareNamespace } from '../../src/temporal/connection.js';
 import { searchAttributes, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
-import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions } from '../helpers/albums.js';
-import { startTestWorker, testClient, testConfig, testPool, unique } from '../helpers/env.js';
+import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions } from '../harness/albums.js';
+import { startTestWorker, testClient, testConfig, testPool, unique } from '../harness/env.js';
 
 /** Every search attribute albumflow keeps, with a value, as the dispatcher and the workflow set them. */
 const allAttributes = [

@@ -6,7 +6,7 @@ import { freeClusterPorts, startTemporalCluster } from '../../src/temporal/clust
 import { setUpSchemas, temporalDatabase } from '../../src/temporal/cluster/database.js';
 import { locateClusterTools } from '../../src/temporal/cluster/tools.js';
 import { connectClient, prepareNamespace } from '../../src/temporal/connection.js';
-import { startPrivateCluster } from '../faults/harness/postgres.js';
+import { startPrivateCluster } from '../harness/servers/postgres.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

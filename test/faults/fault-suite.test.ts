@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
-import { checkInvariants, isQuiet, type CheckReport } from './harness/invariants.js';
-import { LoadGenerator } from './harness/load.js';
+import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
+import { checkInvariants, isQuiet, type CheckReport } from './invariants.js';
+import { LoadGenerator } from '../harness/load.js';
 import { MemoryWatch } from './harness/memory.js';
-import { formatTable, megabytes, seconds, waitFor } from './harness/report.js';
+import { formatTable, megabytes, seconds, waitFor } from './report.js';
 import { startStack, webhookSecret, workspace, type Stack } from './harness/stack.js';
 
 interface Fault {

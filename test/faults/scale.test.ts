@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkInvariants, isQuiet } from './harness/invariants.js';
-import { LoadGenerator } from './harness/load.js';
+import { checkInvariants, isQuiet } from './invariants.js';
+import { LoadGenerator } from '../harness/load.js';
 import { MemoryWatch } from './harness/memory.js';
-import { formatTable, megabytes, seconds, waitFor } from './harness/report.js';
+import { formatTable, megabytes, seconds, waitFor } from './report.js';
 import { startStack, webhookSecret, workspace, type Stack } from './harness/stack.js';
 
 const bigAlbumSize = 10_000;

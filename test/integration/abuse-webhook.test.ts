@@ -8,7 +8,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { maxNestingDepth } from '../../src/ingest/json-body.js';
 import { maxSignatureEntries, signatureHeader } from '../../src/signature.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { testClient, testConfig, testLogger, testPool, unique } from '../harness/env.js';
 
 // Hostile and malformed traffic against the webhook route. What webhook.test.ts already covers (a secret
 // of another workspace, a changed field, stale and future timestamps, 413 by length and by stream) is not

@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenHash } from '../../src/http/access/tokens.js';
 import type { AlbumListBody } from '../../src/http/schemas.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import { eventually, startFlakyMediaServer, storedNotifications, type FlakyMediaServer } from '../helpers/albums.js';
-import { unique } from '../helpers/env.js';
-import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+import { eventually, startFlakyMediaServer, storedNotifications, type FlakyMediaServer } from '../harness/albums.js';
+import { unique } from '../harness/env.js';
+import { albumEvent, startStack, type Stack } from '../harness/stack.js';
 
 let stack: Stack;
 let media: FlakyMediaServer;

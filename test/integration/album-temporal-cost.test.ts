@@ -9,8 +9,8 @@ import { countHistory } from '../../bench/temporal-counts.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import type { DownloadRequest } from '../../workflows/types.js';
-import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions, workflowTestBed } from '../helpers/albums.js';
-import { testConfig, unique } from '../helpers/env.js';
+import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions, workflowTestBed } from '../harness/albums.js';
+import { testConfig, unique } from '../harness/env.js';
 
 const { EventType } = proto.temporal.api.enums.v1;
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;

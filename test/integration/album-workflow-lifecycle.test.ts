@@ -16,8 +16,8 @@ import {
   storedNotifications,
   storeStandaloneMessage,
   workflowTestBed,
-} from '../helpers/albums.js';
-import { startTestWorker, testConfig, unique } from '../helpers/env.js';
+} from '../harness/albums.js';
+import { startTestWorker, testConfig, unique } from '../harness/env.js';
 
 const { EventType } = temporal.api.enums.v1;
 

@@ -14,8 +14,8 @@ import {
   storedDecisions,
   storedNotifications,
   workflowTestBed,
-} from '../helpers/albums.js';
-import { testConfig, unique } from '../helpers/env.js';
+} from '../harness/albums.js';
+import { testConfig, unique } from '../harness/env.js';
 
 describe('album workflow against the real PostgreSQL and Temporal', () => {
   const config = testConfig();

@@ -9,10 +9,10 @@ import { devServerDbFile } from '../../src/embedded/temporal.js';
 import { loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
 import { messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import { eventually, startFlakyMediaServer, type FlakyMediaServer } from '../helpers/albums.js';
-import { runCli, type CliRun } from '../helpers/cli.js';
-import { unique } from '../helpers/env.js';
-import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+import { eventually, startFlakyMediaServer, type FlakyMediaServer } from '../harness/albums.js';
+import { runCli, type CliRun } from '../harness/cli.js';
+import { unique } from '../harness/env.js';
+import { albumEvent, startStack, type Stack } from '../harness/stack.js';
 
 let stack: Stack;
 let media: FlakyMediaServer;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { testClient, testConfig, testLogger, testPool, unique } from '../harness/env.js';
 
 const workspace = unique('ws-pages');
 const otherWorkspace = unique('ws-pages-other');

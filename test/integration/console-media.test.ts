@@ -4,8 +4,8 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../../src/http/schemas.js';
 import { templatesDir } from '../../src/ui/views.js';
-import { unique } from '../helpers/env.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { unique } from '../harness/env.js';
+import { startStack, type Stack } from '../harness/stack.js';
 import { settled, testAlbum, workspaceInbox } from '../browser/albums.js';
 import { jpeg, png, pngBomb, startMediaServer, type MediaServer } from '../browser/media-files.js';
 

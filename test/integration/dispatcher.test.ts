@@ -8,7 +8,7 @@ import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src
 import { startDevServer, type DevServer } from '../../src/embedded/temporal.js';
 import { searchAttributes } from '../../workflows/definitions.js';
 import type { ChildrenBatch } from '../../workflows/types.js';
-import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../harness/env.js';
 
 const prefix = unique('disp');
 const workspaces = [

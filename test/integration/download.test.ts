@@ -19,7 +19,7 @@ import type { Config } from '../../src/config.js';
 import type { DownloadRequest, DownloadResult } from '../../workflows/types.js';
 import type { Pool } from '../../src/db/pool.js';
 import { downloadsTotal } from '../../src/metrics.js';
-import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { testConfig, testLogger, testPool, unique } from '../harness/env.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, hit: number) => void;
 

@@ -12,7 +12,7 @@ import {
 import type { Pool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { parseEvent } from '../../src/ingest/unifyport.js';
-import { testConfig, testPool, unique } from '../helpers/env.js';
+import { testConfig, testPool, unique } from '../harness/env.js';
 
 const config = testConfig();
 let pool: Pool;

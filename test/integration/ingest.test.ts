@@ -3,7 +3,7 @@ import { ingestChild, storeDeliveries, type ChildDelivery, type IngestResult } f
 import { outboxChannel } from '../../src/db/outbox.js';
 import type { Pool } from '../../src/db/pool.js';
 import { parseEvent } from '../../src/ingest/unifyport.js';
-import { testConfig, testPool, unique } from '../helpers/env.js';
+import { testConfig, testPool, unique } from '../harness/env.js';
 
 const config = testConfig();
 let pool: Pool;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { listen, type Listener } from '../../src/db/listen.js';
 import { connectionConfig, type Pool } from '../../src/db/pool.js';
-import { testConfig, testPool, unique } from '../helpers/env.js';
+import { testConfig, testPool, unique } from '../harness/env.js';
 
 const config = testConfig();
 let pool: Pool;

@@ -5,8 +5,8 @@ import { createNotifyActivities, type NotifyInput } from '../../activities/notif
 import type { Pool } from '../../src/db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
-import { newAlbumKey, storeAlbumChildren } from '../helpers/albums.js';
-import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
+import { testConfig, testLogger, testPool, unique } from '../harness/env.js';
 
 describe('a notification whose album body is too large to pass through Temporal', () => {
   const config = testConfig();

@@ -12,7 +12,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { notificationsTotal } from '../../src/metrics.js';
 import { verifySignature } from '../../src/signature.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import { testConfig, testPool, unique } from '../helpers/env.js';
+import { testConfig, testPool, unique } from '../harness/env.js';
 
 interface ReceivedRequest {
   method: string;

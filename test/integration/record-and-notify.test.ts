@@ -10,8 +10,8 @@ import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import { newAlbumKey, storeAlbumChildren } from '../helpers/albums.js';
-import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
+import { testConfig, testLogger, testPool, unique } from '../harness/env.js';
 
 interface Delivery {
   type: string;

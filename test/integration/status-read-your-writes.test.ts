@@ -2,9 +2,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredScope } from '../../src/db/prior.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import { eventually, startMediaServer, type MediaServer } from '../helpers/albums.js';
-import { unique } from '../helpers/env.js';
-import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+import { eventually, startMediaServer, type MediaServer } from '../harness/albums.js';
+import { unique } from '../harness/env.js';
+import { albumEvent, startStack, type Stack } from '../harness/stack.js';
 
 let stack: Stack;
 let media: MediaServer;

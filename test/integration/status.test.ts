@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AlbumStatus } from '../../workflows/types.js';
 import type { AlbumListBody, MessageStatus } from '../../src/http/schemas.js';
-import { eventually, startMediaServer, type MediaServer } from '../helpers/albums.js';
-import { unique } from '../helpers/env.js';
+import { eventually, startMediaServer, type MediaServer } from '../harness/albums.js';
+import { unique } from '../harness/env.js';
 import { albumStatusViewsTotal } from '../../src/metrics.js';
-import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+import { albumEvent, startStack, type Stack } from '../harness/stack.js';
 
 let stack: Stack;
 let media: MediaServer;

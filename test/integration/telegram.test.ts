@@ -8,11 +8,11 @@ import { buildApp } from '../../src/http/app.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
 import type { AlbumStatus, AttachmentView } from '../../workflows/types.js';
-import { eventually, saveHistory, storedDecisions, storedNotifications } from '../helpers/albums.js';
-import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
-import { capturedLogger, testPool } from '../helpers/env.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { editOf, fileContent, fileIdOf, messageOf, serveFiles, telegramFixture, variant, type Update } from '../helpers/telegram.js';
+import { eventually, saveHistory, storedDecisions, storedNotifications } from '../harness/albums.js';
+import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
+import { capturedLogger, testPool } from '../harness/env.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { editOf, fileContent, fileIdOf, messageOf, serveFiles, telegramFixture, variant, type Update } from '../harness/events.js';
 
 const shopToken = `7000000001:AAH${crypto.randomBytes(16).toString('hex')}`;
 const otherToken = `7000000002:AAH${crypto.randomBytes(16).toString('hex')}`;

@@ -6,7 +6,7 @@ import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { webhooksTotal } from '../../src/metrics.js';
 import { signatureHeader } from '../../src/signature.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { testClient, testConfig, testLogger, testPool, unique } from '../harness/env.js';
 
 const prefix = unique('wh');
 const signed = `${prefix}-signed`;

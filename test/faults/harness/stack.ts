@@ -8,8 +8,8 @@ import { locateClusterTools } from '../../../src/temporal/cluster/tools.js';
 import { pickPort } from '../../../src/embedded/ports.js';
 import { startDevServer, type DevServer } from '../../../src/embedded/temporal.js';
 import { appProcess, type AppProcess } from './processes.js';
-import { startPrivateCluster, type PrivateCluster } from './postgres.js';
-import { startMediaServer, startNotifyReceiver, type MediaServer, type NotifyReceiver } from './servers.js';
+import { startPrivateCluster, type PrivateCluster } from '../../harness/servers/postgres.js';
+import { startMediaServer, startNotifyReceiver, type MediaServer, type NotifyReceiver } from '../../harness/servers/media.js';
 
 export const workspace = 'faults';
 export const webhookSecret = 'faults-webhook-secret';

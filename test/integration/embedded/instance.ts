@@ -4,7 +4,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import type { ProcessIdentity, ServerRecord } from '../../../src/embedded/ownership.js';
 import { outsideClusterDir } from '../../../src/embedded/postgres.js';
-import { eventually } from '../../helpers/albums.js';
+import { eventually } from '../../harness/albums.js';
 
 // `npm start` in a child process, in a process group of its own as in a terminal.
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findProcess, isRunning, type ServerRecord } from '../../../src/embedded/ownership.js';
 import { pickPort } from '../../../src/embedded/ports.js';
 import { projectRoot } from '../../../src/paths.js';
-import { eventually } from '../../helpers/albums.js';
+import { eventually } from '../../harness/albums.js';
 import { adminToken, interrupt, removeOutsideCluster, serve, serverRecord, userEnvironment, type Serving } from './instance.js';
 
 // `npm start` on a data directory it creates, killed as a whole with kill -9 (its process group: npm and

@@ -10,10 +10,10 @@ import { findProcess, isRunning, type ProcessIdentity, type ServerRecord } from 
 import { projectRoot } from '../../../src/paths.js';
 import { signatureHeader } from '../../../src/signature.js';
 import type { AlbumStatus } from '../../../workflows/types.js';
-import { eventually } from '../../helpers/albums.js';
-import { startFakeBotApi, type FakeBotApi } from '../../helpers/fake-bot-api.js';
-import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos, type ServedPhoto } from '../../helpers/fake-bot-api-demo.js';
-import { albumEvent } from '../../helpers/stack.js';
+import { eventually } from '../../harness/albums.js';
+import { startFakeBotApi, type FakeBotApi } from '../../harness/servers/fake-bot-api.js';
+import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos, type ServedPhoto } from '../../harness/servers/fake-bot-api-demo.js';
+import { albumEvent } from '../../harness/stack.js';
 import { killWatchdog } from './orphan.js';
 
 const execFile = promisify(execFileCallback);

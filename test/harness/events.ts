@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseUpdate } from '../../src/ingest/telegram.js';
 import { projectRoot } from '../../src/paths.js';
-import type { FakeBotApi, FakeFile } from './fake-bot-api.js';
+import type { FakeBotApi, FakeFile } from './servers/fake-bot-api.js';
 
 /** A Telegram Update as the fixtures hold it. */
 export type Update = Record<string, unknown> & { update_id: number };

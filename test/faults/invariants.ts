@@ -1,9 +1,9 @@
-import type { DecisionRow } from '../../../src/db/decisions.js';
-import type { Pool } from '../../../src/db/pool.js';
-import type { FakeBotApi } from '../../helpers/fake-bot-api.js';
-import { childKeyString } from '../../../workflows/keys.js';
-import type { LoadGenerator, SentChild } from './load.js';
-import type { Fetch, MediaServer, NotifyReceiver } from './servers.js';
+import type { DecisionRow } from '../../src/db/decisions.js';
+import type { Pool } from '../../src/db/pool.js';
+import type { FakeBotApi } from '../harness/servers/fake-bot-api.js';
+import { childKeyString } from '../../workflows/keys.js';
+import type { LoadGenerator, SentChild } from '../harness/load.js';
+import type { Fetch, MediaServer, NotifyReceiver } from '../harness/servers/media.js';
 
 export interface Violation {
   /** The phase the child was first acknowledged in; `final` for whole-run checks. */
