@@ -5,7 +5,8 @@
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { outboxStats } from '../../src/db/outbox.js';
-import type { LoadMessage, LoadPhase, LoadReply, PhaseResult, RequestRecord } from '../load.js';
+import type { PhaseResult, RequestRecord } from '../../test/harness/load.js';
+import type { LoadMessage, LoadPhase, LoadReply } from '../load.js';
 import { delta, scrape } from '../metrics.js';
 import { countPhase, type PhaseCounts } from '../histories.js';
 import type { BenchOptions, PhaseName } from '../options.js';

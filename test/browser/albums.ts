@@ -2,10 +2,10 @@
 import { expect } from 'vitest';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import type { Pool } from '../../src/db/pool.js';
-import { signatureHeader } from '../../src/signature.js';
 import type { AlbumKey, AlbumStatus } from '../../workflows/types.js';
 import { eventually } from '../harness/albums.js';
-import { albumEvent, type AlbumEventOptions, type Stack } from '../harness/stack.js';
+import { type Stack } from '../harness/stack.js';
+import { albumEvent, webhookRequest, type AlbumEventOptions } from '../harness/events.js';
 
 export type TestChild = Omit<AlbumEventOptions, 'albumId' | 'conversationId' | 'accountId' | 'provider'>;
 
@@ -25,18 +25,9 @@ export function workspaceInbox(stack: Pick<Stack, 'app' | 'pool'>, workspace: st
     workspace,
     pool: stack.pool,
     async post(event) {
-      const payload = JSON.stringify(event);
-      const timestamp = String(Math.floor(Date.now() / 1000));
-      return stack.app.inject({
-        method: 'POST',
-        url: `/webhooks/unifyport/${encodeURIComponent(workspace)}`,
-        headers: {
-          'content-type': 'application/json',
-          'x-unifyport-timestamp': timestamp,
-          'x-unifyport-signature': signatureHeader(secret, timestamp, payload),
-        },
-        payload,
-      });
+      const delivery = { route: 'unifyport', workspace, secret, body: JSON.stringify(event) } as const;
+      const { path, headers } = webhookRequest(delivery);
+      return stack.app.inject({ method: 'POST', url: path, headers, payload: delivery.body });
     },
   };
 }

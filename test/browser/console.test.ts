@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
 import { consolePaths } from '../../src/ui/paths.js';
-import { unique } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
 import { settled, testAlbum, workspaceInbox, type TestAlbum } from './albums.js';
 import { artifactsDir, launchBrowser, type Browser } from './browser.js';

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
-import { unique } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 export { jpeg, png } from '../harness/images.js';
 

@@ -14,7 +14,8 @@ import { prepareNamespace } from '../../src/temporal/connection.js';
 import { searchAttributes, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions } from '../harness/albums.js';
-import { startTestWorker, testClient, testConfig, testPool, unique } from '../harness/env.js';
+import { startTestWorker, testClient, testConfig, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 /** Every search attribute albumflow keeps, with a value, as the dispatcher and the workflow set them. */
 const allAttributes = [

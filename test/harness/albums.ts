@@ -15,7 +15,8 @@ import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumKey, AlbumWorkflowInput, ChildArrival, JsonValue, MessageKey } from '../../workflows/types.js';
 import { albumProfileOf } from '../../src/ingest/sources.js';
-import { startTestWorker, testClient, testPool, unique, type TestWorker } from './env.js';
+import { startTestWorker, testClient, testPool, type TestWorker } from './env.js';
+import { unique } from './random.js';
 
 export interface TestChild {
   messageId: string;

@@ -13,11 +13,7 @@ import { connectionConfig, connectionUrl, createPool, databaseName, withDatabase
 import { createLogger, type Logger } from '../../src/log.js';
 import { connectClient, connectWorker } from '../../src/temporal/connection.js';
 import { createAlbumWorker } from '../../src/temporal/worker.js';
-
-/** A name no other test of this run uses (task queues, workspaces, ids). */
-export function unique(prefix: string): string {
-  return `${prefix}-${crypto.randomBytes(5).toString('hex')}`;
-}
+import { unique } from './random.js';
 
 /**
  * A database of the test's own, copied from the run's migrated template: a dispatcher running on it

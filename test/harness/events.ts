@@ -1,9 +1,117 @@
+// What senders deliver to albumflow's webhooks, built one way for the tests, the fault suite and the bench:
+// UnifyPort `message.received` events and Telegram Updates (made up, or the fixtures of
+// test/fixtures/telegram/ and variants of them), and how each is sent: the route, UnifyPort's HMAC headers,
+// Telegram's secret token, and the status that says the delivery is committed.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseUpdate } from '../../src/ingest/telegram.js';
 import { projectRoot } from '../../src/paths.js';
+import { signatureHeader } from '../../src/signature.js';
+import { unique } from './random.js';
 import type { FakeBotApi, FakeFile } from './servers/fake-bot-api.js';
+
+/** A UnifyPort webhook body (`message.received` and the other event types). */
+export type UnifyPortEvent = Record<string, unknown>;
+
+/** What `unifyportEvent` puts in an event; an identity field given as null is left out, to send an event without it. */
+export interface EventFields {
+  /** Default: a fresh id. */
+  id?: unknown;
+  /** Default: `message.received`. */
+  type?: unknown;
+  /** Default: `whatsapp`. */
+  provider?: unknown;
+  /** `account_id`; default `acc_1`. */
+  accountId?: unknown;
+  /** `data.conversation.id`; default `conv_1`. */
+  conversationId?: unknown;
+  /** `data.message` as sent (nulls too; undefined fields left out): its `id` and whatever else it carries (text, sent_at, attachments, album…). */
+  message: Record<string, unknown>;
+}
+
+const without = (value: Record<string, unknown>, ...left: unknown[]) =>
+  Object.fromEntries(Object.entries(value).filter(([, field]) => !left.includes(field)));
+const withoutNulls = (value: Record<string, unknown>) => without(value, null, undefined);
+
+/** A UnifyPort event carrying one child message. */
+export function unifyportEvent(fields: EventFields): UnifyPortEvent {
+  const given = (value: unknown, fallback: unknown) => (value === undefined ? fallback : value);
+  return withoutNulls({
+    id: given(fields.id, unique('evt')),
+    type: given(fields.type, 'message.received'),
+    provider: given(fields.provider, 'whatsapp'),
+    account_id: given(fields.accountId, 'acc_1'),
+    data: { conversation: { id: given(fields.conversationId, 'conv_1') }, message: without(fields.message, undefined) },
+  });
+}
+
+export interface AlbumEventOptions {
+  conversationId?: string;
+  accountId?: string;
+  provider?: string;
+  albumId?: string;
+  messageId: string;
+  index?: unknown;
+  total?: unknown;
+  text?: string;
+  sentAt?: string;
+  attachments?: Array<Record<string, unknown>>;
+}
+
+/** A `message.received` event of an album's child with a photo; without `albumId` it is a standalone message. */
+export function albumEvent(options: AlbumEventOptions): UnifyPortEvent {
+  const album: Record<string, unknown> | undefined = options.albumId === undefined ? undefined : { id: options.albumId };
+  if (album && options.index !== undefined) album.index = options.index;
+  if (album && options.total !== undefined) album.total = options.total;
+  return unifyportEvent({
+    provider: options.provider,
+    accountId: options.accountId,
+    conversationId: options.conversationId,
+    message: {
+      id: options.messageId,
+      text: options.text ?? `photo ${options.messageId}`,
+      sent_at: options.sentAt ?? '2026-09-29T10:00:00Z',
+      attachments: options.attachments ?? [{ type: 'image', mime_type: 'image/jpeg' }],
+      album,
+    },
+  });
+}
+
+/** The seconds since the epoch, as `x-unifyport-timestamp` carries them. */
+export function timestampNow(): string {
+  return String(Math.floor(Date.now() / 1000));
+}
+
+/** The headers of a UnifyPort webhook signed with `secret`: `v1=` HMAC-SHA256 of "<timestamp>.<raw body>". */
+export function unifyportHeaders(secret: string, body: string | Buffer, timestamp = timestampNow()): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'x-unifyport-timestamp': timestamp,
+    'x-unifyport-signature': signatureHeader(secret, timestamp, body),
+  };
+}
+
+/** The headers of a Telegram webhook: the secret token given to setWebhook, or none with null. */
+export function telegramHeaders(secretToken: string | null): Record<string, string> {
+  return { 'content-type': 'application/json', ...(secretToken === null ? {} : { 'x-telegram-bot-api-secret-token': secretToken }) };
+}
+
+/** One webhook as its sender delivers it: a signed UnifyPort event, or a Telegram Update for a bot of the workspace. */
+export type Delivery =
+  | { route: 'unifyport'; workspace: string; secret: string; body: string | Buffer }
+  | { route: 'telegram'; workspace: string; bot: string; secretToken: string | null; body: string | Buffer };
+
+/** The path and headers that deliver it (signed now). */
+export function webhookRequest(delivery: Delivery): { path: string; headers: Record<string, string> } {
+  const workspace = encodeURIComponent(delivery.workspace);
+  return delivery.route === 'unifyport'
+    ? { path: `/webhooks/unifyport/${workspace}`, headers: unifyportHeaders(delivery.secret, delivery.body) }
+    : { path: `/webhooks/telegram/${workspace}/${encodeURIComponent(delivery.bot)}`, headers: telegramHeaders(delivery.secretToken) };
+}
+
+/** The answer that says a delivery is committed: 202 from the UnifyPort route (its body names the child), 200 from Telegram's. */
+export const committedStatus = { unifyport: 202, telegram: 200 } as const;
 
 /** A Telegram Update as the fixtures hold it. */
 export type Update = Record<string, unknown> & { update_id: number };
@@ -21,6 +129,36 @@ export function messageOf(update: Update): Record<string, unknown> & { message_i
 }
 
 type Message = ReturnType<typeof messageOf>;
+
+/** A Message of a chat as the Bot API sends it, with a photo (its one size) or a document, in an album or not. */
+export function telegramMessage(fields: {
+  messageId: number;
+  chatId: number;
+  /** Seconds since the epoch. */
+  date: number;
+  mediaGroupId?: string;
+  photo?: { fileId: string; uniqueId?: string; width: number; height: number };
+  document?: Record<string, unknown>;
+  caption?: string | null;
+}): Message {
+  const { photo } = fields;
+  return withoutNulls({
+    message_id: fields.messageId,
+    chat: { id: fields.chatId, type: 'private' },
+    date: fields.date,
+    media_group_id: fields.mediaGroupId,
+    photo: photo && [
+      { file_id: photo.fileId, file_unique_id: photo.uniqueId ?? `u-${photo.fileId}`, width: photo.width, height: photo.height },
+    ],
+    document: fields.document,
+    caption: fields.caption,
+  }) as Message;
+}
+
+/** The Update that delivers a Message: a new one (`message`) or an edit of it (`edited_message`). */
+export function telegramUpdate(updateId: number, message: Message, kind: 'message' | 'edited_message' = 'message'): Update {
+  return { update_id: updateId, [kind]: message };
+}
 
 /** Gives every file id and file unique id under `value` the suffix. */
 function renameFiles(value: unknown, suffix: string): void {

@@ -1,6 +1,235 @@
+// The load generator of the bench and the fault suite: signed webhooks (events.ts) over keep-alive HTTP
+// with bounded concurrency. The bench drives it one phase at a time, in an open loop (a schedule of
+// requests per second) or a closed loop (as fast as the server answers), recording every request's
+// timings; the fault suite runs it continuously, albums per second, retrying each child until an ingress
+// acknowledges it, and records every attempt with the phase (the fault) it was sent in.
 import crypto from 'node:crypto';
-import { signatureHeader } from '../../src/signature.js';
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { albumKeyString, childKeyString } from '../../workflows/keys.js';
+import { committedStatus, telegramMessage, telegramUpdate, unifyportEvent, webhookRequest, type Delivery } from './events.js';
+
+/** Posts one webhook on a keep-alive agent; rejects when no answer comes (connection refused or reset, timeout). */
+function post(agent: http.Agent, baseUrl: string, delivery: Delivery, timeoutMs: number): Promise<{ status: number; text: string }> {
+  const { path, headers } = webhookRequest(delivery);
+  const body = delivery.body;
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      new URL(path, baseUrl),
+      { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) }, timeout: timeoutMs },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        response.on('error', reject);
+      },
+    );
+    request.on('timeout', () => request.destroy(new Error(`no response within ${timeoutMs} ms`)));
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+/** A bot of TELEGRAM_BOTS[workspace] whose webhook the load posts Telegram Updates to, with its secret token. */
+export interface TelegramBot {
+  bot: string;
+  secretToken: string;
+}
+
+/** Where a phase's load goes and how fast. */
+export interface PhaseOptions {
+  /** Base URL of the server under test (the ingress or the ceiling). */
+  url: string;
+  workspace: string;
+  secret: string;
+  /** Post to this bot's Telegram webhook (the traffic then holds Telegram Updates) instead of the UnifyPort route. */
+  telegram?: TelegramBot;
+  /** Requests per second, or null for a closed loop (as fast as the server answers). */
+  rate: number | null;
+  durationMs: number;
+  /** Requests in flight at once (and keep-alive sockets). */
+  concurrency: number;
+  /** Safety stop: no new request after this long (albums may then stay incomplete). */
+  hardStopMs: number;
+}
+
+/** One request of a phase's traffic: its body and the child it delivers. */
+export interface ChildRequest {
+  body: string;
+  albumId: string;
+  messageId: string;
+  /** Children of the album and whether they carry `album.total`. */
+  albumSize: number;
+  albumHasTotal: boolean;
+  redelivery: boolean;
+  /** A Telegram Update's album key (its answer is an empty body); null for UnifyPort events, whose 202 names it. */
+  albumKey: string | null;
+}
+
+/** Requests sent at the same intended instant. */
+export type Unit = ChildRequest[];
+
+/** A phase's requests, produced as they are sent: `next(true)` only finishes the albums already begun, then answers null. */
+export interface Traffic {
+  next(finishing: boolean): Unit | null;
+  readonly albumsCreated: number;
+}
+
+/** One request. Times are epoch milliseconds with sub-millisecond precision. */
+export interface RequestRecord {
+  albumId: string;
+  messageId: string;
+  albumSize: number;
+  albumHasTotal: boolean;
+  redelivery: boolean;
+  /** When the schedule wanted it sent; equal to sentAt in a closed loop. */
+  intendedAt: number;
+  sentAt: number;
+  ackAt: number;
+  /** HTTP status, or 0 when no response came (connection error, timeout). */
+  status: number;
+  /** Committed: a 202 from the UnifyPort route, a 200 from the Telegram route. */
+  accepted: boolean;
+  /** From a 202 body: the child was already stored; for a Telegram Update (an empty answer), whether it was a redelivery. */
+  duplicate: boolean | null;
+  albumKey: string | null;
+  error?: string;
+}
+
+export interface PhaseResult {
+  records: RequestRecord[];
+  albumsCreated: number;
+  /** The hard stop cut the phase short. */
+  truncated: boolean;
+}
+
+const phaseRequestTimeoutMs = 30_000;
+
+function now(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** A counting semaphore whose waiters are served in arrival order. */
+class Slots {
+  private free: number;
+  private readonly waiters: Array<() => void> = [];
+  constructor(count: number) {
+    this.free = count;
+  }
+  acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free -= 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.free += 1;
+  }
+}
+
+/** Sends one phase's traffic and answers every request's record once the last one was answered. */
+export async function runPhase(phase: PhaseOptions, traffic: Traffic): Promise<PhaseResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: phase.concurrency });
+  const { telegram, workspace } = phase;
+  const records: RequestRecord[] = [];
+  const slots = new Slots(phase.concurrency);
+  const inFlight = new Set<Promise<void>>();
+  const start = now();
+  let truncated = false;
+
+  const send = async (request: ChildRequest, intendedAt: number) => {
+    const sentAt = now();
+    const delivery: Delivery = telegram
+      ? { route: 'telegram', workspace, bot: telegram.bot, secretToken: telegram.secretToken, body: request.body }
+      : { route: 'unifyport', workspace, secret: phase.secret, body: request.body };
+    const record: RequestRecord = {
+      albumId: request.albumId,
+      messageId: request.messageId,
+      albumSize: request.albumSize,
+      albumHasTotal: request.albumHasTotal,
+      redelivery: request.redelivery,
+      intendedAt,
+      sentAt,
+      ackAt: 0,
+      status: 0,
+      accepted: false,
+      duplicate: null,
+      albumKey: null,
+    };
+    try {
+      const response = await post(agent, phase.url, delivery, phaseRequestTimeoutMs);
+      record.ackAt = now();
+      record.status = response.status;
+      if (response.status === committedStatus[delivery.route]) {
+        record.accepted = true;
+        if (telegram) {
+          record.duplicate = request.redelivery;
+          record.albumKey = request.albumKey;
+        } else {
+          const body = JSON.parse(response.text) as { duplicate?: boolean; albumKey?: string | null };
+          record.duplicate = body.duplicate ?? null;
+          record.albumKey = body.albumKey ?? null;
+        }
+      }
+    } catch (err) {
+      record.ackAt = now();
+      record.error = (err as Error).message;
+    }
+    records.push(record);
+  };
+
+  const launch = (request: ChildRequest, intendedAt: number) => {
+    const task = send(request, intendedAt).finally(() => {
+      slots.release();
+      inFlight.delete(task);
+    });
+    inFlight.add(task);
+  };
+
+  if (phase.rate === null) {
+    const lane = async () => {
+      for (;;) {
+        const elapsed = now() - start;
+        if (elapsed > phase.hardStopMs) {
+          truncated = true;
+          return;
+        }
+        const unit = traffic.next(elapsed >= phase.durationMs);
+        if (!unit) return;
+        for (const request of unit) {
+          await slots.acquire();
+          launch(request, now());
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: phase.concurrency }, lane));
+  } else {
+    const intervalMs = 1000 / phase.rate;
+    let scheduled = 0;
+    for (;;) {
+      const intendedAt = start + scheduled * intervalMs;
+      if (now() - start > phase.hardStopMs) {
+        truncated = true;
+        break;
+      }
+      const unit = traffic.next(intendedAt - start >= phase.durationMs);
+      if (!unit) break;
+      const wait = intendedAt - now();
+      if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+      for (const request of unit) {
+        await slots.acquire();
+        launch(request, intendedAt);
+      }
+      scheduled += unit.length;
+    }
+  }
+  await Promise.all(inFlight);
+  agent.destroy();
+  return { records, albumsCreated: traffic.albumsCreated, truncated };
+}
 
 /** One child message the load generator sends until an ingress acknowledges it (as a webhook sender retries). */
 export interface SentChild {
@@ -32,7 +261,8 @@ export interface Attempt {
   answeredKey?: string;
 }
 
-interface Delivery {
+/** A delivery the continuous generator keeps until it is acknowledged (or refused). */
+interface Queued {
   child: SentChild;
   body: string;
   dueAt: number;
@@ -56,10 +286,8 @@ export interface AlbumShape {
 }
 
 /** A bot of TELEGRAM_BOTS[workspace] whose webhook gets a share of the albums as Telegram Updates. */
-export interface TelegramTarget {
-  bot: string;
+export interface TelegramTarget extends TelegramBot {
   botId: string;
-  secretToken: string;
   /** Share of the generated albums sent as Telegram albums. */
   share: number;
   /** Makes the fake Bot API serve this file to the bot. */
@@ -91,7 +319,7 @@ export class LoadGenerator {
   readonly children = new Map<string, SentChild>();
   readonly attempts: Attempt[] = [];
   phase = 'warm-up';
-  private readonly queue: Delivery[] = [];
+  private readonly queue: Queued[] = [];
   private inFlight = 0;
   private next = 0;
   private albums = 0;
@@ -99,8 +327,11 @@ export class LoadGenerator {
   private generating: NodeJS.Timeout | undefined;
   private pumping: NodeJS.Timeout | undefined;
   private readonly run = crypto.randomBytes(3).toString('hex');
+  private readonly agent: http.Agent;
 
-  constructor(private readonly options: LoadOptions) {}
+  constructor(private readonly options: LoadOptions) {
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: options.maxInFlight });
+  }
 
   start(): void {
     const tickMs = 100;
@@ -146,12 +377,13 @@ export class LoadGenerator {
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    clearInterval(this.pumping);
+    this.stop();
   }
 
   stop(): void {
     clearInterval(this.generating);
     clearInterval(this.pumping);
+    this.agent.destroy();
   }
 
   /** Queues the children of one album (or one standalone message) for delivery within `spreadMs`. */
@@ -181,24 +413,22 @@ export class LoadGenerator {
       };
       this.children.set(child.childKey, child);
       const event = (id: string) =>
-        JSON.stringify({
-          id,
-          type: 'message.received',
-          provider: 'whatsapp',
-          account_id: account,
-          data: {
-            conversation: { id: conversation },
+        JSON.stringify(
+          unifyportEvent({
+            id,
+            accountId: account,
+            conversationId: conversation,
             message: {
               id: messageId,
-              ...(index === 0 ? { text: `album ${number}` } : {}),
+              text: index === 0 ? `album ${number}` : undefined,
               sent_at: new Date(now + index).toISOString(),
               attachments: [
                 { type: 'image', ...(attachmentPath ? { url: this.options.mediaUrl(attachmentPath) } : {}), mime_type: 'image/jpeg' },
               ],
-              ...(standalone ? {} : { album: { id: albumId, index, ...(withTotal ? { total: size } : {}) } }),
+              album: standalone ? undefined : { id: albumId, index, ...(withTotal ? { total: size } : {}) },
             },
-          },
-        });
+          }),
+        );
       const eventId = `evt-${this.run}-${number}-${index}`;
       const dueAt = now + crypto.randomInt(spreadMs + 1);
       this.queue.push({ child, body: event(eventId), dueAt, retries: 0, telegram: false });
@@ -223,14 +453,15 @@ export class LoadGenerator {
     const group = `g-${this.run}-${number}`;
     const albumKey = standalone ? null : albumKeyString({ ...scope, albumId: group });
     const date = Math.floor(now / 1000);
-    const message = (messageId: number, caption: string | null, fileId: string) => ({
-      message_id: messageId,
-      chat: { id: chatId, type: 'private' },
-      date,
-      ...(standalone ? {} : { media_group_id: group }),
-      photo: [{ file_id: fileId, file_unique_id: `u-${fileId}`, width: 1280, height: 960 }],
-      ...(caption === null ? {} : { caption }),
-    });
+    const message = (messageId: number, caption: string | null, fileId: string) =>
+      telegramMessage({
+        messageId,
+        chatId,
+        date,
+        mediaGroupId: standalone ? undefined : group,
+        photo: { fileId, width: 1280, height: 960 },
+        caption,
+      });
     const edited = !standalone && chance(1 / 3);
     for (let messageId = 1; messageId <= size; messageId++) {
       const fileId = `f-${this.run}-${number}-${messageId}`;
@@ -249,14 +480,14 @@ export class LoadGenerator {
       };
       this.children.set(child.childKey, child);
       const updateId = this.nextUpdateId++;
-      const body = JSON.stringify({ update_id: updateId, message: message(messageId, caption, fileId) });
+      const body = JSON.stringify(telegramUpdate(updateId, message(messageId, caption, fileId)));
       const dueAt = now + crypto.randomInt(spreadMs + 1);
       this.queue.push({ child, body, dueAt, retries: 0, telegram: true });
       if (chance(0.2)) this.queue.push({ child, body, dueAt: dueAt + crypto.randomInt(3_000), retries: 0, telegram: true });
       if (edited && messageId === 1) {
         const editCaption = `album ${number} (edited)`;
         const edit = { ...message(messageId, editCaption, fileId), edit_date: date + 60 };
-        const editBody = JSON.stringify({ update_id: this.nextUpdateId++, edited_message: edit });
+        const editBody = JSON.stringify(telegramUpdate(this.nextUpdateId++, edit, 'edited_message'));
         this.queue.push({
           child,
           body: editBody,
@@ -273,63 +504,54 @@ export class LoadGenerator {
     const now = Date.now();
     this.queue.sort((a, b) => a.dueAt - b.dueAt);
     while (this.inFlight < this.options.maxInFlight && this.queue[0] && this.queue[0].dueAt <= now) {
-      const delivery = this.queue.shift()!;
+      const queued = this.queue.shift()!;
       this.inFlight += 1;
-      void this.send(delivery).finally(() => {
+      void this.send(queued).finally(() => {
         this.inFlight -= 1;
       });
     }
   }
 
-  /** The request of one delivery: UnifyPort's signed with the workspace secret, Telegram's with the bot's secret token. */
-  private request(delivery: Delivery, target: string): { url: string; headers: Record<string, string> } {
+  private async send(queued: Queued): Promise<void> {
     const { workspace, secret, telegram } = this.options;
-    if (delivery.telegram) {
-      return {
-        url: `${target}/webhooks/telegram/${workspace}/${telegram!.bot}`,
-        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': telegram!.secretToken },
-      };
-    }
-    const timestamp = String(Math.floor(Date.now() / 1000));
-    return {
-      url: `${target}/webhooks/unifyport/${workspace}`,
-      headers: {
-        'content-type': 'application/json',
-        'x-unifyport-timestamp': timestamp,
-        'x-unifyport-signature': signatureHeader(secret, timestamp, delivery.body),
-      },
-    };
-  }
-
-  private async send(delivery: Delivery): Promise<void> {
     const target = this.options.targets[this.next++ % this.options.targets.length]!;
-    const attempt: Attempt = { childKey: delivery.child.childKey, phase: this.phase, at: Date.now(), status: 0, acknowledged: false };
+    const attempt: Attempt = { childKey: queued.child.childKey, phase: this.phase, at: Date.now(), status: 0, acknowledged: false };
     this.attempts.push(attempt);
     try {
-      const { url, headers } = this.request(delivery, target);
-      const response = await fetch(url, { method: 'POST', headers, body: delivery.body, signal: AbortSignal.timeout(20_000) });
+      const delivery: Delivery = queued.telegram
+        ? { route: 'telegram', workspace, bot: telegram!.bot, secretToken: telegram!.secretToken, body: queued.body }
+        : { route: 'unifyport', workspace, secret, body: queued.body };
+      const response = await post(this.agent, target, delivery, 20_000);
       attempt.status = response.status;
-      const answer = (await response.json().catch(() => ({}))) as { childKey?: string };
-      if (response.status === (delivery.telegram ? 200 : 202)) {
+      if (response.status === committedStatus[delivery.route]) {
         attempt.acknowledged = true;
-        if (!delivery.telegram) attempt.answeredKey = answer.childKey;
-        if (delivery.edit !== undefined) delivery.child.editedCaption = delivery.edit;
-        else if (!delivery.child.acked) {
-          delivery.child.acked = true;
-          delivery.child.ackedIn = attempt.phase;
+        if (!queued.telegram) attempt.answeredKey = answeredKey(response.text);
+        if (queued.edit !== undefined) queued.child.editedCaption = queued.edit;
+        else if (!queued.child.acked) {
+          queued.child.acked = true;
+          queued.child.ackedIn = attempt.phase;
         }
         return;
       }
       // Valid traffic is never refused: a 4xx is a finding, and retrying would not change it.
       if (response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429) {
-        delivery.child.refusedWith = response.status;
+        queued.child.refusedWith = response.status;
         return;
       }
     } catch {
       attempt.status = 0;
     }
-    delivery.retries += 1;
-    delivery.dueAt = Date.now() + Math.min(5_000, 250 * 2 ** Math.min(delivery.retries, 5));
-    this.queue.push(delivery);
+    queued.retries += 1;
+    queued.dueAt = Date.now() + Math.min(5_000, 250 * 2 ** Math.min(queued.retries, 5));
+    this.queue.push(queued);
+  }
+}
+
+/** The child key a 202 names, if its body says. */
+function answeredKey(text: string): string | undefined {
+  try {
+    return (JSON.parse(text) as { childKey?: string }).childKey;
+  } catch {
+    return undefined;
   }
 }

@@ -3,56 +3,10 @@ import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher } from '../../src/dispatcher/dispatcher.js';
 import { buildApp, type App } from '../../src/http/app.js';
-import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
 import type { Logger } from '../../src/log.js';
-import { signatureHeader } from '../../src/signature.js';
-import {
-  freshDatabase,
-  startTestWorker,
-  testClient,
-  testConfig,
-  testLogger,
-  testPool,
-  unique,
-  type Activities,
-  type TestWorker,
-} from './env.js';
-
-export interface AlbumEventOptions {
-  conversationId?: string;
-  accountId?: string;
-  provider?: string;
-  albumId?: string;
-  messageId: string;
-  index?: unknown;
-  total?: unknown;
-  text?: string;
-  sentAt?: string;
-  attachments?: Array<Record<string, unknown>>;
-}
-
-/** A UnifyPort `message.received` event; without `albumId` it is a standalone message. */
-export function albumEvent(options: AlbumEventOptions): Record<string, unknown> {
-  const album: Record<string, unknown> | undefined = options.albumId === undefined ? undefined : { id: options.albumId };
-  if (album && options.index !== undefined) album.index = options.index;
-  if (album && options.total !== undefined) album.total = options.total;
-  return {
-    id: unique('evt'),
-    type: 'message.received',
-    provider: options.provider ?? 'whatsapp',
-    account_id: options.accountId ?? 'acc_1',
-    data: {
-      conversation: { id: options.conversationId ?? 'conv_1' },
-      message: {
-        id: options.messageId,
-        text: options.text ?? `photo ${options.messageId}`,
-        sent_at: options.sentAt ?? '2026-09-29T10:00:00Z',
-        attachments: options.attachments ?? [{ type: 'image', mime_type: 'image/jpeg' }],
-        ...(album ? { album } : {}),
-      },
-    },
-  };
-}
+import { webhookRequest, type Delivery } from './events.js';
+import { freshDatabase, startTestWorker, testClient, testConfig, testLogger, testPool, type Activities, type TestWorker } from './env.js';
+import { unique } from './random.js';
 
 /**
  * The whole albumflow in this process, as `npm start` wires it: the HTTP app, a dispatcher, and a real
@@ -107,6 +61,10 @@ export async function startStack(
   });
   dispatcher.start();
   const app = await buildApp({ config, pool, temporal: client, wakeDispatcher: dispatcher.wake, logger });
+  const deliver = (delivery: Delivery) => {
+    const { path, headers } = webhookRequest(delivery);
+    return app.inject({ method: 'POST', url: path, headers, payload: delivery.body });
+  };
   return {
     config,
     workspace,
@@ -117,28 +75,18 @@ export async function startStack(
     dispatcher,
     worker,
     async post(event) {
-      const payload = JSON.stringify(event);
-      const timestamp = String(Math.floor(Date.now() / 1000));
-      const response = await app.inject({
-        method: 'POST',
-        url: `/webhooks/unifyport/${encodeURIComponent(workspace)}`,
-        headers: {
-          'content-type': 'application/json',
-          'x-unifyport-timestamp': timestamp,
-          'x-unifyport-signature': signatureHeader(secret, timestamp, payload),
-        },
-        payload,
-      });
+      const response = await deliver({ route: 'unifyport', workspace, secret, body: JSON.stringify(event) });
       return { statusCode: response.statusCode, body: response.json() };
     },
     async telegram(update, { bot, secretToken }) {
-      const configured = config.telegram.bots.get(workspace)?.get(bot)?.secretToken;
-      const sent = secretToken === undefined ? configured : secretToken;
-      const response = await app.inject({
-        method: 'POST',
-        url: `/webhooks/telegram/${encodeURIComponent(workspace)}/${encodeURIComponent(bot)}`,
-        headers: { 'content-type': 'application/json', ...(sent === null || sent === undefined ? {} : { [secretTokenHeader]: sent }) },
-        payload: typeof update === 'string' ? update : JSON.stringify(update),
+      const configured = config.telegram.bots.get(workspace)?.get(bot)?.secretToken ?? null;
+      const body = typeof update === 'string' ? update : JSON.stringify(update);
+      const response = await deliver({
+        route: 'telegram',
+        workspace,
+        bot,
+        secretToken: secretToken === undefined ? configured : secretToken,
+        body,
       });
       return { statusCode: response.statusCode, body: response.body };
     },

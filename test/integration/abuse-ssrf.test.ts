@@ -9,7 +9,8 @@ import { isPublicAddress, networkPolicy, type NetworkPolicy } from '../../activi
 import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { DownloadResult } from '../../workflows/types.js';
-import { testConfig, testLogger, testPool, unique } from '../harness/env.js';
+import { testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 // Attachment URLs aimed at the machine's own network, directly, through redirects and through names that
 // resolve there. download.test.ts covers literal loopback, IPv4-mapped, metadata, private and CGNAT targets

@@ -7,8 +7,10 @@ import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { maxNestingDepth } from '../../src/ingest/json-body.js';
-import { maxSignatureEntries, signatureHeader } from '../../src/signature.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../harness/env.js';
+import { maxSignatureEntries } from '../../src/signature.js';
+import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
+import { unifyportEvent, unifyportHeaders } from '../harness/events.js';
+import { unique } from '../harness/random.js';
 
 // Hostile and malformed traffic against the webhook route. What webhook.test.ts already covers (a secret
 // of another workspace, a changed field, stale and future timestamps, 413 by length and by stream) is not
@@ -51,29 +53,22 @@ afterAll(async () => {
 const nowS = () => Math.floor(Date.now() / 1000);
 
 function event(overrides: { account?: string; message?: string; extra?: unknown } = {}): string {
-  return JSON.stringify({
-    id: unique('evt'),
-    type: 'message.received',
-    provider: 'whatsapp',
-    account_id: overrides.account ?? unique('acc'),
-    data: {
-      conversation: { id: 'conv-1' },
+  return JSON.stringify(
+    unifyportEvent({
+      accountId: overrides.account ?? unique('acc'),
+      conversationId: 'conv-1',
       message: {
         id: overrides.message ?? unique('msg'),
         attachments: [{ type: 'image', url: 'https://media.example/a.jpg' }],
         album: { id: 'alb-1', index: 0 },
-        ...(overrides.extra === undefined ? {} : { extra: overrides.extra }),
+        extra: overrides.extra,
       },
-    },
-  });
+    }),
+  );
 }
 
 function signedHeaders(body: string | Buffer, timestamp = String(nowS())): Record<string, string> {
-  return {
-    'content-type': 'application/json',
-    'x-unifyport-timestamp': timestamp,
-    'x-unifyport-signature': signatureHeader(secret, timestamp, body),
-  };
+  return unifyportHeaders(secret, body, timestamp);
 }
 
 function post(target: App, body: string | Buffer, headers: Record<string, string>) {

@@ -15,7 +15,8 @@ import { ConsoleSessions, sessionCookie } from '../../src/http/access/session.js
 import { tokenHash } from '../../src/http/access/tokens.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { startService } from '../../src/service.js';
-import { capturedLogger, testClient, testConfig, testPool, unique } from '../harness/env.js';
+import { capturedLogger, testClient, testConfig, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 const workspaceA = unique('ws-a');
 const workspaceB = unique('ws-b');

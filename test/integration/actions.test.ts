@@ -4,8 +4,9 @@ import { tokenHash } from '../../src/http/access/tokens.js';
 import type { AlbumListBody } from '../../src/http/schemas.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { eventually, startFlakyMediaServer, storedNotifications, type FlakyMediaServer } from '../harness/albums.js';
-import { unique } from '../harness/env.js';
-import { albumEvent, startStack, type Stack } from '../harness/stack.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { albumEvent } from '../harness/events.js';
 
 let stack: Stack;
 let media: FlakyMediaServer;

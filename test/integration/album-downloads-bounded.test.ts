@@ -6,7 +6,8 @@ import type { Pool } from '../../src/db/pool.js';
 import { maxAttachmentsPerActivity, maxDownloadsInFlight } from '../../workflows/downloads.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren } from '../harness/albums.js';
-import { startTestWorker, testClient, testConfig, testPool, unique, type TestWorker } from '../harness/env.js';
+import { startTestWorker, testClient, testConfig, testPool, type TestWorker } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 describe('an album with more attachments than downloads allowed in flight', () => {
   const config = testConfig({ MAX_WAIT_MS: '60000', QUIET_PERIOD_MS: '60000' });

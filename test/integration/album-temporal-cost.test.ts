@@ -10,7 +10,8 @@ import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import type { DownloadRequest } from '../../workflows/types.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions, workflowTestBed } from '../harness/albums.js';
-import { testConfig, unique } from '../harness/env.js';
+import { testConfig } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 const { EventType } = proto.temporal.api.enums.v1;
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;

@@ -17,7 +17,8 @@ import {
   storeStandaloneMessage,
   workflowTestBed,
 } from '../harness/albums.js';
-import { startTestWorker, testConfig, unique } from '../harness/env.js';
+import { startTestWorker, testConfig } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 const { EventType } = temporal.api.enums.v1;
 

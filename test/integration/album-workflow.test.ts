@@ -15,7 +15,8 @@ import {
   storedNotifications,
   workflowTestBed,
 } from '../harness/albums.js';
-import { testConfig, unique } from '../harness/env.js';
+import { testConfig } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 describe('album workflow against the real PostgreSQL and Temporal', () => {
   const config = testConfig();

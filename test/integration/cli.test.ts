@@ -11,8 +11,9 @@ import { messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { eventually, startFlakyMediaServer, type FlakyMediaServer } from '../harness/albums.js';
 import { runCli, type CliRun } from '../harness/cli.js';
-import { unique } from '../harness/env.js';
-import { albumEvent, startStack, type Stack } from '../harness/stack.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { albumEvent } from '../harness/events.js';
 
 let stack: Stack;
 let media: FlakyMediaServer;

@@ -4,7 +4,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../../src/http/schemas.js';
 import { templatesDir } from '../../src/ui/views.js';
-import { unique } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
 import { settled, testAlbum, workspaceInbox } from '../browser/albums.js';
 import { jpeg, png, pngBomb, startMediaServer, type MediaServer } from '../browser/media-files.js';

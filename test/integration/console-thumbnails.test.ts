@@ -10,7 +10,7 @@ import { parse } from 'yaml';
 import { mediaPath } from '../../activities/download.js';
 import { projectRoot } from '../../src/paths.js';
 import { decodeCost, thumbnailLimits } from '../../src/ui/thumbnails.js';
-import { unique } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
 import type { ThumbnailMemoryReport } from '../harness/thumbnail-memory.js';
 import { settled, testAlbum, workspaceInbox } from '../browser/albums.js';

@@ -8,7 +8,9 @@ import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src
 import { startDevServer, type DevServer } from '../../src/embedded/temporal.js';
 import { searchAttributes } from '../../workflows/definitions.js';
 import type { ChildrenBatch } from '../../workflows/types.js';
-import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../harness/env.js';
+import { freshDatabase, testClient, testConfig, testLogger, testPool } from '../harness/env.js';
+import { telegramHeaders, telegramMessage, telegramUpdate, unifyportEvent } from '../harness/events.js';
+import { unique } from '../harness/random.js';
 
 const prefix = unique('disp');
 const workspaces = [
@@ -95,13 +97,11 @@ async function postChild(workspace: string, spec: ChildSpec) {
     method: 'POST',
     url: `/webhooks/unifyport/${workspace}`,
     headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify({
-      id: unique('evt'),
-      type: 'message.received',
-      provider: 'telegram',
-      account_id: spec.account ?? 'acc',
-      data: {
-        conversation: { id: spec.conversation ?? 'conv' },
+    payload: JSON.stringify(
+      unifyportEvent({
+        provider: 'telegram',
+        accountId: spec.account ?? 'acc',
+        conversationId: spec.conversation ?? 'conv',
         message: {
           id: spec.message,
           text: spec.text,
@@ -109,8 +109,8 @@ async function postChild(workspace: string, spec: ChildSpec) {
           attachments: spec.attachments ?? [{ type: 'image', url: `https://media.example/${spec.message}.jpg`, mime_type: 'image/jpeg' }],
           album: spec.album,
         },
-      },
-    }),
+      }),
+    ),
   });
   expect(response.statusCode).toBe(202);
   return response.json<{ childKey: string; albumKey: string | null }>();
@@ -291,20 +291,20 @@ describe('dispatcher', () => {
     const w = ws.telegram;
     const d = dispatcher({ minSignalIntervalMs: 60_000 });
     const post = async (messageId: number, group: string) => {
-      const update = {
-        update_id: messageId,
-        message: {
-          message_id: messageId,
-          chat: { id: 42, type: 'private' },
+      const update = telegramUpdate(
+        messageId,
+        telegramMessage({
+          messageId,
+          chatId: 42,
           date: 1790676000,
-          media_group_id: group,
-          photo: [{ file_id: `f${messageId}`, file_unique_id: `u${messageId}`, width: 9, height: 9 }],
-        },
-      };
+          mediaGroupId: group,
+          photo: { fileId: `f${messageId}`, uniqueId: `u${messageId}`, width: 9, height: 9 },
+        }),
+      );
       const response = await app.inject({
         method: 'POST',
         url: `/webhooks/telegram/${w}/bot`,
-        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'dispatcher-secret' },
+        headers: telegramHeaders('dispatcher-secret'),
         payload: JSON.stringify(update),
       });
       expect(response.statusCode).toBe(200);

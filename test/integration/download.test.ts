@@ -19,7 +19,8 @@ import type { Config } from '../../src/config.js';
 import type { DownloadRequest, DownloadResult } from '../../workflows/types.js';
 import type { Pool } from '../../src/db/pool.js';
 import { downloadsTotal } from '../../src/metrics.js';
-import { testConfig, testLogger, testPool, unique } from '../harness/env.js';
+import { testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, hit: number) => void;
 

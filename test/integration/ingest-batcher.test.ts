@@ -12,7 +12,9 @@ import {
 import type { Pool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { parseEvent } from '../../src/ingest/unifyport.js';
-import { testConfig, testPool, unique } from '../harness/env.js';
+import { testConfig, testPool } from '../harness/env.js';
+import { unifyportEvent } from '../harness/events.js';
+import { unique } from '../harness/random.js';
 
 const config = testConfig();
 let pool: Pool;
@@ -35,16 +37,16 @@ interface ChildOptions {
 }
 
 function body(options: ChildOptions): string {
-  const message: Record<string, unknown> = { id: options.message, attachments: options.attachments ?? [] };
-  if (options.album) message.album = options.album;
-  if (options.caption !== undefined) message.text = options.caption;
-  return JSON.stringify({
-    id: options.eventId ?? unique('evt'),
-    type: options.type ?? 'message.received',
-    provider: 'telegram',
-    account_id: 'acc',
-    data: { conversation: { id: 'conv' }, message },
-  });
+  return JSON.stringify(
+    unifyportEvent({
+      id: options.eventId,
+      type: options.type,
+      provider: 'telegram',
+      accountId: 'acc',
+      conversationId: 'conv',
+      message: { id: options.message, attachments: options.attachments ?? [], album: options.album, text: options.caption },
+    }),
+  );
 }
 
 function delivery(workspace: string, options: ChildOptions): Delivery {

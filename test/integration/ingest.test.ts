@@ -3,7 +3,9 @@ import { ingestChild, storeDeliveries, type ChildDelivery, type IngestResult } f
 import { outboxChannel } from '../../src/db/outbox.js';
 import type { Pool } from '../../src/db/pool.js';
 import { parseEvent } from '../../src/ingest/unifyport.js';
-import { testConfig, testPool, unique } from '../harness/env.js';
+import { testConfig, testPool } from '../harness/env.js';
+import { unifyportEvent } from '../harness/events.js';
+import { unique } from '../harness/random.js';
 
 const config = testConfig();
 let pool: Pool;
@@ -36,13 +38,12 @@ async function sessionsBlockedBy(pid: number): Promise<number> {
 }
 
 function childEvent(messageId: string, albumId: string) {
-  return {
-    id: unique('evt'),
-    type: 'message.received',
+  return unifyportEvent({
     provider: 'telegram',
-    account_id: 'acc',
-    data: { conversation: { id: 'conv' }, message: { id: messageId, album: { id: albumId } } },
-  };
+    accountId: 'acc',
+    conversationId: 'conv',
+    message: { id: messageId, album: { id: albumId } },
+  });
 }
 
 describe('ingestChild under concurrency', () => {

@@ -6,7 +6,8 @@ import type { Pool } from '../../src/db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
-import { testConfig, testLogger, testPool, unique } from '../harness/env.js';
+import { testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 describe('a notification whose album body is too large to pass through Temporal', () => {
   const config = testConfig();

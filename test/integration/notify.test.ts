@@ -12,7 +12,8 @@ import type { Pool } from '../../src/db/pool.js';
 import { notificationsTotal } from '../../src/metrics.js';
 import { verifySignature } from '../../src/signature.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import { testConfig, testPool, unique } from '../harness/env.js';
+import { testConfig, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 interface ReceivedRequest {
   method: string;

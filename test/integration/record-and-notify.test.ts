@@ -11,7 +11,8 @@ import type { Pool } from '../../src/db/pool.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
-import { testConfig, testLogger, testPool, unique } from '../harness/env.js';
+import { testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 interface Delivery {
   type: string;

@@ -3,8 +3,9 @@ import type { StoredScope } from '../../src/db/prior.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import { eventually, startMediaServer, type MediaServer } from '../harness/albums.js';
-import { unique } from '../harness/env.js';
-import { albumEvent, startStack, type Stack } from '../harness/stack.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { albumEvent } from '../harness/events.js';
 
 let stack: Stack;
 let media: MediaServer;

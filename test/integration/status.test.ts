@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AlbumStatus } from '../../workflows/types.js';
 import type { AlbumListBody, MessageStatus } from '../../src/http/schemas.js';
 import { eventually, startMediaServer, type MediaServer } from '../harness/albums.js';
-import { unique } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 import { albumStatusViewsTotal } from '../../src/metrics.js';
-import { albumEvent, startStack, type Stack } from '../harness/stack.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { albumEvent } from '../harness/events.js';
 
 let stack: Stack;
 let media: MediaServer;

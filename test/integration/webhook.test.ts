@@ -6,7 +6,9 @@ import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { webhooksTotal } from '../../src/metrics.js';
 import { signatureHeader } from '../../src/signature.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../harness/env.js';
+import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
+import { unifyportEvent } from '../harness/events.js';
+import { unique } from '../harness/random.js';
 
 const prefix = unique('wh');
 const signed = `${prefix}-signed`;
@@ -56,26 +58,24 @@ interface EventOptions {
 
 /** A UnifyPort event; `null` removes a field. */
 function event(options: EventOptions = {}): Record<string, unknown> {
-  const message: Record<string, unknown> = {
-    id: options.message === undefined ? unique('msg') : options.message,
-    sent_at: options.sentAt === undefined ? '2026-09-29T10:00:00Z' : options.sentAt,
-    attachments: options.attachments ?? [
-      { type: 'image', url: 'https://media.example/a.jpg', mime_type: 'image/jpeg', size: 1234, file_name: 'a.jpg' },
-    ],
-  };
-  if (options.text !== undefined) message.text = options.text;
-  if (options.caption !== undefined) message.caption = options.caption;
-  if (options.album !== undefined) message.album = options.album;
-  const result: Record<string, unknown> = {
-    id: options.id === undefined ? unique('evt') : options.id,
-    type: options.type ?? 'message.received',
-    provider: options.provider === undefined ? 'whatsapp' : options.provider,
-    account_id: options.account === undefined ? unique('acc') : options.account,
-    data: { conversation: { id: options.conversation === undefined ? 'conv-1' : options.conversation }, message },
-  };
-  for (const key of Object.keys(result)) if (result[key] === null) delete result[key];
-  for (const key of Object.keys(message)) if (message[key] === null) delete message[key];
-  return result;
+  const given = <T>(value: T | null | undefined, fallback?: T) => (value === null ? undefined : (value ?? fallback));
+  return unifyportEvent({
+    id: options.id,
+    type: options.type,
+    provider: options.provider,
+    accountId: options.account === undefined ? unique('acc') : options.account,
+    conversationId: options.conversation === undefined ? 'conv-1' : options.conversation,
+    message: {
+      id: given(options.message, unique('msg')),
+      sent_at: given(options.sentAt, '2026-09-29T10:00:00Z'),
+      attachments: options.attachments ?? [
+        { type: 'image', url: 'https://media.example/a.jpg', mime_type: 'image/jpeg', size: 1234, file_name: 'a.jpg' },
+      ],
+      text: given(options.text),
+      caption: given(options.caption),
+      album: given(options.album),
+    },
+  });
 }
 
 interface PostOptions {
