@@ -1,31 +1,7 @@
 // Every statement of the bench's own against PostgreSQL: its databases' life, and what it reads of the
 // app's tables to check and time a run (the app's statements, src/db/, where one serves).
-import pg from 'pg';
 import type { DecisionRow } from '../src/db/decisions.js';
-import { migrate } from '../src/db/migrate.js';
-import { withDatabase, type Pool } from '../src/db/pool.js';
-
-/** The server's `postgres` database, where the bench creates and drops the run's databases. */
-export interface Admin {
-  createDatabase(name: string): Promise<void>;
-  dropDatabase(name: string): Promise<void>;
-  end(): Promise<void>;
-}
-
-export async function connectAdmin(base: pg.ClientConfig): Promise<Admin> {
-  const client = new pg.Client(withDatabase(base, 'postgres'));
-  await client.connect();
-  return {
-    async createDatabase(name) {
-      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-      await migrate(withDatabase(base, name));
-    },
-    async dropDatabase(name) {
-      await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
-    },
-    end: () => client.end(),
-  };
-}
+import type { Pool } from '../src/db/pool.js';
 
 /** A recorded decision, with when it was recorded (epoch ms). */
 export type RecordedDecision = Pick<DecisionRow, 'workflow_id' | 'seq' | 'trigger' | 'child_message_ids'> & { recorded_ms: number };

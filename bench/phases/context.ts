@@ -69,7 +69,7 @@ export class PhaseContext {
     const { signal } = this.options;
     const generator = this.stack.load;
     return new Promise((resolve, reject) => {
-      const child = generator.child;
+      const child = generator.child();
       const onMessage = (reply: LoadReply) => {
         finish();
         if (reply.type === 'result') resolve(reply.result);

@@ -3,7 +3,8 @@ import type { Pool } from '../../src/db/pool.js';
 import type { FakeBotApi } from '../harness/servers/fake-bot-api.js';
 import { childKeyString } from '../../workflows/keys.js';
 import type { LoadGenerator, SentChild } from '../harness/load.js';
-import type { Fetch, MediaServer, NotifyReceiver } from '../harness/servers/media.js';
+import type { Fetch, MediaServer } from '../harness/servers/media.js';
+import type { NotifyReceiver } from '../harness/servers/notify.js';
 
 export interface Violation {
   /** The phase the child was first acknowledged in; `final` for whole-run checks. */

@@ -1,98 +1,179 @@
-// The bench's child processes (app, ceiling, media server, load generator), what Linux tells about them
-// (resident memory from /proc/<pid>/status, CPU time from /proc/<pid>/stat), and the problems they logged.
+// The processes the fault suite and the bench run: albumflow's ingress and worker (`node --import tsx
+// src/<role>.ts`) and the bench's own servers, each started until it prints its readiness line, logged
+// to a file, stopped (SIGTERM, then SIGKILL), killed with kill -9 and started again under the same name
+// and environment; and what Linux tells about processes (resident memory from /proc/<pid>/status, CPU
+// time from /proc/<pid>/stat, listening sockets), a memory sampler, and the problems a process logged.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { projectRoot } from '../../src/paths.js';
+import { ingressReadyPrefix, workerReadyPrefix } from '../../src/ready-lines.js';
 
-export interface ManagedProcess {
+export interface ProcessOptions {
   name: string;
-  pid: number;
-  child: ChildProcess;
-  /** The first capture group of the ready pattern (e.g. the listening URL). */
-  readyMatch: string;
-  /** The last lines the process wrote, for error messages. */
-  tail(): string;
-  /** SIGTERM, then SIGKILL after `graceMs`; resolves once it exited. */
-  stop(graceMs?: number): Promise<void>;
-}
-
-export interface SpawnOptions {
-  name: string;
-  args: string[];
-  cwd: string;
+  /** The script node runs with tsx, relative to the project. */
+  script: string;
+  /** Node's own flags (--cpu-prof, …), before the script. */
+  nodeArgs?: string[];
+  /** The whole environment of the process. */
   env: NodeJS.ProcessEnv;
   /** Written to stdout once the process serves; its first capture group becomes `readyMatch`. */
   ready: RegExp;
-  readyTimeoutMs: number;
-  /** Where stdout and stderr are copied. */
+  readyTimeoutMs?: number;
+  /** Where stdout and stderr are appended, a line marking each start. */
   logFile: string;
+  /** How long a stop waits after SIGTERM before SIGKILL. */
+  stopGraceMs?: number;
+  /** An IPC channel (`child().send`). */
   ipc?: boolean;
+  /** In a process group of its own, so that a Ctrl-C reaches only the parent, which stops it in order. */
+  detached?: boolean;
 }
 
-/** Starts `node <args>` in its own process group (a Ctrl-C reaches only the bench, which stops it in order). */
-export async function spawnNode(options: SpawnOptions): Promise<ManagedProcess> {
-  fs.mkdirSync(path.dirname(options.logFile), { recursive: true });
-  const log = fs.createWriteStream(options.logFile);
-  const child = spawn(process.execPath, options.args, {
-    cwd: options.cwd,
-    env: options.env,
-    stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
-    detached: true,
-  });
-  let tail = '';
-  let stdout = '';
-  const keep = (chunk: Buffer) => {
-    log.write(chunk);
-    tail = (tail + chunk.toString()).slice(-6000);
-  };
-  child.stderr!.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const closedLog = exited.then(() => new Promise<void>((resolve) => log.end(resolve)));
+/** A node process, restartable under the same name, environment and log. */
+export class NodeProcess {
+  /** Times the process exited without being asked to. */
+  unexpectedExits = 0;
+  /** The first capture group of the ready pattern (e.g. the listening URL) of the latest start. */
+  readyMatch = '';
+  private running: ChildProcess | undefined;
+  private closed: Promise<void> = Promise.resolve();
+  private expectingExit = false;
+  private output = '';
 
-  const readyMatch = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${options.name} did not start within ${options.readyTimeoutMs} ms:\n${tail}`)),
-      options.readyTimeoutMs,
-    );
+  constructor(readonly options: ProcessOptions) {}
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  /** The running process's pid. */
+  get pid(): number | undefined {
+    return this.running?.pid;
+  }
+
+  /** The running process (for its IPC channel). */
+  child(): ChildProcess {
+    if (!this.running) throw new Error(`${this.name} is not running`);
+    return this.running;
+  }
+
+  /** The last lines the process wrote, for error messages. */
+  tail(): string {
+    return this.output;
+  }
+
+  /** Starts the process and resolves once it printed its readiness line (else kills it and rejects). */
+  async start(): Promise<void> {
+    const { options } = this;
+    if (this.running) throw new Error(`${this.name} is already running`);
+    fs.mkdirSync(path.dirname(options.logFile), { recursive: true });
+    const log = fs.createWriteStream(options.logFile, { flags: 'a' });
+    log.write(`=== start ${new Date().toISOString()}\n`);
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', options.script], {
+      cwd: projectRoot,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
+      detached: options.detached ?? false,
+    });
+    this.running = child;
+    this.expectingExit = false;
+    this.output = '';
+    const keep = (chunk: Buffer) => {
+      log.write(chunk);
+      this.output = (this.output + chunk.toString()).slice(-6000);
+    };
+    child.stderr!.on('data', keep);
+    let stdout = '';
+    let ready: ((match: string) => void) | undefined;
     child.stdout!.on('data', (chunk: Buffer) => {
       keep(chunk);
+      if (!ready) return;
       stdout = (stdout + chunk.toString()).slice(-6000);
       const match = options.ready.exec(stdout);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1] ?? match[0]);
-      }
+      if (match) ready(match[1] ?? match[0]);
     });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${options.name} exited (${signal ?? code}) before it was ready:\n${tail}`));
-    });
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  }).catch(async (err: unknown) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await closedLog;
-    throw err;
-  });
+    // 'close': the process exited and its output was read to the end.
+    this.closed = new Promise<void>((resolve) =>
+      child.once('close', () => {
+        if (!this.expectingExit) this.unexpectedExits += 1;
+        if (this.running === child) this.running = undefined;
+        log.end(() => resolve());
+      }),
+    );
+    const timeoutMs = options.readyTimeoutMs ?? 180_000;
+    try {
+      this.readyMatch = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${this.name} did not start within ${timeoutMs} ms:\n${this.output}`)), timeoutMs);
+        ready = (match) => {
+          clearTimeout(timer);
+          ready = undefined;
+          resolve(match);
+        };
+        child.once('exit', (code, signal) => {
+          clearTimeout(timer);
+          reject(new Error(`${this.name} exited (${signal ?? code}) before it was ready:\n${this.output}`));
+        });
+        child.once('error', (err) => {
+          clearTimeout(timer);
+          reject(err);
+        });
+      });
+    } catch (err) {
+      this.expectingExit = true;
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await this.closed;
+      throw err;
+    }
+  }
 
-  return {
-    name: options.name,
-    pid: child.pid!,
-    child,
-    readyMatch,
-    tail: () => tail,
-    async stop(graceMs = 20_000) {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-        await exited;
-        clearTimeout(timer);
-      }
-      await closedLog;
-    },
-  };
+  /** SIGTERM (a graceful shutdown), then SIGKILL after `graceMs`; resolves once it exited. */
+  async stop(graceMs = this.options.stopGraceMs ?? 20_000): Promise<void> {
+    const child = this.running;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      this.expectingExit = true;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await this.closed;
+      clearTimeout(timer);
+    }
+    await this.closed;
+  }
+
+  /** kill -9, then waits for the exit. */
+  async kill9(): Promise<void> {
+    const child = this.running;
+    if (!child) return;
+    this.expectingExit = true;
+    child.kill('SIGKILL');
+    await this.closed;
+  }
+
+  /** Current and peak resident memory of the running process. */
+  memory(): MemoryStatus | null {
+    return this.pid === undefined ? null : readMemory(this.pid);
+  }
+}
+
+/** Starts a process (see `NodeProcess.start`). */
+export async function spawnNode(options: ProcessOptions): Promise<NodeProcess> {
+  const started = new NodeProcess(options);
+  await started.start();
+  return started;
+}
+
+export type Role = 'ingress' | 'worker';
+
+/** Each role's entry point and readiness line; the ingress's captures its HTTP address. */
+const roles: Record<Role, { script: string; ready: RegExp }> = {
+  ingress: { script: 'src/ingress.ts', ready: new RegExp(`${ingressReadyPrefix} (http://\\S+?),`) },
+  worker: { script: 'src/worker.ts', ready: new RegExp(workerReadyPrefix) },
+};
+
+/** An albumflow ingress or worker (not started yet). */
+export function appProcess(options: Omit<ProcessOptions, 'script' | 'ready'> & { role: Role }): NodeProcess & { role: Role } {
+  const { role, ...rest } = options;
+  return Object.assign(new NodeProcess({ ...rest, ...roles[role] }), { role });
 }
 
 export interface MemoryStatus {
@@ -216,15 +297,18 @@ export function machineCpu(): { busy: number; total: number } {
   return { busy: (total - idle) / ticksPerSecond, total: total / ticksPerSecond };
 }
 
-/** Samples VmRSS of the watched processes; keeps the peak per process for each named window. */
+/**
+ * Samples the resident memory of the watched processes (by pid, or by a process that may be restarted
+ * under another one); keeps the peak per process for each named window, of VmRSS and of VmHWM.
+ */
 export class MemorySampler {
-  private readonly watched = new Map<string, number>();
-  private readonly peaks = new Map<string, Map<string, number>>();
+  private readonly watched = new Map<string, () => number | undefined>();
+  private readonly peaks = new Map<string, Map<string, MemoryStatus>>();
   private timer: NodeJS.Timeout | undefined;
   private windows: string[] = ['run'];
 
-  watch(name: string, pid: number): void {
-    this.watched.set(name, pid);
+  watch(name: string, pid: number | (() => number | undefined)): void {
+    this.watched.set(name, typeof pid === 'number' ? () => pid : pid);
   }
 
   start(intervalMs = 250): void {
@@ -233,8 +317,10 @@ export class MemorySampler {
     this.timer.unref();
   }
 
+  /** Stops sampling, after a last sample. */
   stop(): void {
     clearInterval(this.timer);
+    this.sample();
   }
 
   /** Samples taken from now on also count for `window` (until `closeWindow`). */
@@ -248,18 +334,20 @@ export class MemorySampler {
     this.windows = this.windows.filter((name) => name !== window);
   }
 
-  /** Peak sampled VmRSS of `name` in `window`, bytes. */
-  peak(window: string, name: string): number | null {
-    return this.peaks.get(window)?.get(name) ?? null;
+  /** Peak sampled VmRSS (or VmHWM) of `name` in `window`, bytes. */
+  peak(window: string, name: string, field: keyof MemoryStatus = 'rss'): number | null {
+    return this.peaks.get(window)?.get(name)?.[field] ?? null;
   }
 
   sample(): void {
-    for (const [name, pid] of this.watched) {
-      const memory = readMemory(pid);
+    for (const [name, pidOf] of this.watched) {
+      const pid = pidOf();
+      const memory = pid === undefined ? null : readMemory(pid);
       if (!memory) continue;
       for (const window of this.windows) {
-        const peaks = this.peaks.get(window) ?? new Map<string, number>();
-        peaks.set(name, Math.max(peaks.get(name) ?? 0, memory.rss));
+        const peaks = this.peaks.get(window) ?? new Map<string, MemoryStatus>();
+        const peak = peaks.get(name);
+        peaks.set(name, { rss: Math.max(peak?.rss ?? 0, memory.rss), hwm: Math.max(peak?.hwm ?? 0, memory.hwm) });
         this.peaks.set(window, peaks);
       }
     }

@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
@@ -8,6 +6,7 @@ import { albumWorkflowId } from '../../workflows/keys.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren } from '../harness/albums.js';
 import { startTestWorker, testClient, testConfig, testPool, type TestWorker } from '../harness/env.js';
 import { unique } from '../harness/random.js';
+import { sendBody, startMediaServer, type MediaServer } from '../harness/servers/media.js';
 
 describe('an album with more attachments than downloads allowed in flight', () => {
   const config = testConfig({ MAX_WAIT_MS: '60000', QUIET_PERIOD_MS: '60000' });
@@ -15,8 +14,7 @@ describe('an album with more attachments than downloads allowed in flight', () =
   let pool: Pool;
   let client: Client;
   let worker: TestWorker;
-  let server: http.Server;
-  let base = '';
+  let media: MediaServer;
   let requests = 0;
   let release: () => void = () => undefined;
   const released = new Promise<void>((resolve) => (release = resolve));
@@ -25,18 +23,17 @@ describe('an album with more attachments than downloads allowed in flight', () =
     pool = testPool(config);
     client = await testClient(config);
     worker = await startTestWorker(config, pool);
-    server = http.createServer((_req, res) => {
-      requests += 1;
-      void released.then(() => res.writeHead(200, { 'content-type': 'image/jpeg' }).end('photo'));
+    media = await startMediaServer({
+      fallback: (req, res, hit) => {
+        requests += 1;
+        void released.then(() => sendBody('photo')(req, res, hit));
+      },
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
 
   afterAll(async () => {
     release();
-    server.closeAllConnections();
-    server.close();
+    await media?.close();
     await worker?.stop();
     await client?.connection.close();
     await pool?.end();
@@ -47,7 +44,7 @@ describe('an album with more attachments than downloads allowed in flight', () =
     const arrivals = await storeAlbumChildren(
       pool,
       key,
-      Array.from({ length: children }, (_, i) => ({ messageId: `m${i}`, index: i, total: children, urls: [`${base}/m${i}.jpg`] })),
+      Array.from({ length: children }, (_, i) => ({ messageId: `m${i}`, index: i, total: children, urls: [media.url(`/m${i}.jpg`)] })),
     );
     const handle = await signalAlbum(client, config, key, arrivals);
 

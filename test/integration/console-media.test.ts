@@ -6,8 +6,9 @@ import type { ErrorBody } from '../../src/http/schemas.js';
 import { templatesDir } from '../../src/ui/views.js';
 import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
-import { settled, testAlbum, workspaceInbox } from '../browser/albums.js';
-import { jpeg, png, pngBomb, startMediaServer, type MediaServer } from '../browser/media-files.js';
+import { settled, testAlbum, workspaceInbox } from '../harness/albums.js';
+import { jpeg, png, pngBomb } from '../harness/images.js';
+import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 
 const iconsDir = path.join(path.dirname(templatesDir), 'assets/icons');
 const icon = (name: string) => fs.readFileSync(path.join(iconsDir, `${name}.svg`));

@@ -13,8 +13,9 @@ import { decodeCost, thumbnailLimits } from '../../src/ui/thumbnails.js';
 import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
 import type { ThumbnailMemoryReport } from '../harness/thumbnail-memory.js';
-import { settled, testAlbum, workspaceInbox } from '../browser/albums.js';
-import { pngBomb, startMediaServer, variant, type MediaServer } from '../browser/media-files.js';
+import { settled, testAlbum, workspaceInbox } from '../harness/albums.js';
+import { pngBomb, variant } from '../harness/images.js';
+import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 
 const photos = 100;
 const MiB = 1024 * 1024;

@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
@@ -13,6 +11,7 @@ import type { AlbumStatus } from '../../workflows/types.js';
 import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
 import { testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
+import { startNotifyReceiver, type NotifyReceiver } from '../harness/servers/notify.js';
 
 interface Delivery {
   type: string;
@@ -23,36 +22,27 @@ interface Delivery {
 describe('recordAndNotify: one activity records a decision and sends its notifications, in order', () => {
   let pool: Pool;
   let config: Config;
-  let server: http.Server;
+  let receiver: NotifyReceiver;
   const deliveries: Delivery[] = [];
-  /** Status codes to answer, in order; 200 once they run out. */
-  const answers: number[] = [];
   let workflowIdOfTest = '';
 
   beforeAll(async () => {
-    server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        const { type } = JSON.parse(Buffer.concat(chunks).toString()) as { type: string };
-        void pool
-          .query<{ n: number }>('SELECT count(*)::int AS n FROM decisions WHERE workflow_id = $1', [workflowIdOfTest])
-          .then(({ rows }) => {
-            deliveries.push({ type, recordedDecisions: rows[0]!.n });
-            res.writeHead(answers.shift() ?? 200).end();
-          });
-      });
+    receiver = await startNotifyReceiver({
+      path: '/hook',
+      onRequest: async (request) => {
+        const { type } = JSON.parse(request.body.toString()) as { type: string };
+        const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM decisions WHERE workflow_id = $1', [
+          workflowIdOfTest,
+        ]);
+        deliveries.push({ type, recordedDecisions: rows[0]!.n });
+      },
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    config = testConfig({
-      NOTIFY_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-      NOTIFY_SECRET: 'record-notify-secret',
-    });
+    config = testConfig({ NOTIFY_URL: receiver.url, NOTIFY_SECRET: 'record-notify-secret' });
     pool = testPool(config);
   });
 
   afterAll(async () => {
-    await new Promise((resolve) => server.close(resolve));
+    await receiver.close();
     await pool.end();
   });
 
@@ -122,7 +112,7 @@ describe('recordAndNotify: one activity records a decision and sends its notific
 
   it('goes on after a notification refused for good, and a retry repeats nothing that took effect', async () => {
     const input = await newAlbum();
-    answers.push(400, 503);
+    receiver.answers.push(400, 503);
 
     const failure = await recordAndNotify(input).then(
       () => expect.fail('a 503 must fail the attempt'),

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AlbumStatus } from '../../workflows/types.js';
 import type { AlbumListBody, MessageStatus } from '../../src/http/schemas.js';
-import { eventually, startMediaServer, type MediaServer } from '../harness/albums.js';
+import { eventually } from '../harness/albums.js';
+import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 import { unique } from '../harness/random.js';
 import { albumStatusViewsTotal } from '../../src/metrics.js';
 import { startStack, type Stack } from '../harness/stack.js';

@@ -13,7 +13,8 @@ import { eventually } from '../../harness/albums.js';
 import { startFakeBotApi, type FakeBotApi } from '../../harness/servers/fake-bot-api.js';
 import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos, type ServedPhoto } from '../../harness/servers/fake-bot-api-demo.js';
 import { albumEvent, webhookRequest } from '../../harness/events.js';
-import { adminToken, interrupt, ownerOf, serve, serverRecord, startInstance, userEnvironment, type Serving } from './instance.js';
+import { adminToken, interrupt, ownerOf, serve, serverRecord, startInstance, type Serving } from './instance.js';
+import { userEnvironment } from '../../harness/environment.js';
 import { killWatchdog } from './orphan.js';
 
 const execFile = promisify(execFileCallback);
