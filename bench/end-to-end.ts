@@ -2,7 +2,7 @@
 // album's first decision recorded in PostgreSQL, and → the `album.media_settled` notification of that
 // decision stored (every attachment of its children downloaded or given up). Pure.
 import type { RequestRecord } from '../test/harness/load.js';
-import type { AttachmentOutcomes, RecordedDecision } from './queries.js';
+import type { AttachmentOutcomes, RecordedDecision } from '../test/harness/rows.js';
 import { newChildren, workflowIdOf } from './records.js';
 import { percentiles, round, roundPercentiles, stepStats, type EndToEnd } from './report.js';
 

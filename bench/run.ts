@@ -19,7 +19,7 @@ import { runBaseline, runSustained } from './phases/sustained.js';
 import { runTelegram } from './phases/telegram.js';
 import { countLogProblems } from '../test/harness/processes.js';
 import { Cleanups } from '../test/harness/cleanups.js';
-import { attachmentOutcomes, mediaSettledOf } from './queries.js';
+import { attachmentOutcomes, mediaSettledOf } from '../test/harness/rows.js';
 import { acceptedChildren } from './records.js';
 import { renderMarkdown, withRunSection } from './markdown.js';
 import { evaluateTargets, round, type BenchReport } from './report.js';

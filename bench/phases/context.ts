@@ -11,7 +11,7 @@ import { delta, scrape } from '../metrics.js';
 import { countPhase, type PhaseCounts } from '../histories.js';
 import type { BenchOptions, PhaseName } from '../options.js';
 import { cpuSeconds, machineCpu, postgresCpuSeconds } from '../../test/harness/processes.js';
-import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type RecordedDecision } from '../queries.js';
+import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type RecordedDecision } from '../../test/harness/rows.js';
 import { acceptedChildren, newChildren, undecided } from '../records.js';
 import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
 import type { Pool } from '../../src/db/pool.js';

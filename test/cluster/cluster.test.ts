@@ -13,7 +13,8 @@ import { temporalServerVersion } from '../../src/temporal/cluster/versions.js';
 import { prepareNamespace } from '../../src/temporal/connection.js';
 import { searchAttributes, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
-import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions } from '../harness/albums.js';
+import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren } from '../harness/albums.js';
+import { storedDecisions } from '../harness/rows.js';
 import { startTestWorker, testClient, testConfig, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 

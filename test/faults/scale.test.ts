@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LoadGenerator } from '../harness/load.js';
+import { decisions, outbox } from '../harness/rows.js';
 import { startProcessStack, type ProcessStack } from '../harness/stack.js';
 import { checkInvariants, isQuiet } from './invariants.js';
 import { formatTable, megabytes, seconds, waitFor } from './report.js';
@@ -67,7 +68,7 @@ describe(`${albumsAtOnce.toLocaleString('en')} albums at once`, () => {
       receiver: stack.receiver,
     });
     const notStored = report.violations.filter((v) => v.message.endsWith('acknowledged with 202 but not stored'));
-    const outboxDepth = async () => (await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox`)).rows[0]!.n;
+    const outboxDepth = () => outbox.count(stack.pool, {});
     const depthBefore = await outboxDepth();
     await new Promise((resolve) => setTimeout(resolve, 30_000));
     const depthAfter = await outboxDepth();
@@ -134,11 +135,8 @@ describe(`one album of ${bigAlbumSize.toLocaleString('en')} children`, () => {
     expect(report.violations.slice(0, 10)).toEqual([]);
     expect(report.checked.size).toBe(bigAlbumSize);
     const albumKey = [...load.children.values()][0]!.albumKey!;
-    const { rows: decisions } = await stack.pool.query<{ n: number }>(
-      `SELECT cardinality(child_message_ids) AS n FROM decisions WHERE workflow_id = $1 ORDER BY seq`,
-      [`album:${albumKey}`],
-    );
-    expect(decisions.at(-1)?.n).toBe(bigAlbumSize);
+    const recorded = await decisions.read(stack.pool, { workflowId: `album:${albumKey}` }, ['children']);
+    expect(recorded.at(-1)?.children).toBe(bigAlbumSize);
     expect(stack.peakMemory('ingress')).toBeLessThan(memoryLimitBytes.ingress);
     expect(stack.peakMemory('worker')).toBeLessThan(memoryLimitBytes.worker);
   });

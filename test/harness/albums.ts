@@ -6,7 +6,6 @@ import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, vi } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { loadChildren } from '../../src/db/children.js';
-import type { DecisionRow } from '../../src/db/decisions.js';
 import type { Pool } from '../../src/db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { startSearchAttributes } from '../../src/temporal/workflow-start.js';
@@ -160,44 +159,6 @@ export async function signalMessage(
     signalArgs: [{ children: [child] }],
     typedSearchAttributes: startSearchAttributes(key),
   });
-}
-
-/** The decisions PostgreSQL recorded for one workflow, in order. */
-export async function storedDecisions(pool: Pool, workflowId: string) {
-  const { rows } = await pool.query<Pick<DecisionRow, 'seq' | 'trigger' | 'child_message_ids'>>(
-    `SELECT seq, trigger, child_message_ids FROM decisions WHERE workflow_id = $1 ORDER BY seq`,
-    [workflowId],
-  );
-  return rows;
-}
-
-export interface NotificationRow {
-  id: string;
-  type: string;
-  status: string;
-  payload: {
-    id: string;
-    type: string;
-    album?: { state: string; distinctChildren: number; media: Record<string, number>; review: { reasons: string[] } };
-    message?: { state: string; media: Record<string, number> };
-    decision: { seq: number; trigger: string; childMessageIds: string[]; lateChildMessageIds?: string[]; lateItemPolicy?: string };
-  };
-}
-
-export async function storedNotifications(pool: Pool, workflowId: string): Promise<NotificationRow[]> {
-  const { rows } = await pool.query<NotificationRow>(
-    `SELECT id, type, status, payload FROM notifications WHERE workflow_id = $1 ORDER BY created_at, id`,
-    [workflowId],
-  );
-  return rows;
-}
-
-export async function albumRow(pool: Pool, workflowId: string): Promise<{ state: string; review_reasons: string[] }> {
-  const { rows } = await pool.query<{ state: string; review_reasons: string[] }>(
-    `SELECT state, review_reasons FROM albums WHERE workflow_id = $1`,
-    [workflowId],
-  );
-  return rows[0]!;
 }
 
 /** Retries `check` until it passes; asynchronous outcomes on a busy machine take their time. */

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenHash } from '../../src/http/access/tokens.js';
 import type { AlbumListBody } from '../../src/http/schemas.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import { eventually, storedNotifications } from '../harness/albums.js';
+import { eventually } from '../harness/albums.js';
+import { operatorActions, storedNotifications } from '../harness/rows.js';
 import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
@@ -150,10 +151,7 @@ describe('retry-downloads', () => {
     expect(media.fetches.filter((f) => f.path === path)).toHaveLength(2);
     const types = await historyEventTypes(expired.workflowId);
     expect(types).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED');
-    const { rows } = await stack.pool.query<{ action: string; requested_by: string }>(
-      `SELECT action, requested_by FROM operator_actions WHERE workflow_id = $1`,
-      [expired.workflowId],
-    );
+    const rows = await operatorActions.read(stack.pool, { workflowId: expired.workflowId }, ['action', 'requested_by']);
     expect(rows).toEqual([{ action: 'retry-downloads', requested_by: tokenHash(token) }]);
   });
 

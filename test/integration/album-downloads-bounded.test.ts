@@ -6,6 +6,7 @@ import { albumWorkflowId } from '../../workflows/keys.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren } from '../harness/albums.js';
 import { startTestWorker, testClient, testConfig, testPool, type TestWorker } from '../harness/env.js';
 import { unique } from '../harness/random.js';
+import { attachments, decisions } from '../harness/rows.js';
 import { sendBody, startMediaServer, type MediaServer } from '../harness/servers/media.js';
 
 describe('an album with more attachments than downloads allowed in flight', () => {
@@ -61,17 +62,10 @@ describe('an album with more attachments than downloads allowed in flight', () =
 
     release();
     await eventually(async () => {
-      const { rows } = await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM attachments a JOIN messages m ON m.id = a.message_pk
-          WHERE m.workspace = $1 AND a.status = 'downloaded'`,
-        [key.workspace],
-      );
-      expect(rows[0]!.n).toBe(children);
+      const downloaded = await attachments.count(pool, { workspace: key.workspace, status: 'downloaded' });
+      expect(downloaded).toBe(children);
     }, 120_000);
-    const { rows: decisions } = await pool.query<{ trigger: string }>(`SELECT trigger FROM decisions WHERE workflow_id = $1`, [
-      albumWorkflowId(key),
-    ]);
-    expect(decisions).toEqual([{ trigger: 'expected_count_reached' }]);
+    expect(await decisions.read(pool, { workflowId: albumWorkflowId(key) }, ['trigger'])).toEqual([{ trigger: 'expected_count_reached' }]);
     await handle.terminate('test done').catch(() => undefined);
   }, 180_000);
 });

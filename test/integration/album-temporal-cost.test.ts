@@ -9,7 +9,8 @@ import { countHistory } from '../../bench/temporal-counts.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import type { DownloadRequest } from '../../workflows/types.js';
-import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions, workflowTestBed } from '../harness/albums.js';
+import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, workflowTestBed } from '../harness/albums.js';
+import { storedDecisions } from '../harness/rows.js';
 import { testConfig } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 

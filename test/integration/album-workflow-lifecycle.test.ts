@@ -5,18 +5,16 @@ import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
 import type { AlbumStatus } from '../../workflows/types.js';
 import {
-  albumRow,
   eventually,
   newAlbumKey,
   saveHistory,
   signalAlbum,
   signalMessage,
   storeAlbumChildren,
-  storedDecisions,
-  storedNotifications,
   storeStandaloneMessage,
   workflowTestBed,
 } from '../harness/albums.js';
+import { albumRow, storedDecisions, storedNotifications } from '../harness/rows.js';
 import { startTestWorker, testConfig } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 

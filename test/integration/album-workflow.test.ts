@@ -4,17 +4,8 @@ import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../workflows/keys.js';
 import type { AlbumStatus } from '../../workflows/types.js';
-import {
-  albumRow,
-  eventually,
-  newAlbumKey,
-  saveHistory,
-  signalAlbum,
-  storeAlbumChildren,
-  storedDecisions,
-  storedNotifications,
-  workflowTestBed,
-} from '../harness/albums.js';
+import { eventually, newAlbumKey, saveHistory, signalAlbum, storeAlbumChildren, workflowTestBed } from '../harness/albums.js';
+import { albumRow, storedDecisions, storedNotifications } from '../harness/rows.js';
 import { testConfig } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 

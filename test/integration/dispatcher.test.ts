@@ -11,6 +11,7 @@ import type { ChildrenBatch } from '../../workflows/types.js';
 import { freshDatabase, testClient, testConfig, testLogger, testPool } from '../harness/env.js';
 import { telegramHeaders, telegramMessage, telegramUpdate, unifyportEvent } from '../harness/events.js';
 import { unique } from '../harness/random.js';
+import { messages, outbox } from '../harness/rows.js';
 
 const prefix = unique('disp');
 const workspaces = [
@@ -139,14 +140,8 @@ async function signalledIds(temporal: Client, workflowId: string): Promise<strin
   }
 }
 
-async function outboxRows(workspace: string) {
-  const { rows } = await pool.query<{ id: string; attempts: number; last_error: string | null; available_at: Date }>(
-    `SELECT o.id, o.attempts, o.last_error, o.available_at
-       FROM outbox o JOIN messages m ON m.id = o.message_pk
-      WHERE m.workspace = $1 ORDER BY o.id`,
-    [workspace],
-  );
-  return rows;
+function outboxRows(workspace: string) {
+  return outbox.read(pool, { workspace }, ['id', 'attempts', 'last_error', 'available_at']);
 }
 
 const grpcNotFound = 5;
@@ -172,10 +167,7 @@ describe('dispatcher', () => {
     const children = signals[0]!.children;
     expect(children.map((c) => c.messageId).sort()).toEqual(['m0', 'm1', 'm2']);
 
-    const { rows } = await pool.query<{ message_id: string; first_received_at: Date }>(
-      `SELECT message_id, first_received_at FROM messages WHERE workspace = $1`,
-      [w],
-    );
+    const rows = await messages.read(pool, { workspace: w }, ['message_id', 'first_received_at']);
     const receivedAt = new Map(rows.map((r) => [r.message_id, r.first_received_at.toISOString()]));
     expect(children.find((c) => c.messageId === 'm2')).toEqual({
       messageId: 'm2',

@@ -20,6 +20,7 @@ import { downloadsTotal } from '../../src/metrics.js';
 import { storeAttachment as storeAttachmentRow } from '../harness/albums.js';
 import { testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
+import { attachments } from '../harness/rows.js';
 import { sendBody, startMediaServer, type Handler, type MediaServer } from '../harness/servers/media.js';
 
 const sha256 = (body: Buffer) => crypto.createHash('sha256').update(body).digest('hex');
@@ -53,15 +54,6 @@ async function runIn(
 
 function attemptDownload(download: Download, input: OneAttachment, attempt = 1): Promise<DownloadResult> {
   return runIn(activityEnvironment(attempt), download, input);
-}
-
-interface AttachmentState {
-  status: string;
-  attempts: number;
-  error: string | null;
-  bytes: string | null;
-  sha256: string | null;
-  content_type: string | null;
 }
 
 async function retryableFailure(promise: Promise<unknown>): Promise<ApplicationFailure> {
@@ -120,11 +112,15 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
     return { input: { key, position: 0, finalAttempt: 3, retry: false }, messagePk };
   }
 
-  async function attachmentState(messagePk: string): Promise<AttachmentState> {
-    const { rows } = await pool.query<AttachmentState>(
-      'SELECT status, attempts, error, bytes, sha256, content_type FROM attachments WHERE message_pk = $1 AND position = 0',
-      [messagePk],
-    );
+  async function attachmentState(messagePk: string) {
+    const rows = await attachments.read(pool, { messagePk, position: 0 }, [
+      'status',
+      'attempts',
+      'error',
+      'bytes',
+      'sha256',
+      'content_type',
+    ]);
     return rows[0]!;
   }
 
@@ -479,12 +475,7 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
       const results = await runBatch(activityEnvironment(2, progress), download, input);
       expect(results.map((result) => result.status)).toEqual(['downloaded', 'downloaded', 'expired']);
       expect(results[1]).toMatchObject({ sha256: sha256(bodies[1]!), bytes: 4000 });
-      const urls = await Promise.all(
-        stored.map(
-          async ({ messagePk }) =>
-            (await pool.query<{ url: string }>('SELECT url FROM attachments WHERE message_pk = $1', [messagePk])).rows[0]!.url,
-        ),
-      );
+      const urls = await Promise.all(stored.map(async ({ messagePk }) => (await attachments.read(pool, { messagePk }, ['url']))[0]!.url!));
       expect(urls.map((url) => server.hits(url))).toEqual([1, 2, 1]);
     });
 

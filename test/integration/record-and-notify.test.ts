@@ -11,6 +11,7 @@ import type { AlbumStatus } from '../../workflows/types.js';
 import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
 import { testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
+import { albums, decisions, notifications } from '../harness/rows.js';
 import { startNotifyReceiver, type NotifyReceiver } from '../harness/servers/notify.js';
 
 interface Delivery {
@@ -31,10 +32,7 @@ describe('recordAndNotify: one activity records a decision and sends its notific
       path: '/hook',
       onRequest: async (request) => {
         const { type } = JSON.parse(request.body.toString()) as { type: string };
-        const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM decisions WHERE workflow_id = $1', [
-          workflowIdOfTest,
-        ]);
-        deliveries.push({ type, recordedDecisions: rows[0]!.n });
+        deliveries.push({ type, recordedDecisions: await decisions.count(pool, { workflowId: workflowIdOfTest }) });
       },
     });
     config = testConfig({ NOTIFY_URL: receiver.url, NOTIFY_SECRET: 'record-notify-secret' });
@@ -79,16 +77,11 @@ describe('recordAndNotify: one activity records a decision and sends its notific
   }
 
   async function stored(workflowId: string) {
-    const decisions = await pool.query<{ seq: number; child_message_ids: string[] }>(
-      'SELECT seq, child_message_ids FROM decisions WHERE workflow_id = $1',
-      [workflowId],
-    );
-    const notifications = await pool.query<{ id: string; status: string }>(
-      'SELECT id, status FROM notifications WHERE workflow_id = $1 ORDER BY id',
-      [workflowId],
-    );
-    const albums = await pool.query<{ state: string }>('SELECT state FROM albums WHERE workflow_id = $1', [workflowId]);
-    return { decisions: decisions.rows, notifications: notifications.rows, albumState: albums.rows[0]?.state };
+    return {
+      decisions: await decisions.read(pool, { workflowId }, ['seq', 'child_message_ids']),
+      notifications: await notifications.read(pool, { workflowId }, ['id', 'status'], { orderBy: ['id'] }),
+      albumState: (await albums.read(pool, { workflowId }, ['state']))[0]?.state,
+    };
   }
 
   it('stores the decision before album.ready, then sends album.media_settled with the same body', async () => {

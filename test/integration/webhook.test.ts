@@ -8,6 +8,7 @@ import { webhooksTotal } from '../../src/metrics.js';
 import { signatureHeader } from '../../src/signature.js';
 import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
 import { unifyportEvent } from '../harness/events.js';
+import { albums, attachments, events, messages, outbox, quarantine, webhookRows } from '../harness/rows.js';
 import { unique } from '../harness/random.js';
 
 const prefix = unique('wh');
@@ -101,69 +102,40 @@ async function post(workspace: string, body: unknown, options: PostOptions = {})
   return (options.to ?? app).inject({ method: 'POST', url: `/webhooks/unifyport/${encodeURIComponent(workspace)}`, headers, payload });
 }
 
-interface MessageRow {
-  id: string;
-  message_id: string;
-  album_pk: string | null;
-  album_meta: unknown;
-  album_index: number | null;
-  album_total: number | null;
-  metadata_invalid: boolean;
-  caption: string | null;
-  sent_at: Date | null;
-  delivery_count: number;
-  raw: Record<string, unknown>;
+function messagesOf(workspace: string, accountId: string) {
+  return messages.read(pool, { workspace, accountId }, [
+    'id',
+    'message_id',
+    'album_pk',
+    'album_meta',
+    'album_index',
+    'album_total',
+    'metadata_invalid',
+    'caption',
+    'sent_at',
+    'delivery_count',
+    'raw',
+  ]);
 }
 
-async function messagesOf(workspace: string, accountId: string): Promise<MessageRow[]> {
-  const { rows } = await pool.query<MessageRow>(
-    `SELECT id, message_id, album_pk, album_meta, album_index, album_total, metadata_invalid, caption, sent_at,
-            delivery_count, raw
-       FROM messages WHERE workspace = $1 AND account_id = $2 ORDER BY id`,
-    [workspace, accountId],
-  );
-  return rows;
+function attachmentsOf(messagePk: string) {
+  return attachments.read(pool, { messagePk }, ['position', 'url', 'status', 'kind', 'declared_size']);
 }
 
-async function attachmentsOf(messagePk: string) {
-  const { rows } = await pool.query<{
-    position: number;
-    url: string | null;
-    status: string;
-    kind: string | null;
-    declared_size: string | null;
-  }>(`SELECT position, url, status, kind, declared_size FROM attachments WHERE message_pk = $1 ORDER BY position`, [messagePk]);
-  return rows;
+function outboxCount(messagePk: string): Promise<number> {
+  return outbox.count(pool, { messagePk });
 }
 
-async function outboxCount(messagePk: string): Promise<number> {
-  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE message_pk = $1`, [messagePk]);
-  return rows[0]!.n;
+function eventsOf(workspace: string) {
+  return events.read(pool, { workspace }, ['event_id', 'type', 'delivery_count', 'raw']);
 }
 
-async function eventsOf(workspace: string) {
-  const { rows } = await pool.query<{ event_id: string; type: string; delivery_count: number; raw: unknown }>(
-    `SELECT event_id, type, delivery_count, raw FROM events WHERE workspace = $1 ORDER BY id`,
-    [workspace],
-  );
-  return rows;
-}
-
-async function quarantineOf(workspace: string) {
-  const { rows } = await pool.query<{ reason: string; detail: string; raw: Buffer }>(
-    `SELECT reason, detail, raw FROM quarantine WHERE workspace = $1 ORDER BY id`,
-    [workspace],
-  );
-  return rows;
+function quarantineOf(workspace: string) {
+  return quarantine.read(pool, { workspace }, ['reason', 'detail', 'raw']);
 }
 
 async function storedAnything(workspace: string): Promise<boolean> {
-  const { rows } = await pool.query<{ n: number }>(
-    `SELECT (SELECT count(*) FROM events WHERE workspace = $1) + (SELECT count(*) FROM messages WHERE workspace = $1)
-          + (SELECT count(*) FROM quarantine WHERE workspace = $1) AS n`,
-    [workspace],
-  );
-  return Number(rows[0]!.n) > 0;
+  return (await webhookRows(pool, workspace)) > 0;
 }
 
 describe('POST /webhooks/unifyport/:workspace — accepted children', () => {
@@ -210,11 +182,8 @@ describe('POST /webhooks/unifyport/:workspace — accepted children', () => {
     ]);
     expect(await outboxCount(message!.id)).toBe(1);
 
-    const { rows: albums } = await pool.query<{ id: string; workflow_id: string; state: string }>(
-      `SELECT id, workflow_id, state FROM albums WHERE workspace = $1 AND account_id = $2`,
-      [signed, account],
-    );
-    expect(albums).toEqual([
+    const albumRows = await albums.read(pool, { workspace: signed, accountId: account }, ['id', 'workflow_id', 'state']);
+    expect(albumRows).toEqual([
       { id: message!.album_pk, workflow_id: `album:${signed}:whatsapp:${account}:conv-1:alb-1`, state: 'collecting' },
     ]);
     expect((await eventsOf(signed)).filter((e) => e.event_id === body.id)).toMatchObject([
@@ -299,11 +268,7 @@ describe('POST /webhooks/unifyport/:workspace — accepted children', () => {
     const albumKeys = responses.map((r) => r.json<{ albumKey: string }>().albumKey);
     expect(responses.map((r) => r.json<{ duplicate: boolean }>().duplicate)).toEqual([false, false, false, false]);
     expect(new Set(albumKeys).size).toBe(4);
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(DISTINCT id)::int AS n FROM albums WHERE album_id = 'shared' AND account_id IN ($1, $2)`,
-      [account, otherAccount],
-    );
-    expect(rows[0]!.n).toBe(4);
+    expect(await albums.count(pool, { albumId: 'shared', accountIds: [account, otherAccount] })).toBe(4);
   });
 
   it('stores children that arrive out of index order under one album', async () => {
@@ -513,8 +478,7 @@ describe('POST /webhooks/unifyport/:workspace — refusals', () => {
       });
       const row = (await quarantineOf(signed)).find((q) => q.raw.toString() === raw);
       expect(row).toMatchObject({ reason: 'missing_identity' });
-      const { rows } = await pool.query(`SELECT 1 FROM events WHERE workspace = $1 AND event_id = $2`, [signed, body.id]);
-      expect(rows).toEqual([]);
+      expect(await events.read(pool, { workspace: signed, eventId: body.id as string }, ['id'])).toEqual([]);
     });
 
     it('quarantines a body that is JSON but not an event object', async () => {
@@ -625,11 +589,7 @@ describe('group commit: concurrent requests share one transaction', () => {
   });
 
   async function transactionsOf(workspace: string, accountId: string): Promise<number> {
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(DISTINCT xmin::text)::int AS n FROM messages WHERE workspace = $1 AND account_id = $2`,
-      [workspace, accountId],
-    );
-    return rows[0]!.n;
+    return new Set((await messages.read(pool, { workspace, accountId }, ['txid'])).map((row) => row.txid)).size;
   }
 
   it('answers each request after the shared commit, with its own duplicate flag, and wakes the dispatcher once', async () => {
