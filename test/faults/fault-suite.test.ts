@@ -136,14 +136,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
     await load.drain(180_000);
     const quiet = await waitFor(async () => isQuiet(stack.pool, load), 360_000, 2_000);
     stack.memory.stop();
-    const report: CheckReport = await checkInvariants({
-      pool: stack.pool,
-      workspace: stack.workspace,
-      load,
-      media: stack.media,
-      receiver: stack.receiver,
-      botApi,
-    });
+    const report: CheckReport = await checkInvariants({ stack, load, botApi });
     const elapsed = Date.now() - startedAt;
 
     const phases = ['warm-up', ...faults.map((f) => f.name), 'cool-down and redeliveries'];

@@ -2,8 +2,8 @@ import type { Pool } from '../../src/db/pool.js';
 import type { FakeBotApi } from '../harness/servers/fake-bot-api.js';
 import { childKeyString } from '../../workflows/keys.js';
 import type { LoadGenerator, SentChild } from '../harness/load.js';
-import type { Fetch, MediaServer } from '../harness/servers/media.js';
-import type { NotifyReceiver } from '../harness/servers/notify.js';
+import type { Fetch } from '../harness/servers/media.js';
+import type { ProcessStack } from '../harness/stack.js';
 import * as stored from '../harness/rows.js';
 
 export interface Violation {
@@ -92,15 +92,14 @@ async function latestDecisions(pool: Pool): Promise<Map<string, Set<string>>> {
  * caption stored, the earlier one in the history; outbox empty; no refusal of valid traffic but 503.
  */
 export async function checkInvariants(input: {
-  pool: Pool;
-  workspace: string;
+  /** The stack's database, workspace, media server and NOTIFY_URL receiver. */
+  stack: Pick<ProcessStack, 'pool' | 'workspace' | 'media' | 'receiver'>;
   load: LoadGenerator;
-  media: MediaServer;
-  receiver: NotifyReceiver;
   /** The fake Bot API the Telegram traffic's files come from. */
   botApi?: FakeBotApi;
 }): Promise<CheckReport> {
-  const { pool, workspace, load, media, receiver, botApi } = input;
+  const { load, botApi } = input;
+  const { pool, workspace, media, receiver } = input.stack;
   const violations: Violation[] = [];
   const childFailures = new Map<string, string[]>();
   const fail = (child: SentChild, message: string) => {

@@ -60,13 +60,7 @@ describe(`${albumsAtOnce.toLocaleString('en')} albums at once`, () => {
     load.stopGenerating();
     await load.drain(300_000);
     const acceptedIn = Date.now() - startedAt;
-    const report = await checkInvariants({
-      pool: stack.pool,
-      workspace: stack.workspace,
-      load,
-      media: stack.media,
-      receiver: stack.receiver,
-    });
+    const report = await checkInvariants({ stack, load });
     const notStored = report.violations.filter((v) => v.message.endsWith('acknowledged with 202 but not stored'));
     const outboxDepth = () => outbox.count(stack.pool, {});
     const depthBefore = await outboxDepth();
@@ -111,13 +105,7 @@ describe(`one album of ${bigAlbumSize.toLocaleString('en')} children`, () => {
     load.stopGenerating();
     await load.drain(300_000);
     const quiet = await waitFor(async () => isQuiet(stack.pool, load), 360_000, 2_000);
-    const report = await checkInvariants({
-      pool: stack.pool,
-      workspace: stack.workspace,
-      load,
-      media: stack.media,
-      receiver: stack.receiver,
-    });
+    const report = await checkInvariants({ stack, load });
     const acknowledged = [...load.children.values()].filter((c) => c.acked).length;
     stack.memory.stop();
     rows.push([

@@ -103,6 +103,18 @@ export interface MessageFilter {
   standalone?: true;
 }
 
+/** The columns a child's delivery writes of what its event says (album metadata, caption, sent_at, the body) and its deliveries. */
+export const deliveredColumns = [
+  'album_meta',
+  'album_index',
+  'album_total',
+  'metadata_invalid',
+  'caption',
+  'sent_at',
+  'delivery_count',
+  'raw',
+] as const satisfies ReadonlyArray<keyof MessageRow>;
+
 export const messages = table<MessageRow, MessageFilter>({
   from: 'messages m LEFT JOIN albums al ON al.id = m.album_pk',
   columns: {

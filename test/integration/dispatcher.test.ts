@@ -5,13 +5,13 @@ import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatcher/dispatcher.js';
 import { buildApp, type App } from '../../src/http/app.js';
 import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src/metrics.js';
-import { startDevServer, type DevServer } from '../../src/embedded/temporal.js';
 import { searchAttributes } from '../../workflows/definitions.js';
 import type { ChildrenBatch } from '../../workflows/types.js';
 import { freshDatabase, testClient, testConfig, testLogger, testPool } from '../harness/env.js';
 import { telegramHeaders, telegramMessage, telegramUpdate, unifyportEvent } from '../harness/events.js';
 import { unique } from '../harness/random.js';
 import { messages, outbox } from '../harness/rows.js';
+import { devServer, type TemporalServer } from '../harness/servers/temporal.js';
 
 const prefix = unique('disp');
 const workspaces = [
@@ -519,7 +519,7 @@ describe('dispatcher', () => {
 });
 
 describe('dispatcher while Temporal is down', () => {
-  let server: DevServer | undefined;
+  let server: TemporalServer | undefined;
 
   afterAll(async () => {
     await server?.stop();
@@ -527,8 +527,8 @@ describe('dispatcher while Temporal is down', () => {
 
   it('keeps accepting webhooks into the outbox and delivers everything once Temporal is back', async () => {
     const w = ws.down;
-    server = await startDevServer({ port: 0, uiPort: false });
-    const port = Number(server.address.split(':').at(-1));
+    server = await devServer();
+    await server.start();
     const connection = Connection.lazy({ address: server.address });
     const ownClient = new Client({ connection, namespace: 'default' });
     extraClients.push(ownClient);
@@ -540,7 +540,6 @@ describe('dispatcher while Temporal is down', () => {
     await vi.waitFor(async () => expect(await signalledIds(ownClient, albumId(w, 'a'))).toEqual(['before']), eventually);
 
     await server.stop();
-    server = undefined;
     const during = ['d1', 'd2', 'd3'];
     for (const message of during) await postChild(w, { message, album: { id: 'a' } });
     await postChild(w, { message: 'd-solo' });
@@ -548,7 +547,7 @@ describe('dispatcher while Temporal is down', () => {
     await vi.waitFor(async () => expect((await outboxRows(w)).some((r) => r.attempts > 0)).toBe(true), eventually);
     expect((await outboxRows(w)).length).toBe(4);
 
-    server = await startDevServer({ port, uiPort: false });
+    await server.start();
     await vi.waitFor(
       async () => {
         expect(await outboxRows(w)).toEqual([]);

@@ -15,7 +15,7 @@ import { parseEvent } from '../../src/ingest/unifyport.js';
 import { testConfig, testPool } from '../harness/env.js';
 import { unifyportEvent } from '../harness/events.js';
 import { unique } from '../harness/random.js';
-import { albums as albumRows, attachments, events, messages } from '../harness/rows.js';
+import { albums as albumRows, attachments, deliveredColumns, events, messages } from '../harness/rows.js';
 
 const config = testConfig();
 let pool: Pool;
@@ -285,20 +285,7 @@ describe('storeDeliveries', () => {
   );
 
   async function snapshot(workspace: string) {
-    const columns = [
-      'message_id',
-      'album_id',
-      'album_meta',
-      'album_index',
-      'album_total',
-      'metadata_invalid',
-      'caption',
-      'sent_at',
-      'delivery_count',
-      'raw',
-      'outbox',
-      'attachments',
-    ] as const;
+    const columns = ['message_id', 'album_id', ...deliveredColumns, 'outbox', 'attachments'] as const;
     return {
       messages: await messages.read(pool, { workspace }, columns, { orderBy: ['message_id'] }),
       events: await events.read(pool, { workspace }, ['event_id', 'type', 'delivery_count', 'raw'], { orderBy: ['event_id'] }),

@@ -8,7 +8,7 @@ import { webhooksTotal } from '../../src/metrics.js';
 import { signatureHeader } from '../../src/signature.js';
 import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
 import { unifyportEvent } from '../harness/events.js';
-import { albums, attachments, events, messages, outbox, quarantine, webhookRows } from '../harness/rows.js';
+import { albums, attachments, deliveredColumns, events, messages, outbox, quarantine, webhookRows } from '../harness/rows.js';
 import { unique } from '../harness/random.js';
 
 const prefix = unique('wh');
@@ -103,19 +103,7 @@ async function post(workspace: string, body: unknown, options: PostOptions = {})
 }
 
 function messagesOf(workspace: string, accountId: string) {
-  return messages.read(pool, { workspace, accountId }, [
-    'id',
-    'message_id',
-    'album_pk',
-    'album_meta',
-    'album_index',
-    'album_total',
-    'metadata_invalid',
-    'caption',
-    'sent_at',
-    'delivery_count',
-    'raw',
-  ]);
+  return messages.read(pool, { workspace, accountId }, ['id', 'message_id', 'album_pk', ...deliveredColumns]);
 }
 
 function attachmentsOf(messagePk: string) {
