@@ -9,15 +9,8 @@
 import type { Message, Update } from '@grammyjs/types';
 import type { AlbumKey, JsonValue, MessageKey } from '../../workflows/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from './child.js';
-import {
-  firstNonEmptyString,
-  holdsUnstorableText,
-  isObject,
-  nonEmptyString,
-  nonNegativeSafeInteger,
-  parseJsonObject,
-  type JsonObject,
-} from './json-body.js';
+import { holdsUnstorableText, unstorableTextProblem } from '../../workflows/storable-text.js';
+import { firstNonEmptyString, isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject, type JsonObject } from './json-body.js';
 
 /** The provider of every Telegram child, and the source of its events. */
 export const telegramProvider = 'telegram';
@@ -82,7 +75,7 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
   if (!parsed.ok) return reject(parsed.problem === 'invalid_json' ? 'invalid_json' : 'invalid_update', parsed.message);
   const update = parsed.value;
   if (holdsUnstorableText(update)) {
-    return reject('unstorable_update', 'the update holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)');
+    return reject('unstorable_update', `the update holds text PostgreSQL cannot store (${unstorableTextProblem})`);
   }
   if (update.update_id === undefined) return reject('invalid_update', 'the update has no update_id');
   const updateId = nonNegativeSafeInteger(update.update_id);
