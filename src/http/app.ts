@@ -17,6 +17,7 @@ import { actionRoutes } from './actions.js';
 import { handleError } from './errors.js';
 import { healthRoutes } from './health.js';
 import { statusRoutes } from './status.js';
+import { storableTextPlugin } from './storable.js';
 import { webhookIngress } from './webhook-ingress.js';
 import { consolePlugin } from '../ui/console.js';
 
@@ -53,6 +54,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     trustProxy: deps.config.trustProxy,
     // Key segments longer than this are refused by the route schemas with a 400, not by the router.
     routerOptions: { maxParamLength: 2048 },
+    // Strings of the request schemas that PostgreSQL must be able to store carry this keyword.
+    ajv: { plugins: [storableTextPlugin] },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setErrorHandler(handleError);
