@@ -1,4 +1,5 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -14,7 +15,7 @@ import { SignInCodes } from './access/session.js';
 import { signInRoutes } from './access/sign-in.js';
 import { TokenTable } from './access/tokens.js';
 import { actionRoutes } from './actions.js';
-import { handleError } from './errors.js';
+import { errorBody, handleError } from './errors.js';
 import { healthRoutes } from './health.js';
 import { statusRoutes } from './status.js';
 import { storableTextPlugin } from './storable.js';
@@ -43,12 +44,46 @@ export interface AppDeps {
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
+/**
+ * A request Node's parser gave up on (a timeout, headers too large, bytes that are not HTTP), answered
+ * with albumflow's error body before the socket is closed; nothing of it reached a route.
+ */
+function answerClientError(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'the request did not arrive within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS)']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'the request headers are too large']
+        : [400, 'bad_request', 'the request is not valid HTTP'];
+  this.log.debug({ err: { code: err.code } }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(errorBody(code, message));
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
 /** The HTTP application without a listening socket: tests use `app.inject`, servers call `listen`. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const loggerInstance: FastifyBaseLogger = deps.logger;
+  const timeouts = deps.config.http;
   const app = Fastify({
     loggerInstance,
     bodyLimit: deps.config.maxBodyBytes,
+    // No client holds a connection forever: not by trickling its request, not by sending nothing.
+    requestTimeout: timeouts.requestTimeoutMs,
+    connectionTimeout: timeouts.idleTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    http: {
+      requestTimeout: timeouts.requestTimeoutMs,
+      headersTimeout: timeouts.headersTimeoutMs,
+      // How often Node looks for requests past those timeouts (its default, 30 s, would let them run that much longer).
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
+    },
+    clientErrorHandler: answerClientError,
     return503OnClosing: true,
     // TRUST_PROXY: the X-Forwarded-* of these peers give the client's address and the request's scheme.
     trustProxy: deps.config.trustProxy,
