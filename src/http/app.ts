@@ -84,6 +84,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
     },
     clientErrorHandler: answerClientError,
+    // A URL the router cannot decode (invalid percent-encoding) or a path segment past maxParamLength.
+    frameworkErrors: (error, request, reply) => handleError(error, request, reply),
     return503OnClosing: true,
     // TRUST_PROXY: the X-Forwarded-* of these peers give the client's address and the request's scheme.
     trustProxy: deps.config.trustProxy,

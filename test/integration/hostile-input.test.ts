@@ -89,6 +89,21 @@ describe('text PostgreSQL cannot store, in a path segment or a query parameter',
   });
 });
 
+describe('a URL the router cannot take', () => {
+  it('is refused with the error body of every other refusal', async () => {
+    const undecodable = await get(`/workspaces/${ws()}/albums/whatsapp/acc_1/conv/%ED%A0%80`);
+    expect(undecodable.statusCode).toBe(400);
+    expect(undecodable.json()).toEqual({
+      error: { code: 'invalid_url', message: expect.stringContaining('is not a valid url component') as unknown },
+    });
+    const tooLong = await get(`/workspaces/${ws()}/albums/whatsapp/acc_1/conv/${'x'.repeat(3000)}`);
+    expect(tooLong.statusCode).toBe(414);
+    expect(tooLong.json()).toEqual({
+      error: { code: 'path_segment_too_long', message: expect.stringContaining('max param length') as unknown },
+    });
+  });
+});
+
 describe('a UnifyPort event with a lone surrogate in an identity', () => {
   it('is quarantined with a 400, as a NUL is', async () => {
     const event = albumEvent({ conversationId: unique('conv'), albumId: 'alb\ud800', messageId: 'm0' });
