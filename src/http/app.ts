@@ -1,6 +1,6 @@
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -40,6 +40,8 @@ export interface AppDeps {
   signInCodes?: SignInCodes;
   /** The servers this process runs itself (DATABASE_URL or TEMPORAL_ADDRESS unset), reported by `/readyz`. */
   embeddedServers?: readonly EmbeddedServer[];
+  /** Told of every route as it is registered, with its schema (a test walks them all with hostile input). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -95,6 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     ajv: { plugins: [storableTextPlugin] },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  if (deps.onRoute) app.addHook('onRoute', deps.onRoute);
   app.setErrorHandler(handleError);
   app.addHook('onResponse', async (request, reply) => {
     // The route pattern, never the raw URL: ids in paths would make a series per album.
