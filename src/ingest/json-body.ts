@@ -49,6 +49,15 @@ export function nonNegativeSafeInteger(value: unknown): number | null {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
 }
 
+/** The largest value of PostgreSQL's `integer`. */
+export const maxInt32 = 2_147_483_647;
+
+/** A count stored as `integer` (pixels): an integer from 0 to 2^31 - 1, else null. */
+export function nonNegativeInt32(value: unknown): number | null {
+  const integer = nonNegativeSafeInteger(value);
+  return integer !== null && integer <= maxInt32 ? integer : null;
+}
+
 /** Walks the value without recursion (a 1 MiB body can nest half a million levels). */
 function nestsDeeperThan(value: JsonValue, limit: number): boolean {
   const pending: Array<[JsonValue, number]> = [[value, 1]];

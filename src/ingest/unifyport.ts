@@ -2,13 +2,20 @@ import crypto from 'node:crypto';
 import { holdsUnstorableText, unstorableTextProblem } from '../../workflows/storable-text.js';
 import type { AlbumKey, MessageKey } from '../../workflows/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AlbumMetadata, type AttachmentInput, type ChildMessage } from './child.js';
-import { firstNonEmptyString, isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject, type JsonObject } from './json-body.js';
+import {
+  firstNonEmptyString,
+  isObject,
+  maxInt32,
+  nonEmptyString,
+  nonNegativeSafeInteger,
+  parseJsonObject,
+  type JsonObject,
+} from './json-body.js';
 
 /** The UnifyPort event type that carries one child message; every other type is recorded and ignored. */
 export const childEventType = 'message.received';
 
 export const maxEventIdLength = 512;
-const maxInt32 = 2_147_483_647;
 
 export type RejectionCode = 'invalid_json' | 'invalid_event' | 'unstorable_event' | 'missing_identity' | 'invalid_identity';
 
