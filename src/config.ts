@@ -28,6 +28,10 @@ const Env = Type.Object({
   API_TOKENS: Type.Optional(Type.String({ minLength: 1 })),
   SIGNATURE_TOLERANCE_S: Type.Integer({ minimum: 1, default: 300 }),
   MAX_BODY_BYTES: Type.Integer({ minimum: 1, default: 1048576 }),
+  HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30000 }),
+  HTTP_HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10000 }),
+  HTTP_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 60000 }),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 72000 }),
   QUIET_PERIOD_MS: Type.Integer({ minimum: 1, default: 2000 }),
   MAX_WAIT_MS: Type.Integer({ minimum: 1, default: 30000 }),
   LATE_WINDOW_MS: Type.Integer({ minimum: 0, default: 86400000 }),
@@ -63,6 +67,18 @@ export interface IngestLimits {
   concurrentBatches: number;
   /** Deliveries waiting for their commit beyond which new ones are answered 503. */
   maxPending: number;
+}
+
+/** How long the HTTP server waits for a client; none can be switched off, so no connection is held forever. */
+export interface HttpTimeouts {
+  /** The whole request, headers and body, must have arrived by then (else 408 and the socket is closed). */
+  requestTimeoutMs: number;
+  /** The request's headers must have arrived by then (at most `requestTimeoutMs`). */
+  headersTimeoutMs: number;
+  /** A socket on which nothing is sent or received for this long is closed. */
+  idleTimeoutMs: number;
+  /** A kept-alive connection waits this long for its next request. */
+  keepAliveTimeoutMs: number;
 }
 
 /** One bot of TELEGRAM_BOTS. */
@@ -131,6 +147,7 @@ export interface Config {
   apiTokens: ReadonlyMap<string, readonly string[]> | undefined;
   signatureToleranceS: number;
   maxBodyBytes: number;
+  http: HttpTimeouts;
   album: AlbumTimings;
   media: { dir: string; maxBytes: number; allowPrivateNetworks: boolean };
   notify: { url: string | undefined; secret: string | undefined };
@@ -178,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiTokens: raw.API_TOKENS === undefined ? undefined : parseApiTokens(raw.API_TOKENS),
     signatureToleranceS: raw.SIGNATURE_TOLERANCE_S,
     maxBodyBytes: raw.MAX_BODY_BYTES,
+    http: parseHttpTimeouts(raw),
     album: {
       quietPeriodMs: raw.QUIET_PERIOD_MS,
       maxWaitMs: raw.MAX_WAIT_MS,
@@ -197,6 +215,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxPending: raw.INGEST_MAX_PENDING,
     },
     telegram: { apiRoot: parseTelegramApiRoot(raw.TELEGRAM_API_ROOT), bots: parseTelegramBots(raw.TELEGRAM_BOTS) },
+  };
+}
+
+function parseHttpTimeouts(raw: Static<typeof Env>): HttpTimeouts {
+  // Node refuses to create a server whose headers may take longer than the whole request.
+  if (raw.HTTP_HEADERS_TIMEOUT_MS > raw.HTTP_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError(
+      `HTTP_HEADERS_TIMEOUT_MS (${raw.HTTP_HEADERS_TIMEOUT_MS}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${raw.HTTP_REQUEST_TIMEOUT_MS})`,
+    );
+  }
+  return {
+    requestTimeoutMs: raw.HTTP_REQUEST_TIMEOUT_MS,
+    headersTimeoutMs: raw.HTTP_HEADERS_TIMEOUT_MS,
+    idleTimeoutMs: raw.HTTP_IDLE_TIMEOUT_MS,
+    keepAliveTimeoutMs: raw.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   };
 }
 

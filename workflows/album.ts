@@ -25,7 +25,7 @@ import { loadPrior, markClosed, recordAndNotify } from './activities.js';
 import { ChildrenInbox } from './children-inbox.js';
 import { DeadlineTimer } from './deadline-timer.js';
 import { decisionStepOf, decisionStepsSummary, type SequentialCommand } from './decision-steps.js';
-import { resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
+import { noteProblem, resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
 import { Downloads, failureMessage } from './downloads.js';
 import { albumBody, fitsInPayload } from './payload.js';
 import { TemporalUi } from './temporal-ui.js';
@@ -90,8 +90,10 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
       return state.reviewResolved!;
     },
     {
+      // A note the album's records could not store would make every later record and markClosed fail.
       validator: (request: { note?: unknown } | undefined) => {
-        if (typeof request?.note !== 'string') throw ApplicationFailure.nonRetryable('note must be a string', 'InvalidNote');
+        const problem = noteProblem(request?.note);
+        if (problem !== null) throw ApplicationFailure.nonRetryable(problem, 'InvalidNote');
       },
     },
   );

@@ -1,5 +1,6 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { isStorableText, unstorableTextProblem } from './storable-text.js';
 import type { AlbumStatus, ChildrenBatch, ReviewResolution } from './types.js';
 
 /** Every pending child of one album (or the one standalone message), sent with signal-with-start. */
@@ -18,6 +19,17 @@ export const retryDownloadsUpdate = defineUpdate<RetriedDownloads, []>('retry-do
 
 /** Operator action: take the album out of the review queue, with a note. */
 export const resolveReviewUpdate = defineUpdate<ReviewResolution, [{ note: string }]>('resolve-review');
+
+/** The longest note of resolve-review, in characters (code points, as JSON Schema's `maxLength` counts them). */
+export const maxNoteLength = 2000;
+
+/** Why resolve-review must refuse this note (it is stored with the album), or null when it may take it. */
+export function noteProblem(note: unknown): string | null {
+  if (typeof note !== 'string') return 'note must be a string';
+  if (Array.from(note).length > maxNoteLength) return `note must be at most ${maxNoteLength} characters`;
+  if (!isStorableText(note)) return `note must not contain ${unstorableTextProblem}`;
+  return null;
+}
 
 export const searchAttributes = {
   workspace: defineSearchAttributeKey('AlbumWorkspace', 'KEYWORD'),

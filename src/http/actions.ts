@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isGrpcServiceError, WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { Type } from 'typebox';
-import { resolveReviewUpdate, retryDownloadsUpdate, workflowTypes } from '../../workflows/definitions.js';
+import { maxNoteLength, resolveReviewUpdate, retryDownloadsUpdate, workflowTypes } from '../../workflows/definitions.js';
 import type { AlbumWorkflowInput } from '../../workflows/types.js';
 import type { Config } from '../config.js';
 import { recordOperatorAction, recordReviewResolution } from '../db/actions.js';
@@ -13,6 +13,7 @@ import { albumProfileOf } from '../ingest/sources.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
 import { HttpError } from './errors.js';
 import { AlbumParams, albumKeyOf, albumPath } from './params.js';
+import { StorableString } from './storable.js';
 import { ErrorBodySchema as ErrorBody, ReviewResolutionSchema } from './schemas.js';
 
 export interface ActionOptions {
@@ -92,7 +93,7 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
         description: 'The album keeps its review reasons and shows the resolution; a later reason puts it back in the queue.',
         tags: ['actions'],
         params: AlbumParams,
-        body: Type.Object({ note: Type.String({ maxLength: 2000, default: '' }) }, { additionalProperties: false }),
+        body: Type.Object({ note: StorableString({ maxLength: maxNoteLength, default: '' }) }, { additionalProperties: false }),
         response: {
           200: Type.Object({ status: Type.Literal('resolved'), resolved: ReviewResolutionSchema }),
           404: ErrorBody,
@@ -120,6 +121,7 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
         });
       } catch (err) {
         if (refusedAs(err, 'NoReviewReasons')) throw new HttpError(409, 'review_not_required', 'the album has no review reason to resolve');
+        if (refusedAs(err, 'InvalidNote')) throw new HttpError(400, 'invalid_note', (err as WorkflowUpdateFailedError).cause!.message);
         throw err;
       }
       await recordReviewResolution(pool, album.workflowId, resolved);

@@ -12,7 +12,7 @@ import { albumStatusViewsTotal } from '../metrics.js';
 import { completedAlbumView, reviewView, unseenChildren } from '../../workflows/album-view.js';
 import { albumProfileOf } from '../ingest/sources.js';
 import { HttpError } from './errors.js';
-import { AlbumParams, albumKeyOf, albumPath, MessageParams, messageKeyOf, messagePath, Segment } from './params.js';
+import { AlbumParams, albumKeyOf, albumPath, MessageParams, messageKeyOf, messagePath, rowIdPattern, Segment } from './params.js';
 import {
   AlbumListSchema,
   AlbumStatusSchema,
@@ -44,8 +44,10 @@ function encodeCursor(id: string): string {
   return Buffer.from(`album:${id}`).toString('base64url');
 }
 
+const cursorPattern = new RegExp(`^album:(${rowIdPattern.slice(1, -1)})$`);
+
 function decodeCursor(cursor: string): string {
-  const match = /^album:(\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  const match = cursorPattern.exec(Buffer.from(cursor, 'base64url').toString());
   if (!match) throw new HttpError(400, 'invalid_cursor', 'cursor is not one this API returned');
   return match[1]!;
 }

@@ -6,6 +6,7 @@ import { signatureFailuresTotal } from '../metrics.js';
 import { verifySignature, type VerifyFailure } from '../signature.js';
 import { webhookErrorResponses } from './schemas.js';
 import { parseEvent } from '../ingest/unifyport.js';
+import { unstorableTextProblem } from '../../workflows/storable-text.js';
 import type { Ingress } from './webhook-ingress.js';
 
 export interface WebhookOptions {
@@ -38,7 +39,7 @@ const signatureFailures: Record<VerifyFailure, (toleranceS: number) => string> =
 
 const unstorable = {
   code: 'unstorable_event',
-  message: 'the event holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)',
+  message: `the event holds text PostgreSQL cannot store (${unstorableTextProblem})`,
 };
 
 /**

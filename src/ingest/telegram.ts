@@ -9,11 +9,12 @@
 import type { Message, Update } from '@grammyjs/types';
 import type { AlbumKey, JsonValue, MessageKey } from '../../workflows/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from './child.js';
+import { holdsUnstorableText, unstorableTextProblem } from '../../workflows/storable-text.js';
 import {
   firstNonEmptyString,
-  holdsUnstorableText,
   isObject,
   nonEmptyString,
+  nonNegativeInt32,
   nonNegativeSafeInteger,
   parseJsonObject,
   type JsonObject,
@@ -82,7 +83,7 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
   if (!parsed.ok) return reject(parsed.problem === 'invalid_json' ? 'invalid_json' : 'invalid_update', parsed.message);
   const update = parsed.value;
   if (holdsUnstorableText(update)) {
-    return reject('unstorable_update', 'the update holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)');
+    return reject('unstorable_update', `the update holds text PostgreSQL cannot store (${unstorableTextProblem})`);
   }
   if (update.update_id === undefined) return reject('invalid_update', 'the update has no update_id');
   const updateId = nonNegativeSafeInteger(update.update_id);
@@ -187,10 +188,10 @@ function attachmentOf(type: ReadUpdateType, message: JsonObject): AttachmentInpu
     if (value === undefined) continue;
     if (!isObject(value)) return `${type}.${field} must be an object`;
     // A video note is round: `length` is both its width and its height.
-    const side = field === 'video_note' ? nonNegativeSafeInteger(value.length) : null;
+    const side = field === 'video_note' ? nonNegativeInt32(value.length) : null;
     return fileAttachment(`${type}.${field}`, field, value, {
-      width: side ?? nonNegativeSafeInteger(value.width),
-      height: side ?? nonNegativeSafeInteger(value.height),
+      width: side ?? nonNegativeInt32(value.width),
+      height: side ?? nonNegativeInt32(value.height),
     });
   }
   return null;
@@ -202,8 +203,8 @@ function largestPhoto(path: string, sizes: JsonValue): AttachmentInput | string 
   let best: { attachment: AttachmentInput | string; area: number } = { attachment: `${path} must not be empty`, area: -1 };
   for (const [i, size] of sizes.entries()) {
     if (!isObject(size)) return `${path}[${i}] must be a PhotoSize object`;
-    const width = nonNegativeSafeInteger(size.width);
-    const height = nonNegativeSafeInteger(size.height);
+    const width = nonNegativeInt32(size.width);
+    const height = nonNegativeInt32(size.height);
     const attachment = fileAttachment(`${path}[${i}]`, 'photo', size, { width, height });
     if (typeof attachment === 'string') return attachment;
     const area = (width ?? 0) * (height ?? 0);

@@ -1,15 +1,23 @@
 import crypto from 'node:crypto';
+import { holdsUnstorableText, unstorableTextProblem } from '../../workflows/storable-text.js';
 import type { AlbumKey, MessageKey } from '../../workflows/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AlbumMetadata, type AttachmentInput, type ChildMessage } from './child.js';
-import { firstNonEmptyString, isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject, type JsonObject } from './json-body.js';
+import {
+  firstNonEmptyString,
+  isObject,
+  maxInt32,
+  nonEmptyString,
+  nonNegativeSafeInteger,
+  parseJsonObject,
+  type JsonObject,
+} from './json-body.js';
 
 /** The UnifyPort event type that carries one child message; every other type is recorded and ignored. */
 export const childEventType = 'message.received';
 
 export const maxEventIdLength = 512;
-const maxInt32 = 2_147_483_647;
 
-export type RejectionCode = 'invalid_json' | 'invalid_event' | 'missing_identity' | 'invalid_identity';
+export type RejectionCode = 'invalid_json' | 'invalid_event' | 'unstorable_event' | 'missing_identity' | 'invalid_identity';
 
 export type ParsedEvent =
   | { kind: 'child'; eventId: string; type: string; child: ChildMessage }
@@ -21,6 +29,9 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
   const parsed = parseJsonObject(body, 'event');
   if (!parsed.ok) return reject(parsed.problem === 'invalid_json' ? 'invalid_json' : 'invalid_event', parsed.message);
   const event = parsed.value;
+  if (holdsUnstorableText(event)) {
+    return reject('unstorable_event', `the event holds text PostgreSQL cannot store (${unstorableTextProblem})`);
+  }
   if (typeof event.type !== 'string' || event.type === '') return reject('invalid_event', 'the event has no "type"');
 
   const eventId = deriveEventId(event.id, body);

@@ -6,7 +6,8 @@ import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.
 import type { Pool } from '../db/pool.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
 import { HttpError, handleError } from '../http/errors.js';
-import { AlbumParams, albumKeyOf } from '../http/params.js';
+import { AlbumParams, albumKeyOf, rowIdPattern } from '../http/params.js';
+import { StorableString } from '../http/storable.js';
 import { wantsPage, type Access } from '../http/access/plugin.js';
 import { albumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
@@ -22,12 +23,12 @@ const pageSize = 50;
 const pollMs = 2_000;
 
 const ListQuery = Type.Object({
-  workspace: Type.String({ maxLength: 512, default: '' }),
-  provider: Type.String({ maxLength: 512, default: '' }),
+  workspace: StorableString({ maxLength: 512, default: '' }),
+  provider: StorableString({ maxLength: 512, default: '' }),
   state: Type.Enum(['', 'collecting', 'processed', 'closed'], { default: '' }),
   review: Type.Enum(['', 'yes', 'no'], { default: '' }),
-  q: Type.String({ maxLength: 512, default: '' }),
-  before: Type.Optional(Type.String({ pattern: '^[0-9]{1,19}$' })),
+  q: StorableString({ maxLength: 512, default: '' }),
+  before: Type.Optional(Type.String({ pattern: rowIdPattern })),
 });
 
 /** The workspaces the caller's token reaches, as listAlbums takes them; none without a token. */

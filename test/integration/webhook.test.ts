@@ -671,7 +671,8 @@ describe('group commit: concurrent requests share one transaction', () => {
 
   it('quarantines a poisoned event of a batch and stores the others', async () => {
     const account = unique('acc');
-    const poisoned = JSON.stringify(event({ account, message: 'poisoned', text: 'nul \u0000 here' }));
+    // A number jsonb cannot hold (22003): the parser reads no such field, so only the batch's statement refuses it.
+    const poisoned = JSON.stringify(event({ account, message: 'poisoned' })).replace(/}$/, ',"extra":1e200000}');
     const responses = await Promise.all([
       post(open, event({ account, message: 'before' }), { to: batching }),
       post(open, poisoned, { to: batching }),

@@ -269,6 +269,16 @@ describe('parseUpdate: media', () => {
     expect(mediaOf({ photo: [file('p', { width: 1, height: 1 })], video: file('v') }).kind).toBe('photo');
   });
 
+  it('keeps a pixel size beyond what a stored integer holds as unknown, as any unusable descriptive field', () => {
+    const huge = 2 ** 31;
+    expect(mediaOf({ photo: [file('p', { width: huge, height: 2 ** 31 - 1 })] }).telegramFile).toMatchObject({
+      width: null,
+      height: 2 ** 31 - 1,
+    });
+    expect(mediaOf({ video: file('v', { width: 640, height: huge }) }).telegramFile).toMatchObject({ width: 640, height: null });
+    expect(mediaOf({ video_note: file('vn', { length: huge }) }).telegramFile).toMatchObject({ width: null, height: null });
+  });
+
   it('ignores a message with neither media nor text that albumflow keeps', () => {
     const nothingKept = [
       { location: { latitude: 1, longitude: 2 } },

@@ -1,0 +1,68 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseUpdate } from '../../src/ingest/telegram.js';
+import { parseEvent } from '../../src/ingest/unifyport.js';
+import { holdsUnstorableText, isStorableText } from '../../workflows/storable-text.js';
+
+/** Any UTF-16 code unit, lone surrogates included. */
+const anyCodeUnits = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((unit) => String.fromCharCode(unit)), maxLength: 40 });
+
+describe('isStorableText', () => {
+  it('refuses a NUL and an unpaired surrogate, and nothing else', () => {
+    for (const text of ['\u0000', 'a\u0000b', '\ud800', 'x\udfff', '\udc00\ud800', 'ok\ud83d']) expect(isStorableText(text)).toBe(false);
+    for (const text of ['', 'caption', '\u0001\u001f\u007f\n\t', '\ud83d\udcf7', '\uffff', 'ünïcödé'])
+      expect(isStorableText(text)).toBe(true);
+  });
+
+  it('agrees with what a UTF-8 round trip keeps: a storable text survives it unchanged', () => {
+    fc.assert(
+      fc.property(anyCodeUnits, (text) => {
+        const survives = Buffer.from(text, 'utf8').toString('utf8') === text && !text.includes('\u0000');
+        expect(isStorableText(text)).toBe(survives);
+      }),
+    );
+  });
+
+  it('finds an unstorable string or key anywhere in a JSON value', () => {
+    expect(holdsUnstorableText({ a: [1, { b: 'fine' }] })).toBe(false);
+    expect(holdsUnstorableText({ a: [1, { b: 'x\u0000' }] })).toBe(true);
+    expect(holdsUnstorableText({ a: [1, { '\ud800': 'fine' }] })).toBe(true);
+  });
+});
+
+describe('the parsers refuse unstorable text before deriving an identity', () => {
+  const event = (message: Record<string, unknown>, top: Record<string, unknown> = {}) =>
+    Buffer.from(
+      JSON.stringify({
+        id: 'evt_1',
+        type: 'message.received',
+        provider: 'whatsapp',
+        account_id: 'acc_1',
+        data: { conversation: { id: 'conv_1' }, message: { id: 'msg_1', ...message } },
+        ...top,
+      }),
+    );
+
+  it.each([
+    ['an album id', event({ album: { id: '\ud800' } })],
+    ['a message id', event({ id: 'm\udfff' })],
+    ['a provider', event({}, { provider: '\ud800' })],
+    ['a caption', event({ text: 'nul \u0000 here' })],
+    ['an event of another type', event({}, { type: 'message.deleted', note: '\u0000' })],
+  ])('UnifyPort: %s holding a lone surrogate or a NUL is rejected as unstorable_event', (_what, body) => {
+    expect(parseEvent('ws', body)).toEqual({
+      kind: 'rejected',
+      code: 'unstorable_event',
+      message: 'the event holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)',
+    });
+  });
+
+  it('Telegram: the same check, the same words', () => {
+    const update = Buffer.from(JSON.stringify({ update_id: 1, message: { message_id: 1, chat: { id: 1 }, text: '\ud800' } }));
+    expect(parseUpdate('ws', '1', update)).toEqual({
+      kind: 'rejected',
+      code: 'unstorable_update',
+      message: 'the update holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)',
+    });
+  });
+});
