@@ -1,6 +1,6 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { isStorableText, unstorableTextProblem } from './storable-text.js';
+import { textProblem } from './storable-text.js';
 import type { AlbumStatus, ChildrenBatch, ReviewResolution } from './types.js';
 
 /** Every pending child of one album (or the one standalone message), sent with signal-with-start. */
@@ -27,7 +27,8 @@ export const maxNoteLength = 2000;
 export function noteProblem(note: unknown): string | null {
   if (typeof note !== 'string') return 'note must be a string';
   if (Array.from(note).length > maxNoteLength) return `note must be at most ${maxNoteLength} characters`;
-  if (!isStorableText(note)) return `note must not contain ${unstorableTextProblem}`;
+  const problem = textProblem(note, 'prose');
+  if (problem !== null) return `note must not contain ${problem}`;
   return null;
 }
 

@@ -1,5 +1,6 @@
-// Which text PostgreSQL can store: the one check the ingress parsers, the HTTP schemas and the workflow's
-// update validators share (pure, so workflow code may import it).
+// Which text PostgreSQL can store, and which text may be an identifier or an operator's note: the one check
+// the ingress parsers, the HTTP schemas and the workflow's update validators share (pure, so workflow code
+// may import it).
 
 import type { JsonValue } from './types.js';
 
@@ -34,4 +35,29 @@ export function holdsUnstorableText(value: JsonValue): boolean {
     }
   }
   return false;
+}
+
+/**
+ * What a text is: an `identifier` (an id, a name, a path segment, a search for an id) holds no control
+ * character at all; `prose` (an operator's note) may hold tabs and line breaks.
+ */
+export type TextKind = 'identifier' | 'prose';
+
+// eslint-disable-next-line no-control-regex
+const controlCharacter: Record<TextKind, RegExp> = {
+  identifier: /[\u0000-\u001f\u007f-\u009f]/,
+  prose: /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/,
+};
+
+/** What a text of this kind must not contain, as the refusals name it. */
+export const controlCharacterProblem: Record<TextKind, string> = {
+  identifier: 'a control character',
+  prose: 'a control character other than a tab or a line break',
+};
+
+/** Why a text of this kind is refused (`must not contain …`), or null when it is fine. */
+export function textProblem(text: string, kind: TextKind): string | null {
+  if (!isStorableText(text)) return unstorableTextProblem;
+  if (controlCharacter[kind].test(text)) return controlCharacterProblem[kind];
+  return null;
 }

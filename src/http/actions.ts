@@ -13,7 +13,7 @@ import { albumProfileOf } from '../ingest/sources.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
 import { HttpError } from './errors.js';
 import { AlbumParams, albumKeyOf, albumPath } from './params.js';
-import { StorableString } from './storable.js';
+import { ProseString } from './text-schemas.js';
 import { ErrorBodySchema as ErrorBody, ReviewResolutionSchema } from './schemas.js';
 
 export interface ActionOptions {
@@ -93,7 +93,7 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
         description: 'The album keeps its review reasons and shows the resolution; a later reason puts it back in the queue.',
         tags: ['actions'],
         params: AlbumParams,
-        body: Type.Object({ note: StorableString({ maxLength: maxNoteLength, default: '' }) }, { additionalProperties: false }),
+        body: Type.Object({ note: ProseString({ maxLength: maxNoteLength, default: '' }) }, { additionalProperties: false }),
         response: {
           200: Type.Object({ status: Type.Literal('resolved'), resolved: ReviewResolutionSchema }),
           404: ErrorBody,

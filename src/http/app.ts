@@ -18,7 +18,7 @@ import { actionRoutes } from './actions.js';
 import { errorBody, handleError } from './errors.js';
 import { healthRoutes } from './health.js';
 import { statusRoutes } from './status.js';
-import { storableTextPlugin } from './storable.js';
+import { textKindPlugin } from './text-schemas.js';
 import { webhookIngress } from './webhook-ingress.js';
 import { consolePlugin } from '../ui/console.js';
 
@@ -94,7 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // Key segments longer than this are refused by the route schemas with a 400, not by the router.
     routerOptions: { maxParamLength: 2048 },
     // Strings of the request schemas that PostgreSQL must be able to store carry this keyword.
-    ajv: { plugins: [storableTextPlugin] },
+    ajv: { plugins: [textKindPlugin] },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   if (deps.onRoute) app.addHook('onRoute', deps.onRoute);

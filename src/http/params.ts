@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox';
 import type { AlbumKey, MessageKey } from '../../workflows/types.js';
-import { StorableString } from './storable.js';
+import { IdentifierString } from './text-schemas.js';
 
 /** One identity part in a URL path (each is URL-encoded by the caller). */
-export const Segment = StorableString({ minLength: 1, maxLength: 512, description: 'URL-encoded' });
+export const Segment = IdentifierString({ minLength: 1, maxLength: 512, description: 'URL-encoded' });
 
 /**
  * A row id a page or list continues after, as digits: at most 18, so that it is always within

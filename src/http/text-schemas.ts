@@ -8,30 +8,30 @@ import { textProblem, type TextKind } from '../../workflows/storable-text.js';
 /** The keyword's name; an `x-` name is a valid extension of the OpenAPI document the schemas also feed. */
 export const textKindKeyword = 'x-text';
 
-interface AjvInstance {
-  addKeyword(definition: {
-    keyword: string;
-    type: 'string';
-    schemaType: 'string';
-    compile: (kind: TextKind) => (data: string) => boolean;
-    error: { message: (context: { schema: TextKind }) => string };
-  }): unknown;
+interface KeywordError {
+  keyword: string;
+  message: string;
+  params: Record<string, unknown>;
 }
 
-const refusal: Record<TextKind, string> = {
-  identifier: 'must not contain a NUL character, an unpaired surrogate or a control character',
-  prose: 'must not contain a NUL character, an unpaired surrogate or a control character other than a tab or a line break',
+/** Ajv's function keyword: errors set on the function itself name what the text holds. */
+type TextCheck = ((kind: unknown, data: unknown) => boolean) & { errors?: KeywordError[] };
+
+interface AjvInstance {
+  addKeyword(definition: { keyword: string; type: 'string'; schemaType: 'string'; validate: TextCheck; errors: true }): unknown;
+}
+
+const check: TextCheck = (kind, data) => {
+  // The keyword is declared for strings (`type`) whose schema value is a string (`schemaType`).
+  const problem = textProblem(data as string, kind as TextKind);
+  if (problem === null) return true;
+  check.errors = [{ keyword: textKindKeyword, message: `must not contain ${problem}`, params: { kind } }];
+  return false;
 };
 
 /** Registers the keyword (an entry of Fastify's `ajv.plugins`). */
 export function textKindPlugin<T extends AjvInstance>(ajv: T): T {
-  ajv.addKeyword({
-    keyword: textKindKeyword,
-    type: 'string',
-    schemaType: 'string',
-    compile: (kind) => (data) => textProblem(data, kind) === null,
-    error: { message: ({ schema }) => refusal[schema] },
-  });
+  ajv.addKeyword({ keyword: textKindKeyword, type: 'string', schemaType: 'string', validate: check, errors: true });
   return ajv;
 }
 

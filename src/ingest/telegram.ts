@@ -9,7 +9,7 @@
 import type { Message, Update } from '@grammyjs/types';
 import type { AlbumKey, JsonValue, MessageKey } from '../../workflows/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from './child.js';
-import { holdsUnstorableText, unstorableTextProblem } from '../../workflows/storable-text.js';
+import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../../workflows/storable-text.js';
 import {
   firstNonEmptyString,
   isObject,
@@ -114,8 +114,8 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
   const key: MessageKey = { ...scope, messageId: String(messageNumber) };
   let albumKey: AlbumKey | null = null;
   if (message.media_group_id !== undefined) {
-    const albumId = nonEmptyString(message.media_group_id);
-    if (albumId === null) return reject('invalid_identity', `${type}.media_group_id must be a non-empty string`);
+    const albumId = identifierString(message.media_group_id);
+    if (albumId === null) return reject('invalid_identity', `${type}.media_group_id must be a non-empty string without control characters`);
     albumKey = { ...scope, albumId };
   }
   if (identityTooLong(key, albumKey)) {
@@ -173,9 +173,13 @@ function conversationScope(
     }
     return { ...base, conversationId: String(chat.id) };
   }
-  const connectionId = nonEmptyString(connection);
+  const connectionId = identifierString(connection);
   if (connectionId === null) {
-    return { kind: 'rejected', code: 'invalid_identity', message: `${type}.business_connection_id must be a non-empty string` };
+    return {
+      kind: 'rejected',
+      code: 'invalid_identity',
+      message: `${type}.business_connection_id must be a non-empty string without control characters`,
+    };
   }
   return { ...base, conversationId: `${connectionId}:${chat.id}` };
 }
@@ -239,4 +243,10 @@ function fileAttachment(
 function unixTime(value: JsonValue | undefined): string | null {
   const seconds = nonNegativeSafeInteger(value);
   return seconds === null || seconds === 0 || seconds > maxUnixSeconds ? null : new Date(seconds * 1000).toISOString();
+}
+
+/** A non-empty string that may be part of an id: no control character (no status path could name it). */
+function identifierString(value: unknown): string | null {
+  const text = nonEmptyString(value);
+  return text !== null && textProblem(text, 'identifier') === null ? text : null;
 }

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { holdsUnstorableText, unstorableTextProblem } from '../../workflows/storable-text.js';
+import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../../workflows/storable-text.js';
 import type { AlbumKey, MessageKey } from '../../workflows/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AlbumMetadata, type AttachmentInput, type ChildMessage } from './child.js';
 import {
@@ -52,12 +52,18 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
   });
   if (identity.missing.length > 0) return reject('missing_identity', `missing child identity: ${identity.missing.join(', ')}`);
   if (identity.invalid.length > 0) {
-    return reject('invalid_identity', `must be a non-empty string or a safe integer: ${identity.invalid.join(', ')}`);
+    return reject(
+      'invalid_identity',
+      `must be a non-empty string without control characters, or a safe integer: ${identity.invalid.join(', ')}`,
+    );
   }
   const [provider, accountId, conversationId, messageId] = identity.values as [string, string, string, string];
   const key: MessageKey = { workspace, provider, accountId, conversationId, messageId };
   const albumObject = isObject(message.album) ? message.album : null;
   const albumIdPart = albumObject ? identityPart(albumObject.id) : null;
+  if (albumIdPart && 'problem' in albumIdPart && albumIdPart.problem === 'control') {
+    return reject('invalid_identity', 'must be a non-empty string without control characters, or a safe integer: data.message.album.id');
+  }
   const albumKey: AlbumKey | null =
     albumIdPart && 'value' in albumIdPart ? { workspace, provider, accountId, conversationId, albumId: albumIdPart.value } : null;
 
@@ -84,11 +90,15 @@ function reject(code: RejectionCode, message: string): ParsedEvent {
   return { kind: 'rejected', code, message };
 }
 
-type IdentityPart = { value: string } | { problem: 'missing' | 'invalid' };
+/**
+ * `invalid`: not a string or a safe integer; `control`: a string holding a control character, which no
+ * path segment of the status API could name.
+ */
+type IdentityPart = { value: string } | { problem: 'missing' | 'invalid' | 'control' };
 
 function identityPart(value: unknown): IdentityPart {
   if (value === undefined || value === null || value === '') return { problem: 'missing' };
-  if (typeof value === 'string') return { value };
+  if (typeof value === 'string') return textProblem(value, 'identifier') === null ? { value } : { problem: 'control' };
   if (typeof value === 'number' && Number.isSafeInteger(value)) return { value: String(value) };
   return { problem: 'invalid' };
 }
@@ -98,7 +108,7 @@ function resolveIdentity(fields: Record<string, unknown>): { values: string[]; m
   for (const [name, value] of Object.entries(fields)) {
     const part = identityPart(value);
     if ('value' in part) resolved.values.push(part.value);
-    else resolved[part.problem].push(name);
+    else resolved[part.problem === 'missing' ? 'missing' : 'invalid'].push(name);
   }
   return resolved;
 }

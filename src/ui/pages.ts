@@ -7,7 +7,7 @@ import type { Pool } from '../db/pool.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
 import { HttpError, handleError } from '../http/errors.js';
 import { AlbumParams, albumKeyOf, rowIdPattern } from '../http/params.js';
-import { StorableString } from '../http/storable.js';
+import { IdentifierString } from '../http/text-schemas.js';
 import { wantsPage, type Access } from '../http/access/plugin.js';
 import { albumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
@@ -23,11 +23,11 @@ const pageSize = 50;
 const pollMs = 2_000;
 
 const ListQuery = Type.Object({
-  workspace: StorableString({ maxLength: 512, default: '' }),
-  provider: StorableString({ maxLength: 512, default: '' }),
+  workspace: IdentifierString({ maxLength: 512, default: '' }),
+  provider: IdentifierString({ maxLength: 512, default: '' }),
   state: Type.Enum(['', 'collecting', 'processed', 'closed'], { default: '' }),
   review: Type.Enum(['', 'yes', 'no'], { default: '' }),
-  q: StorableString({ maxLength: 512, default: '' }),
+  q: IdentifierString({ maxLength: 512, default: '' }),
   before: Type.Optional(Type.String({ pattern: rowIdPattern })),
 });
 
