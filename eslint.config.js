@@ -55,8 +55,8 @@ export default tseslint.config(
           ],
           patterns: [
             {
-              group: ['**/src/**', '**/activities/**'],
-              message: 'Workflow code imports only @temporalio/workflow, types and pure modules.',
+              regex: '(^|/)(src/(?!domain/)|activities/)',
+              message: 'Workflow code imports only @temporalio/workflow, @temporalio/common, src/domain and workflows/.',
               allowTypeImports: true,
             },
           ],

@@ -1,10 +1,8 @@
-import { insertDecision, markAlbumClosed, type RecordedReview } from '../src/db/decisions.js';
-import { readPrior, type StoredScope } from '../src/db/prior.js';
+import { insertDecision, markAlbumClosed } from '../src/db/decisions.js';
+import { readPrior } from '../src/db/prior.js';
 import { decisionsTotal } from '../src/metrics.js';
-import type { DecisionView } from '../workflows/types.js';
+import type { DecisionView, RecordedReview, StoredScope } from '../src/domain/types.js';
 import type { ActivityDeps } from './index.js';
-
-export type { StoredScope };
 
 export interface RecordDecisionInput {
   workflowId: string;

@@ -10,8 +10,8 @@ import {
 import { albumStatusFromDatabase, findAlbum } from '../src/db/status.js';
 import { notificationFailuresTotal, notificationsTotal } from '../src/metrics.js';
 import { signatureHeader } from '../src/signature.js';
-import type { MessageWorkflowStatus } from '../workflows/album-view.js';
-import type { AlbumKey, AlbumStatus, ChildEdit, DecisionView, LateItemPolicy, NotificationType } from '../workflows/types.js';
+import type { MessageWorkflowStatus } from '../src/domain/album-view.js';
+import type { AlbumKey, AlbumView, ChildEdit, DecisionView, LateItemPolicy, NotificationType } from '../src/domain/types.js';
 import type { ActivityDeps } from './index.js';
 
 /** The decision a notification is about; `album.updated` also names the late children and the policy applied. */
@@ -31,7 +31,7 @@ export type NotifyInput = {
   /** For `album.updated` about an edit of a decided child; without it, `album.updated` is about late items. */
   edit?: ChildEdit;
 } & (
-  | { type: AlbumNotificationType; album: AlbumStatus }
+  | { type: AlbumNotificationType; album: AlbumView }
   /** An album body too large to pass through Temporal: the activity reads it from PostgreSQL. */
   | { type: AlbumNotificationType; albumKey: AlbumKey }
   | { type: 'message.ready'; message: MessageWorkflowStatus }
@@ -140,7 +140,7 @@ export function createNotifyActivities(deps: ActivityDeps) {
     return 'delivered';
   }
 
-  async function storedAlbum(workflowId: string, key: AlbumKey): Promise<AlbumStatus> {
+  async function storedAlbum(workflowId: string, key: AlbumKey): Promise<AlbumView> {
     const album = await findAlbum(pool, key);
     if (!album) throw new Error(`album ${workflowId} is not stored`);
     return albumStatusFromDatabase(pool, album, key);

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { AlbumKey, AlbumStatus, ChildEdit, NotificationType, ReviewReason, ReviewResolution } from '../workflows/types.js';
+import type { AlbumKey, AlbumView, ChildEdit, NotificationType, ReviewReason, ReviewResolution } from '../src/domain/types.js';
 import type { RecordDecisionInput } from './decisions.js';
 import type { NotifiedDecision, NotifyInput } from './notify.js';
 
@@ -18,7 +18,7 @@ export interface DecisionStep {
 export interface RecordAndNotifyInput {
   workflowId: string;
   /** The album's status when the steps were taken, shared by all of them; its key when too large to pass. */
-  body: { album: AlbumStatus } | { albumKey: AlbumKey };
+  body: { album: AlbumView } | { albumKey: AlbumKey };
   steps: DecisionStep[];
 }
 

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import envSchema from 'env-schema';
 import { Type, type Static } from 'typebox';
-import { lateItemPolicies, type AlbumTimings } from '../workflows/types.js';
+import { lateItemPolicies, type AlbumTimings } from './domain/types.js';
 import { bearerTokenPattern } from './http/access/tokens.js';
 import { defaultDataDir } from './paths.js';
 

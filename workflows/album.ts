@@ -20,7 +20,7 @@ import {
 } from './album-rules.js';
 import { carriedRules, carriedState } from './album-carried.js';
 import { albumUiView } from './album-summary.js';
-import { albumStatusOf } from './album-view.js';
+import { albumStatusOf } from '../src/domain/album-view.js';
 import { loadPrior, markClosed, recordAndNotify } from './activities.js';
 import { ChildrenInbox } from './children-inbox.js';
 import { DeadlineTimer } from './deadline-timer.js';
@@ -29,14 +29,15 @@ import { noteProblem, resolveReviewUpdate, retryDownloadsUpdate, statusQuery } f
 import { Downloads, failureMessage } from './downloads.js';
 import { albumBody, fitsInPayload } from './payload.js';
 import { TemporalUi } from './temporal-ui.js';
-import type { AlbumStatus, AlbumWorkflowInput, DownloadRequest } from './types.js';
+import type { AlbumView, DownloadRequest } from '../src/domain/types.js';
+import type { AlbumWorkflowInput } from './types.js';
 
 /**
  * One media album (docs/design.md, "The album workflow"): collects distinct children, downloads their
  * attachments at once, decides with the album rules, records each decision before notifying, amends the
  * album for late items until the late window ends, then marks it closed and returns its final status.
  */
-export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumStatus | null> {
+export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumView | null> {
   const { workflowId } = workflowInfo();
   const { key, timings, profile } = input;
   const inbox = new ChildrenInbox();

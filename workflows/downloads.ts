@@ -1,6 +1,6 @@
 import { ActivityFailure } from '@temporalio/workflow';
 import { downloadAttachments, downloadFinalAttempt } from './activities.js';
-import type { DownloadRequest, DownloadResult } from './types.js';
+import type { DownloadRequest, DownloadResult } from '../src/domain/types.js';
 
 /** The message of an activity's failure (its cause's, when the activity threw), for logs and statuses. */
 export function failureMessage(err: unknown): string {

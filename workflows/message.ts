@@ -1,11 +1,12 @@
 import { ActivityFailure, condition, defineQuery, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import { initialAttachments, settleAttachment, type ChildRecord } from './album-rules.js';
-import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from './album-view.js';
+import { initialAttachments, settleAttachment } from './album-rules.js';
+import type { ChildRecord, DecisionView } from '../src/domain/types.js';
+import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from '../src/domain/album-view.js';
 import { loadPrior, notify, recordDecision } from './activities.js';
 import { ChildrenInbox } from './children-inbox.js';
 import { Downloads, failureMessage } from './downloads.js';
 import { TemporalUi } from './temporal-ui.js';
-import type { DecisionView, MessageWorkflowInput } from './types.js';
+import type { MessageWorkflowInput } from './types.js';
 
 /** The `status` query of a `message:` workflow (same name as the album's, its own body). */
 export const messageStatusQuery = defineQuery<MessageWorkflowStatus>('status');

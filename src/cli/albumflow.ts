@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { AlbumListBody, AlbumStatus, MessageStatus } from '../http/schemas.js';
+import type { AlbumListBody, MessageStatus } from '../http/schemas.js';
+import type { AlbumView } from '../domain/types.js';
 import { signatureHeader } from '../signature.js';
 import { CliError, createApi, misuse } from './api.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
@@ -102,7 +103,7 @@ async function main(argv: string[]): Promise<void> {
 
   switch (command) {
     case 'status': {
-      const album = await api.expect<AlbumStatus>('GET', keyPath(rest, albumKeyWords).replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
+      const album = await api.expect<AlbumView>('GET', keyPath(rest, albumKeyWords).replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
       return print(album, () => formatAlbum(album));
     }
     case 'message': {
@@ -129,7 +130,7 @@ async function main(argv: string[]): Promise<void> {
       // The Temporal SDK (a native module) loads for this command alone: every other one starts without it.
       const { printRuns } = await import('./temporal.js');
       const album = await api.authorized('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
-      if (album.status === 200) return printRuns((album.body as AlbumStatus).workflowId);
+      if (album.status === 200) return printRuns((album.body as AlbumView).workflowId);
       const message = await api.authorized('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/messages/'));
       if (message.status === 200) return printRuns((message.body as MessageStatus).workflowId);
       if (album.status === 404 && message.status === 404) throw new CliError('404: no album and no message with this id was ever stored');

@@ -1,6 +1,7 @@
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
+import { albumWorkflowId, messageWorkflowId } from '../domain/keys.js';
 import { workflowTypes } from '../../workflows/definitions.js';
-import type { AlbumTimings, AlbumWorkflowInput, ChildArrival, ConversationScope, MessageWorkflowInput } from '../../workflows/types.js';
+import type { AlbumTimings, ChildArrival, ConversationScope } from '../domain/types.js';
+import type { AlbumWorkflowInput, MessageWorkflowInput } from '../../workflows/types.js';
 import type { QueuedChild } from '../db/children.js';
 import type { OutboxRow } from '../db/outbox.js';
 import { albumProfileOf } from '../ingest/sources.js';

@@ -1,6 +1,6 @@
 import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
 import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
-import type { AlbumTimings } from '../../workflows/types.js';
+import type { AlbumTimings } from '../domain/types.js';
 import { listen, type Listener } from '../db/listen.js';
 import { loadChildren } from '../db/children.js';
 import {

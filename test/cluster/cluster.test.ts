@@ -12,7 +12,7 @@ import { locateClusterTools } from '../../src/temporal/cluster/tools.js';
 import { temporalServerVersion } from '../../src/temporal/cluster/versions.js';
 import { prepareNamespace } from '../../src/temporal/connection.js';
 import { searchAttributes, workflowTypes } from '../../workflows/definitions.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions } from '../helpers/albums.js';
 import { startTestWorker, testClient, testConfig, testPool, unique } from '../helpers/env.js';
 

@@ -8,7 +8,7 @@ import { createDownloadActivities, type DownloadInput } from '../../activities/d
 import { isPublicAddress, networkPolicy, type NetworkPolicy } from '../../activities/network-guard.js';
 import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
-import type { DownloadResult } from '../../workflows/types.js';
+import type { DownloadResult } from '../../src/domain/types.js';
 import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 // Attachment URLs aimed at the machine's own network, directly, through redirects and through names that

@@ -16,7 +16,7 @@ import {
 } from '../../activities/download.js';
 import { isPublicAddress, type NetworkPolicy } from '../../activities/network-guard.js';
 import type { Config } from '../../src/config.js';
-import type { DownloadRequest, DownloadResult } from '../../workflows/types.js';
+import type { DownloadRequest, DownloadResult } from '../../src/domain/types.js';
 import type { Pool } from '../../src/db/pool.js';
 import { downloadsTotal } from '../../src/metrics.js';
 import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNotifyActivities, type NotifyInput } from '../../activities/notify.js';
 import type { Pool } from '../../src/db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
 import { newAlbumKey, storeAlbumChildren } from '../helpers/albums.js';
 import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 

@@ -11,7 +11,7 @@ import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { notificationsTotal } from '../../src/metrics.js';
 import { verifySignature } from '../../src/signature.js';
-import type { AlbumStatus } from '../../workflows/types.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import { testConfig, testPool, unique } from '../helpers/env.js';
 
 interface ReceivedRequest {
@@ -86,7 +86,7 @@ interface TestNotification {
 function albumReady(): TestNotification {
   const workflowId = `album:${unique('ws')}:whatsapp:acc_1:conv_1:alb_1`;
   const id = `${workflowId}/1`;
-  const album = { workflowId, distinctChildren: 2, media: { total: 2, downloaded: 2 } } as unknown as AlbumStatus;
+  const album = { workflowId, distinctChildren: 2, media: { total: 2, downloaded: 2 } } as unknown as AlbumView;
   const decision = {
     seq: 1,
     trigger: 'expected_count_reached' as const,

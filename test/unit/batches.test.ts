@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { QueuedChild } from '../../src/db/children.js';
 import type { OutboxRow } from '../../src/db/outbox.js';
 import { defaultSignalPlan, maxChildrenPerSignal, planSignals, type SignalPlan } from '../../src/dispatcher/batches.js';
-import type { AlbumTimings } from '../../workflows/types.js';
+import type { AlbumTimings } from '../../src/domain/types.js';
 
 const timings: AlbumTimings = { quietPeriodMs: 2000, maxWaitMs: 30000, lateWindowMs: 86400000, lateItemPolicy: 'refresh' };
 const plan: SignalPlan = { ...defaultSignalPlan, timings };
