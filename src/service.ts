@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
-import { createActivities } from '../activities/index.js';
+import { createActivities } from './activities/index.js';
 import type { Config } from './config.js';
 import { connectionConfig, createPool, ensureDatabase, type Pool } from './db/pool.js';
 import { migrate } from './db/migrate.js';

@@ -11,7 +11,7 @@ import {
   type WorkflowBundleOption,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import type { createActivities } from '../../activities/index.js';
+import type { WorkflowActivities } from '../../workflows/activity-types.js';
 
 const here = fileURLToPath(import.meta.url);
 /** workflows/index.ts from sources, workflows/index.js from the compiled tree. */
@@ -61,7 +61,7 @@ export interface AlbumWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  activities: ReturnType<typeof createActivities>;
+  activities: WorkflowActivities;
   workflowBundle?: WorkflowBundleOption;
   /** Workflows kept in the worker's sticky cache (WORKER_MAX_CACHED_WORKFLOWS); the SDK's default when unset. */
   maxCachedWorkflows?: number;

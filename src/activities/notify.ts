@@ -6,38 +6,13 @@ import {
   recordNotificationFailure,
   storeNotification,
   type NotificationRecord,
-} from '../src/db/notifications.js';
-import { albumStatusFromDatabase, findAlbum } from '../src/db/status.js';
-import { notificationFailuresTotal, notificationsTotal } from '../src/metrics.js';
-import { signatureHeader } from '../src/signature.js';
-import type { MessageWorkflowStatus } from '../src/domain/album-view.js';
-import type { AlbumKey, AlbumView, ChildEdit, DecisionView, LateItemPolicy, NotificationType } from '../src/domain/types.js';
-import type { ActivityDeps } from './index.js';
-
-/** The decision a notification is about; `album.updated` also names the late children and the policy applied. */
-export interface NotifiedDecision extends DecisionView {
-  lateChildMessageIds?: string[];
-  lateItemPolicy?: LateItemPolicy;
-}
-
-type AlbumNotificationType = Exclude<NotificationType, 'message.ready'>;
-
-export type NotifyInput = {
-  workflowId: string;
-  seq: number;
-  decision: NotifiedDecision;
-  /** For `album.media_settled`: 1 for the decision's first notice, 2 once its media settled again, … */
-  notice?: number;
-  /** For `album.updated` about an edit of a decided child; without it, `album.updated` is about late items. */
-  edit?: ChildEdit;
-} & (
-  | { type: AlbumNotificationType; album: AlbumView }
-  /** An album body too large to pass through Temporal: the activity reads it from PostgreSQL. */
-  | { type: AlbumNotificationType; albumKey: AlbumKey }
-  | { type: 'message.ready'; message: MessageWorkflowStatus }
-);
-
-export type NotifyOutcome = 'delivered' | 'recorded' | 'already';
+} from '../db/notifications.js';
+import { albumStatusFromDatabase, findAlbum } from '../db/status.js';
+import { notificationFailuresTotal, notificationsTotal } from '../metrics.js';
+import { signatureHeader } from '../signature.js';
+import type { AlbumKey, AlbumView, ChildEdit, NotificationType } from '../domain/types.js';
+import type { NotifyInput, NotifyOutcome } from '../../workflows/activity-types.js';
+import type { ActivityDeps } from './deps.js';
 
 export const notifyTimeoutMs = 10_000;
 
