@@ -1,6 +1,6 @@
 // What a bench run reports: the figures of each section and the targets they are held to
 // (bench/markdown.ts writes them for BENCHMARKS.md). Pure (no I/O).
-import type { PhaseCounts } from './histories.js';
+import type { PhaseCounts } from './temporal-counts.js';
 import type { RequestRecord } from './load.js';
 
 export interface Percentiles {

@@ -7,7 +7,7 @@ import { parseUpdate } from '../ingest/telegram.js';
 import { unstorableTextProblem } from '../domain/storable-text.js';
 import { signatureFailuresTotal } from '../metrics.js';
 import { webhookErrorResponses } from './schemas.js';
-import type { Ingress } from './webhook-ingress.js';
+import type { Ingress } from './ingress.js';
 
 export interface TelegramWebhookOptions {
   config: Config;
