@@ -10,7 +10,7 @@ import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.js';
 import { resolveApiTokens } from './http/access/admin-token.js';
 import { consolePath, signInPath } from './http/access/plugin.js';
 import { ConsoleSessions } from './http/access/session.js';
-import { buildApp, type App } from './http/app.js';
+import { buildApp, type App } from './app.js';
 import type { Logger } from './log.js';
 import { claimDataDir } from './embedded/ownership.js';
 import { pickPort } from './embedded/ports.js';

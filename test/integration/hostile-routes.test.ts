@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../../src/http/app.js';
+import { buildApp, type App } from '../../src/app.js';
 import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
 import { signatureHeader } from '../../src/signature.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
