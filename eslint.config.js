@@ -37,7 +37,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['workflows/**/*.ts'],
+    files: ['workflows/**/*.ts', 'bench/baseline/workflows.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

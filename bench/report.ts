@@ -213,7 +213,7 @@ export interface BenchReport {
   temporalCounts: PhaseCounts[];
   /** The phase held to the signals-per-child target. */
   burstPhase: string;
-  /** The sustained load against the cost baseline's configuration (TEMPORAL_COST_BASELINE). */
+  /** The sustained load against the cost baseline's configuration (bench/baseline/). */
   baselinePhase: string;
   knee: Knee;
   scale: Scale;

@@ -26,7 +26,7 @@ import { ChildrenInbox } from './children-inbox.js';
 import { DeadlineTimer } from './deadline-timer.js';
 import { decisionStepOf, decisionStepsSummary, type SequentialCommand } from './decision-steps.js';
 import { noteProblem, resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
-import { Downloads, failureMessage } from './downloads.js';
+import { defaultWorkflowOptions, Downloads, failureMessage, type WorkflowOptions } from './downloads.js';
 import { albumBody, fitsInPayload } from './payload.js';
 import { TemporalUi } from './temporal-ui.js';
 import type { AlbumView, DownloadRequest } from '../src/domain/types.js';
@@ -37,11 +37,18 @@ import type { AlbumWorkflowInput } from './types.js';
  * attachments at once, decides with the album rules, records each decision before notifying, amends the
  * album for late items until the late window ends, then marks it closed and returns its final status.
  */
-export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumView | null> {
+export const albumWorkflow = albumWorkflowWith(defaultWorkflowOptions);
+
+/** The album workflow run with these options (the bench registers its cost baseline's this way). */
+export function albumWorkflowWith(options: WorkflowOptions): (input: AlbumWorkflowInput) => Promise<AlbumView | null> {
+  return (input) => runAlbum(input, options);
+}
+
+async function runAlbum(input: AlbumWorkflowInput, options: WorkflowOptions): Promise<AlbumView | null> {
   const { workflowId } = workflowInfo();
   const { key, timings, profile } = input;
   const inbox = new ChildrenInbox();
-  const downloads = new Downloads(input.oneDownloadActivityPerAttachment ? 1 : undefined);
+  const downloads = new Downloads(options.attachmentsPerActivity);
   const timer = new DeadlineTimer();
   const ui = new TemporalUi();
   const commands: SequentialCommand[] = [];

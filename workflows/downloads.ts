@@ -17,6 +17,14 @@ export const maxDownloadsInFlight = 100;
 /** Attachments one download activity takes at most (a few activities share a large signal's). */
 export const maxAttachmentsPerActivity = 25;
 
+/** How a workflow of this module runs; set in code by whoever registers it (albumflow's worker: the defaults). */
+export interface WorkflowOptions {
+  /** Attachments one download activity takes at most. */
+  attachmentsPerActivity: number;
+}
+
+export const defaultWorkflowOptions: WorkflowOptions = { attachmentsPerActivity: maxAttachmentsPerActivity };
+
 type OnSettled = (request: DownloadRequest, result: DownloadResult) => void;
 
 /**
@@ -30,8 +38,7 @@ export class Downloads {
   private running = 0;
   private readonly waiting: Array<{ request: DownloadRequest; onSettled: OnSettled }> = [];
 
-  /** `perActivity`: 1 only for the cost baseline (one activity per attachment). */
-  constructor(private readonly perActivity: number = maxAttachmentsPerActivity) {}
+  constructor(private readonly perActivity: number) {}
 
   start(requests: readonly DownloadRequest[], onSettled: OnSettled): void {
     if (requests.length === 0) return;

@@ -4,7 +4,7 @@ import type { ChildRecord, DecisionView } from '../src/domain/types.js';
 import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from '../src/domain/album-view.js';
 import { loadPrior, notify, recordDecision } from './activities.js';
 import { ChildrenInbox } from './children-inbox.js';
-import { Downloads, failureMessage } from './downloads.js';
+import { defaultWorkflowOptions, Downloads, failureMessage, type WorkflowOptions } from './downloads.js';
 import { TemporalUi } from './temporal-ui.js';
 import type { MessageWorkflowInput } from './types.js';
 
@@ -16,11 +16,18 @@ export const messageStatusQuery = defineQuery<MessageWorkflowStatus>('status');
  * and once they are all terminal notifies `message.ready` with them. A run started by a redelivery
  * finds the decision in PostgreSQL and takes none again.
  */
-export async function messageWorkflow(input: MessageWorkflowInput): Promise<MessageWorkflowStatus> {
+export const messageWorkflow = messageWorkflowWith(defaultWorkflowOptions);
+
+/** The message workflow run with these options (the bench registers its cost baseline's this way). */
+export function messageWorkflowWith(options: WorkflowOptions): (input: MessageWorkflowInput) => Promise<MessageWorkflowStatus> {
+  return (input) => runMessage(input, options);
+}
+
+async function runMessage(input: MessageWorkflowInput, options: WorkflowOptions): Promise<MessageWorkflowStatus> {
   const { workflowId } = workflowInfo();
   const { key } = input;
   const inbox = new ChildrenInbox();
-  const downloads = new Downloads(input.oneDownloadActivityPerAttachment ? 1 : undefined);
+  const downloads = new Downloads(options.attachmentsPerActivity);
   const ui = new TemporalUi();
   let child: ChildRecord | null = null;
   let decisions: DecisionView[] = [];

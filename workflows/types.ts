@@ -17,17 +17,10 @@ export interface AlbumWorkflowInput {
   carried?: JsonValue;
   /** Testing: continue-as-new after this many signals, so that path runs in tests. */
   continueAsNewAfterSignals?: number;
-  /**
-   * The cost baseline the bench compares against (TEMPORAL_COST_BASELINE): one download activity per
-   * attachment instead of one per batch of them. Never set in production.
-   */
-  oneDownloadActivityPerAttachment?: boolean;
 }
 
 /** Arguments of `messageWorkflow`, the workflow of one standalone (album-less) message. */
 export interface MessageWorkflowInput {
   key: MessageKey;
   timings: AlbumTimings;
-  /** As in AlbumWorkflowInput. */
-  oneDownloadActivityPerAttachment?: boolean;
 }

@@ -32,14 +32,11 @@ export interface SignalPlan {
   timings: AlbumTimings;
   maxChildren: number;
   maxBytes: number;
-  /** The cost baseline (TEMPORAL_COST_BASELINE): the workflows download each attachment with an activity of its own. */
-  costBaseline: boolean;
 }
 
 export const defaultSignalPlan: Omit<SignalPlan, 'timings'> = {
   maxChildren: maxChildrenPerSignal,
   maxBytes: maxSignalBytes,
-  costBaseline: false,
 };
 
 export function planSignals(rows: OutboxRow[], children: QueuedChild[], plan: SignalPlan): SignalBatch[] {
@@ -86,17 +83,12 @@ function scopeOf({ key }: QueuedChild): ConversationScope {
   return { workspace: key.workspace, provider: key.provider, accountId: key.accountId, conversationId: key.conversationId };
 }
 
-function targetOf(child: QueuedChild, { timings, costBaseline }: SignalPlan): SignalTarget {
-  const baseline = costBaseline ? { oneDownloadActivityPerAttachment: true } : {};
+function targetOf(child: QueuedChild, { timings }: SignalPlan): SignalTarget {
   if (child.albumId === null) {
-    return {
-      workflowType: workflowTypes.message,
-      workflowId: messageWorkflowId(child.key),
-      input: { key: child.key, timings, ...baseline },
-    };
+    return { workflowType: workflowTypes.message, workflowId: messageWorkflowId(child.key), input: { key: child.key, timings } };
   }
   const key = { ...scopeOf(child), albumId: child.albumId };
   // The album's id and source come from its row: both are set, or neither.
   const profile = albumProfileOf(child.albumSource!);
-  return { workflowType: workflowTypes.album, workflowId: albumWorkflowId(key), input: { key, timings, profile, ...baseline } };
+  return { workflowType: workflowTypes.album, workflowId: albumWorkflowId(key), input: { key, timings, profile } };
 }

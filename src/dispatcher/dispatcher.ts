@@ -56,14 +56,11 @@ export interface DispatcherOptions {
    * signals has its workflow tasks failed by the server), and an album whose children arrive within the
    * interval costs one. Children that bring their album to its `total` are sent at once, with the album's
    * waiting ones. Default: a quarter of QUIET_PERIOD_MS, at most 500 ms, so the quiet period never ends
-   * between two deliveries. 0: every child at once (the cost baseline, and tests of other behaviour).
+   * between two deliveries. 0: every child at once (the bench's cost baseline, and tests of other behaviour).
    */
   minSignalIntervalMs?: number;
-  /**
-   * TEMPORAL_COST_BASELINE, for the bench's comparison only: one signal per child, sent at once (no
-   * interval), to workflows that download each attachment with an activity of its own.
-   */
-  costBaseline?: boolean;
+  /** Children one signal carries at most (default maxChildrenPerSignal; the bench's cost baseline: 1). */
+  maxChildrenPerSignal?: number;
 }
 
 /** Its functions do not depend on `this`: `wakeDispatcher: dispatcher.wake` is fine. */
@@ -106,11 +103,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const signalTimeoutMs = options.signalTimeoutMs ?? 10_000;
   const concurrency = options.concurrency ?? 8;
-  const costBaseline = options.costBaseline ?? false;
-  const throttle = new SignalThrottle(
-    costBaseline ? 0 : (options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4))),
-  );
-  const plan: SignalPlan = { ...defaultSignalPlan, timings, ...(costBaseline ? { maxChildren: 1, costBaseline } : {}) };
+  const throttle = new SignalThrottle(options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4)));
+  const plan: SignalPlan = { ...defaultSignalPlan, timings, maxChildren: options.maxChildrenPerSignal ?? defaultSignalPlan.maxChildren };
 
   let started = false;
   let stopped = false;
