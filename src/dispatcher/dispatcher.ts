@@ -26,7 +26,7 @@ import {
   signalsSentTotal,
 } from '../metrics.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
-import { defaultSignalPlan, planSignals, type SignalBatch, type SignalPlan } from './batches.js';
+import { defaultSignalPlan, planSignals, rowsByWorkflow, type SignalBatch, type SignalPlan, type WorkflowRows } from './batches.js';
 import { SignalThrottle } from './throttle.js';
 
 export interface DispatcherOptions {
@@ -175,55 +175,47 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       if (claimed.length === 0) return { claimed: 0, delivered: 0, temporalUnavailable: false };
       const outcome: BatchOutcome = { claimed: claimed.length, delivered: 0, temporalUnavailable: false };
       const now = Date.now();
-      let children = await loadChildren(db, [...new Set(claimed.map((row) => row.messagePk))]);
-      let batches = planSignals(claimed, children, plan);
-      const ageOf = new Map(claimed.map((row) => [row.id, row.ageMs]));
+      const children = await loadChildren(db, [...new Set(claimed.map((row) => row.messagePk))]);
+      const workflows = rowsByWorkflow(claimed, children, plan);
       /**
-       * When a batch may go: an interval after the last signal to its workflow and, for an album, an
+       * When a workflow's rows may go: an interval after the last signal to it and, for an album, an
        * interval after its oldest child was committed, so the first children of an album wait for the next.
        */
-      const dueAt = (batch: SignalBatch) => {
-        const signalled = throttle.nextSignalAt(batch.target.workflowId);
-        if (!batch.albumPk) return signalled;
-        const oldest = Math.max(...batch.outboxIds.map((id) => ageOf.get(id) ?? Infinity));
-        return Math.max(signalled, now + throttle.minIntervalMs - oldest);
+      const dueAt = ({ target, albumPk, rows }: WorkflowRows) => {
+        const signalled = throttle.nextSignalAt(target.workflowId);
+        if (!albumPk) return signalled;
+        return Math.max(signalled, now + throttle.minIntervalMs - Math.max(...rows.map((row) => row.ageMs)));
       };
       const waitingAlbums = new Map(
-        batches.flatMap((batch) =>
-          batch.albumPk && batch.target.workflowType === workflowTypes.album && dueAt(batch) > now
-            ? [[batch.albumPk, batch.target.input.profile.maxChildren] as const]
+        workflows.flatMap((workflow) =>
+          workflow.albumPk && workflow.target.workflowType === workflowTypes.album && dueAt(workflow) > now
+            ? [[workflow.albumPk, workflow.target.input.profile.maxChildren] as const]
             : [],
         ),
       );
       // The child that completes an album is what its decision waits for: it is never held back. A signal
       // to an album carries every child of it still waiting (held back in earlier passes, due later).
       const completing = await albumsThatMayComplete(db, waitingAlbums);
-      const sending = batches.flatMap((batch) =>
-        batch.albumPk && (completing.has(batch.albumPk) || dueAt(batch) <= now) ? [batch.albumPk] : [],
-      );
-      const along = await claimAlbumRows(
-        db,
-        [...new Set(sending)],
-        claimed.map((row) => row.id),
-      );
-      if (along.length > 0) {
-        for (const row of along) ageOf.set(row.id, row.ageMs);
-        children = [...children, ...(await loadChildren(db, [...new Set(along.map((row) => row.messagePk))]))];
-        const byCommit = (a: OutboxRow, b: OutboxRow) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1);
-        batches = planSignals([...claimed, ...along].sort(byCommit), children, plan);
-      }
-      const cooling = batches.filter((batch) => dueAt(batch) > now && !(batch.albumPk && completing.has(batch.albumPk)));
+      const goes = (workflow: WorkflowRows) => dueAt(workflow) <= now || (workflow.albumPk !== null && completing.has(workflow.albumPk));
+      const cooling = workflows.filter((workflow) => !goes(workflow));
       if (cooling.length > 0) {
         const until = Math.min(...cooling.map(dueAt));
         await deferOutboxRows(
           db,
-          cooling.flatMap((batch) => batch.outboxIds),
+          cooling.flatMap(({ rows }) => rows.map((row) => row.id)),
           until - now,
         );
         throttle.held(until);
       }
-      const held = new Set(cooling);
-      const due = batches.filter((batch) => !held.has(batch));
+      const going = workflows.filter(goes);
+      const along = await claimAlbumRows(
+        db,
+        going.flatMap(({ albumPk }) => (albumPk ? [albumPk] : [])),
+        claimed.map((row) => row.id),
+      );
+      const alongChildren = along.length > 0 ? await loadChildren(db, [...new Set(along.map((row) => row.messagePk))]) : [];
+      const byCommit = (a: OutboxRow, b: OutboxRow) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1);
+      const due = planSignals([...going.flatMap(({ rows }) => rows), ...along].sort(byCommit), [...children, ...alongChildren], plan);
       const accepted: string[] = [];
       const refused: Array<{ batch: SignalBatch; err: unknown; unavailable: boolean }> = [];
       await forEachConcurrently(due, concurrency, async (batch) => {

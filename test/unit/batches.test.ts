@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { QueuedChild } from '../../src/db/children.js';
 import type { OutboxRow } from '../../src/db/outbox.js';
-import { defaultSignalPlan, maxChildrenPerSignal, planSignals, type SignalPlan } from '../../src/dispatcher/batches.js';
+import { defaultSignalPlan, maxChildrenPerSignal, planSignals, rowsByWorkflow, type SignalPlan } from '../../src/dispatcher/batches.js';
 import type { AlbumTimings } from '../../src/domain/types.js';
 
 const timings: AlbumTimings = { quietPeriodMs: 2000, maxWaitMs: 30000, lateWindowMs: 86400000, lateItemPolicy: 'refresh' };
@@ -102,6 +102,15 @@ describe('planSignals', () => {
       plan,
     );
     expect(coalesced.map((b) => b.children.length)).toEqual([2, 1]);
+  });
+
+  it("groups the rows by the workflow they signal, every row kept, in order of each workflow's first row", () => {
+    const children = [stored('1', 'alb'), stored('2', null), stored('3', 'alb')];
+    const groups = rowsByWorkflow([row(10, '1'), row(11, '2'), row(12, '3'), row(13, '1')], children, plan);
+    expect(groups.map((g) => [g.target.workflowId, g.albumPk, g.rows.map((r) => r.id)])).toEqual([
+      ['album:ws:whatsapp:acc:conv:alb', 'pk-alb', ['10', '12', '13']],
+      ['message:ws:whatsapp:acc:conv:m2', null, ['11']],
+    ]);
   });
 
   it('fails loudly when a row refers to a child that was not loaded', () => {
