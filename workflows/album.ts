@@ -5,6 +5,7 @@ import {
   condition,
   continueAsNew,
   log,
+  rootCause,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -26,7 +27,7 @@ import { ChildrenInbox } from './children-inbox.js';
 import { DeadlineTimer } from './deadline-timer.js';
 import { decisionStepOf, decisionStepsSummary, type SequentialCommand } from './decision-steps.js';
 import { noteProblem, resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
-import { defaultWorkflowOptions, Downloads, failureMessage, type WorkflowOptions } from './downloads.js';
+import { defaultWorkflowOptions, Downloads, type WorkflowOptions } from './downloads.js';
 import { albumBody, fitsInPayload } from './payload.js';
 import { TemporalUi } from './temporal-ui.js';
 import type { AlbumView, DownloadRequest } from '../src/domain/types.js';
@@ -137,7 +138,7 @@ async function runAlbum(input: AlbumWorkflowInput, options: WorkflowOptions): Pr
         for (const { type, seq, error } of refused) log.warn('notification refused', { type, seq, error });
       } catch (err) {
         if (!(err instanceof ActivityFailure)) throw err;
-        log.error('recording or notifying a decision failed', { error: failureMessage(err) });
+        log.error('recording or notifying a decision failed', { error: rootCause(err) });
       }
       continue;
     }

@@ -1,12 +1,6 @@
-import { ActivityFailure } from '@temporalio/workflow';
+import { rootCause } from '@temporalio/workflow';
 import { downloadAttachments, downloadFinalAttempt } from './activities.js';
 import type { DownloadRequest, DownloadResult } from '../src/domain/types.js';
-
-/** The message of an activity's failure (its cause's, when the activity threw), for logs and statuses. */
-export function failureMessage(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
-}
 
 /**
  * Attachments downloading at once per workflow, at most: one album of 10,000 photos does not take every
@@ -55,7 +49,13 @@ export class Downloads {
       void downloadAttachments
         .executeWithOptions({ summary: downloadSummary(attachments) }, [{ attachments, finalAttempt: downloadFinalAttempt }])
         .catch((err: unknown): DownloadResult[] => {
-          const failed: DownloadResult = { status: 'failed', contentType: null, bytes: null, sha256: null, error: failureMessage(err) };
+          const failed: DownloadResult = {
+            status: 'failed',
+            contentType: null,
+            bytes: null,
+            sha256: null,
+            error: rootCause(err) ?? String(err),
+          };
           return attachments.map(() => failed);
         })
         .then((results) => {

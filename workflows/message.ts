@@ -1,10 +1,10 @@
-import { ActivityFailure, condition, defineQuery, log, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, defineQuery, log, rootCause, setHandler, workflowInfo } from '@temporalio/workflow';
 import { initialAttachments, settleAttachment } from './album-rules.js';
 import type { ChildRecord, DecisionView } from '../src/domain/types.js';
 import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from '../src/domain/album-view.js';
 import { loadPrior, notify, recordDecision } from './activities.js';
 import { ChildrenInbox } from './children-inbox.js';
-import { defaultWorkflowOptions, Downloads, failureMessage, type WorkflowOptions } from './downloads.js';
+import { defaultWorkflowOptions, Downloads, type WorkflowOptions } from './downloads.js';
 import { TemporalUi } from './temporal-ui.js';
 import type { MessageWorkflowInput } from './types.js';
 
@@ -82,7 +82,7 @@ async function runMessage(input: MessageWorkflowInput, options: WorkflowOptions)
     ]);
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
-    log.warn('notification refused', { type: 'message.ready', seq: decision.seq, error: failureMessage(err) });
+    log.warn('notification refused', { type: 'message.ready', seq: decision.seq, error: rootCause(err) });
   }
   closed = true;
   refresh();

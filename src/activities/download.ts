@@ -9,6 +9,7 @@ import pLimit from 'p-limit';
 import type { Readable } from 'node:stream';
 import type { TelegramBot } from '../config.js';
 import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../db/attachments.js';
+import { errorMessage } from '../error-message.js';
 import { downloadsTotal } from '../metrics.js';
 import { mediaPath, mediaTempDir } from '../paths.js';
 import { BotApiError, createBotApi, redactToken } from '../telegram/bot-api.js';
@@ -89,12 +90,6 @@ const requestHeaders = { 'user-agent': 'albumflow', accept: '*/*', 'accept-encod
 
 function seconds(ms: number): string {
   return `${ms / 1000} s`;
-}
-
-function errorMessage(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const bodyCutShort = err.message === 'aborted' && (err as NodeJS.ErrnoException).code === 'ECONNRESET';
-  return bodyCutShort ? 'the server closed the connection before the whole file arrived' : err.message;
 }
 
 function resultOf(row: StoredAttachment): DownloadResult {
@@ -239,6 +234,10 @@ async function writeBody(
       onChunk();
     }
     await file.sync();
+  } catch (err) {
+    // Node's words for a response body whose connection closed before its end.
+    const cutShort = err instanceof Error && err.message === 'aborted' && (err as NodeJS.ErrnoException).code === 'ECONNRESET';
+    throw cutShort ? new TransientDownloadError('the server closed the connection before the whole file arrived') : err;
   } finally {
     source.body.destroy();
     await file.close();

@@ -8,6 +8,7 @@ import {
   type NotificationRecord,
 } from '../db/notifications.js';
 import { albumStatusFromDatabase, findAlbum } from '../db/status.js';
+import { errorMessage } from '../error-message.js';
 import { notificationFailuresTotal, notificationsTotal } from '../metrics.js';
 import { signatureHeader } from '../signature.js';
 import type { AlbumKey, AlbumView, ChildEdit, NotificationType } from '../domain/types.js';
@@ -35,13 +36,6 @@ function isRetryableStatus(status: number): boolean {
 /** A receiver's refusal for good: the activity is not retried. */
 function rejection(id: string, error: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`notification ${id} rejected: ${error}`, 'NotificationRejected');
-}
-
-function requestFailure(err: unknown): string {
-  if (err instanceof DOMException && err.name === 'TimeoutError') return `no response within ${notifyTimeoutMs / 1000} s`;
-  if (!(err instanceof Error)) return String(err);
-  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-  return `${err.message}${cause}`;
 }
 
 /**
@@ -106,7 +100,8 @@ export function createNotifyActivities(deps: ActivityDeps) {
       await response.body?.cancel();
     } catch (err) {
       if (cancellation.aborted) throw cancellation.reason;
-      return failed(n, requestFailure(err), true);
+      const timedOut = err instanceof DOMException && err.name === 'TimeoutError';
+      return failed(n, timedOut ? `no response within ${notifyTimeoutMs / 1000} s` : errorMessage(err), true);
     }
     if (!response.ok) return failed(n, `HTTP ${response.status}`, isRetryableStatus(response.status));
 

@@ -16,6 +16,7 @@ import {
 } from '../db/outbox.js';
 import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
+import { errorMessage } from '../error-message.js';
 import type { Logger } from '../log.js';
 import {
   childrenPerSignal,
@@ -235,7 +236,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       if (accepted.length > 0) await deleteOutboxRows(db, accepted);
       for (const { batch, err, unavailable } of refused) {
         await recordOutboxFailure(db, batch.outboxIds, {
-          error: describe(err),
+          error: errorMessage(err).slice(0, 2000),
           baseDelayMs: unavailable ? 0 : sweepIntervalMs,
           maxDelayMs: maxBackoffMs,
         });
@@ -318,10 +319,4 @@ async function forEachConcurrently<T>(items: T[], limit: number, work: (item: T)
     while (next < items.length) await work(items[next++]!);
   });
   await Promise.all(lanes);
-}
-
-function describe(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
-  return `${message}${cause}`.slice(0, 2000);
 }
