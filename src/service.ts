@@ -126,7 +126,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     closers.push(() => client.connection.close());
     await prepareNamespace(client, namespace);
 
-    const pool: Pool = createPool(dbConfig, { max: 20 });
+    const pool: Pool = createPool(dbConfig, { max: 20, logger });
     closers.push(() => pool.end());
 
     if (roles.worker) {
