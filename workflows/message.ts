@@ -1,15 +1,13 @@
-import { ActivityFailure, condition, defineQuery, log, rootCause, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, log, rootCause, setHandler, workflowInfo } from '@temporalio/workflow';
 import { initialAttachments, settleAttachment } from './album-rules.js';
 import type { ChildRecord, DecisionView } from '../src/domain/types.js';
 import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from '../src/domain/album-view.js';
 import { loadPrior, notify, recordDecision } from './activities.js';
+import { messageStatusQuery } from './definitions.js';
 import { ChildrenInbox } from './children-inbox.js';
 import { defaultWorkflowOptions, Downloads, type WorkflowOptions } from './downloads.js';
 import { TemporalUi } from './temporal-ui.js';
 import type { MessageWorkflowInput } from './types.js';
-
-/** The `status` query of a `message:` workflow (same name as the album's, its own body). */
-export const messageStatusQuery = defineQuery<MessageWorkflowStatus>('status');
 
 /**
  * One standalone (album-less) message: records its `standalone` decision, downloads its attachments,
