@@ -71,7 +71,7 @@ export interface Stack {
   /** An `["*"]` token of the app's API_TOKENS: the ingress's /metrics answers only such tokens. */
   metricsToken: string;
   workerMetricsUrl: string;
-  /** Starts the ingress and the worker once more with TEMPORAL_COST_BASELINE (one signal per child, one download activity per attachment). */
+  /** Starts the cost baseline's ingress and worker (bench/baseline/: one signal per child, one download activity per attachment). */
   startBaseline: () => Promise<BaselineApp>;
 }
 
@@ -273,14 +273,18 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
       ...albumEnv,
       DATABASE_URL: connectionUrl(db),
       TEMPORAL_TASK_QUEUE: `${taskQueue}-baseline`,
-      TEMPORAL_COST_BASELINE: 'true',
       MEDIA_DIR: path.join(runDir, 'baseline-media'),
     };
     closers.push('the baseline media', () => fs.promises.rm(env.MEDIA_DIR, { recursive: true, force: true }));
     const metricsPort = await pickPort();
     const [baselineWorker, baselineIngress] = await Promise.all([
-      start('baseline worker', 'src/worker.ts', { ...env, WORKER_METRICS_PORT: String(metricsPort) }, /albumflow worker polling/),
-      start('baseline ingress', 'src/ingress.ts', env, /listening on (http:\/\/\S+?),/),
+      start(
+        'baseline worker',
+        'bench/baseline/worker.ts',
+        { ...env, WORKER_METRICS_PORT: String(metricsPort) },
+        /albumflow worker polling/,
+      ),
+      start('baseline ingress', 'bench/baseline/ingress.ts', env, /listening on (http:\/\/\S+?),/),
     ]);
     return {
       pool: baselinePool,

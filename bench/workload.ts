@@ -3,6 +3,7 @@
 // URL; or the same albums as a Telegram bot's webhook receives them. Deterministic for a seed; pure
 // (no I/O, no clock).
 import type { MediaFile } from './media/catalogue.js';
+import { seededRandom } from './random.js';
 
 export interface AlbumShape {
   minChildren: number;
@@ -62,18 +63,6 @@ export type Unit = ChildRequest[];
 
 interface OpenAlbum {
   pending: ChildRequest[];
-}
-
-/** mulberry32: a small, fast, seedable generator; plenty for shuffling traffic. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function shuffle<T>(items: T[], random: () => number): T[] {

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import envSchema from 'env-schema';
 import { Type, type Static } from 'typebox';
-import { lateItemPolicies, type AlbumTimings } from '../workflows/types.js';
+import { lateItemPolicies, type AlbumTimings } from './domain/types.js';
 import { bearerTokenPattern } from './http/access/tokens.js';
 import { defaultDataDir } from './paths.js';
 
@@ -23,7 +23,6 @@ const Env = Type.Object({
   TEMPORAL_UI_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   WORKER_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   WORKER_MAX_CACHED_WORKFLOWS: Type.Integer({ minimum: 0, default: 150 }),
-  TEMPORAL_COST_BASELINE: Type.Boolean({ default: false }),
   WORKSPACE_SECRETS: Type.String({ default: '{}' }),
   API_TOKENS: Type.Optional(Type.String({ minLength: 1 })),
   SIGNATURE_TOLERANCE_S: Type.Integer({ minimum: 1, default: 300 }),
@@ -133,11 +132,6 @@ export interface Config {
     /** Where the worker serves Temporal's own metrics (Prometheus); a free port when unset. */
     workerMetricsPort: number | undefined;
     maxCachedWorkflows: number;
-    /**
-     * TEMPORAL_COST_BASELINE, for the bench's comparison only: one signal per child (the dispatcher
-     * coalesces nothing) and one download activity per attachment, the Temporal cost albumflow is judged against.
-     */
-    costBaseline: boolean;
   };
   workspaceSecrets: ReadonlyMap<string, readonly string[]>;
   /**
@@ -189,7 +183,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         (raw.TEMPORAL_ADDRESS || raw.TEMPORAL_UI_PORT === 0 ? undefined : `http://127.0.0.1:${raw.TEMPORAL_UI_PORT}`),
       workerMetricsPort: raw.WORKER_METRICS_PORT,
       maxCachedWorkflows: raw.WORKER_MAX_CACHED_WORKFLOWS,
-      costBaseline: raw.TEMPORAL_COST_BASELINE,
     },
     workspaceSecrets: parseWorkspaceSecrets(raw.WORKSPACE_SECRETS),
     apiTokens: raw.API_TOKENS === undefined ? undefined : parseApiTokens(raw.API_TOKENS),

@@ -1,13 +1,18 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { textProblem } from './storable-text.js';
-import type { AlbumStatus, ChildrenBatch, ReviewResolution } from './types.js';
+import { textProblem } from '../src/domain/storable-text.js';
+import type { MessageWorkflowStatus } from '../src/domain/album-view.js';
+import type { AlbumView, ReviewResolution } from '../src/domain/types.js';
+import type { ChildrenBatch } from './types.js';
 
 /** Every pending child of one album (or the one standalone message), sent with signal-with-start. */
 export const childrenSignal = defineSignal<[ChildrenBatch]>('children');
 
 /** The album status body (docs/api.md, "Status"), answered from workflow state. */
-export const statusQuery = defineQuery<AlbumStatus>('status');
+export const statusQuery = defineQuery<AlbumView>('status');
+
+/** The `status` query of a `message:` workflow (same name as the album's, its own body). */
+export const messageStatusQuery = defineQuery<MessageWorkflowStatus>('status');
 
 /** The attachments an operator's retry set back to pending. */
 export interface RetriedDownloads {

@@ -3,7 +3,7 @@
 // weighted the way chat albums are: mostly compressed photos, some originals, screenshots and clips.
 // Nothing is committed: the files are made when the media server starts.
 import sharp from 'sharp';
-import { seededRandom } from '../workload.js';
+import { seededRandom } from '../random.js';
 
 /** One file of the catalogue, as the workload sees it (no bytes). */
 export interface MediaFile {

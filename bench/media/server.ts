@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { seededRandom } from '../workload.js';
+import { seededRandom } from '../random.js';
 import { generateMedia, type MediaFile } from './catalogue.js';
 
 const chunkBytes = 64 * 1024;

@@ -14,7 +14,8 @@ import { startSearchAttributes } from '../temporal/workflow-start.js';
 import { HttpError } from './errors.js';
 import { AlbumParams, albumKeyOf, albumPath } from './params.js';
 import { ProseString } from './text-schemas.js';
-import { ErrorBodySchema as ErrorBody, ReviewResolutionSchema } from './schemas.js';
+import { ErrorBodySchema as ErrorBody } from './schemas.js';
+import { ReviewResolutionSchema } from '../domain/schemas.js';
 
 export interface ActionOptions {
   config: Config;

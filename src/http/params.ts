@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import type { AlbumKey, MessageKey } from '../../workflows/types.js';
+import type { AlbumKey, MessageKey } from '../domain/types.js';
 import { IdentifierString } from './text-schemas.js';
 
 /** One identity part in a URL path (each is URL-encoded by the caller). */

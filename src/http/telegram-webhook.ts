@@ -4,10 +4,10 @@ import { Type } from 'typebox';
 import type { Config } from '../config.js';
 import type { EventSource } from '../ingest/sources.js';
 import { parseUpdate } from '../ingest/telegram.js';
-import { unstorableTextProblem } from '../../workflows/storable-text.js';
+import { unstorableTextProblem } from '../domain/storable-text.js';
 import { signatureFailuresTotal } from '../metrics.js';
 import { webhookErrorResponses } from './schemas.js';
-import type { Ingress } from './webhook-ingress.js';
+import type { Ingress } from './ingress.js';
 
 export interface TelegramWebhookOptions {
   config: Config;

@@ -1,9 +1,9 @@
-// The HTTP side of the text rules (workflows/storable-text.ts): an Ajv keyword that the route schemas'
+// The HTTP side of the text rules (src/domain/storable-text.ts): an Ajv keyword that the route schemas'
 // strings carry, so that a NUL, an unpaired surrogate or a control character where none belongs, in any
 // path segment, query parameter or body field, is a 400 naming the field before a handler runs.
 
 import { Type, type TStringOptions } from 'typebox';
-import { textProblem, type TextKind } from '../../workflows/storable-text.js';
+import { textProblem, type TextKind } from '../domain/storable-text.js';
 
 /** The keyword's name; an `x-` name is a valid extension of the OpenAPI document the schemas also feed. */
 export const textKindKeyword = 'x-text';

@@ -6,8 +6,8 @@ import { signatureFailuresTotal } from '../metrics.js';
 import { verifySignature, type VerifyFailure } from '../signature.js';
 import { webhookErrorResponses } from './schemas.js';
 import { parseEvent } from '../ingest/unifyport.js';
-import { unstorableTextProblem } from '../../workflows/storable-text.js';
-import type { Ingress } from './webhook-ingress.js';
+import { unstorableTextProblem } from '../domain/storable-text.js';
+import type { Ingress } from './ingress.js';
 
 export interface WebhookOptions {
   config: Config;

@@ -1,7 +1,7 @@
 // Reading a verified webhook body as JSON, shared by the UnifyPort and the Telegram parsers: the same
 // limits and the same wording for the same problem, whichever contract the body follows.
 
-import type { JsonValue } from '../../workflows/types.js';
+import type { JsonValue } from '../domain/types.js';
 
 export type JsonObject = { [key: string]: JsonValue };
 

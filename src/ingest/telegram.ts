@@ -7,9 +7,9 @@
 // are kept as unknown (null) instead.
 
 import type { Message, Update } from '@grammyjs/types';
-import type { AlbumKey, JsonValue, MessageKey } from '../../workflows/types.js';
+import type { AlbumKey, JsonValue, MessageKey } from '../domain/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from './child.js';
-import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../../workflows/storable-text.js';
+import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../domain/storable-text.js';
 import {
   firstNonEmptyString,
   isObject,

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
-import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../../workflows/storable-text.js';
-import type { AlbumKey, MessageKey } from '../../workflows/types.js';
+import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../domain/storable-text.js';
+import type { AlbumKey, MessageKey } from '../domain/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AlbumMetadata, type AttachmentInput, type ChildMessage } from './child.js';
 import {
   firstNonEmptyString,

@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import type { Pool } from '../../src/db/pool.js';
 import { signatureHeader } from '../../src/signature.js';
-import type { AlbumKey, AlbumStatus } from '../../workflows/types.js';
+import type { AlbumKey, AlbumView } from '../../src/domain/types.js';
 import { eventually } from '../helpers/albums.js';
 import { albumEvent, type AlbumEventOptions, type Stack } from '../helpers/stack.js';
 
@@ -45,9 +45,9 @@ export interface TestAlbum {
   key: AlbumKey;
   /** Posts a child of this album (signed, through the webhook) and checks it was accepted. */
   send(child: TestChild): Promise<void>;
-  status(): Promise<AlbumStatus | null>;
+  status(): Promise<AlbumView | null>;
   /** The status once `check` passes on it. */
-  until(check: (status: AlbumStatus) => void, timeoutMs?: number): Promise<AlbumStatus>;
+  until(check: (status: AlbumView) => void, timeoutMs?: number): Promise<AlbumView>;
 }
 
 export function testAlbum(inbox: Inbox, albumId: string, conversationId = `conv-${albumId}`): TestAlbum {
@@ -74,6 +74,6 @@ export function testAlbum(inbox: Inbox, albumId: string, conversationId = `conv-
 }
 
 /** Every attachment of the album reached an outcome (none is pending). */
-export function settled(status: AlbumStatus): void {
+export function settled(status: AlbumView): void {
   expect(status.media.pending).toBe(0);
 }

@@ -6,13 +6,13 @@ import { msToTs } from '@temporalio/common/lib/time.js';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { freeClusterPorts, startTemporalCluster, type TemporalCluster } from '../../src/temporal/cluster/cluster.js';
-import { setUpSchemas, temporalDatabase } from '../../src/temporal/cluster/database.js';
-import { locateClusterTools } from '../../src/temporal/cluster/tools.js';
-import { temporalServerVersion } from '../../src/temporal/cluster/versions.js';
+import { freeClusterPorts, startTemporalCluster, type TemporalCluster } from '../../src/cluster/cluster.js';
+import { setUpSchemas, temporalDatabase } from '../../src/cluster/database.js';
+import { locateClusterTools } from '../../src/cluster/tools.js';
+import { temporalServerVersion } from '../../src/cluster/versions.js';
 import { prepareNamespace } from '../../src/temporal/connection.js';
 import { searchAttributes, workflowTypes } from '../../workflows/definitions.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions } from '../helpers/albums.js';
 import { startTestWorker, testClient, testConfig, testPool, unique } from '../helpers/env.js';
 

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { freeClusterPorts, startTemporalCluster } from '../../src/temporal/cluster/cluster.js';
-import { setUpSchemas, temporalDatabase } from '../../src/temporal/cluster/database.js';
-import { locateClusterTools } from '../../src/temporal/cluster/tools.js';
+import { freeClusterPorts, startTemporalCluster } from '../../src/cluster/cluster.js';
+import { setUpSchemas, temporalDatabase } from '../../src/cluster/database.js';
+import { locateClusterTools } from '../../src/cluster/tools.js';
 import { connectClient, prepareNamespace } from '../../src/temporal/connection.js';
 import { startPrivateCluster } from '../faults/harness/postgres.js';
 

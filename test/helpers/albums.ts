@@ -12,8 +12,9 @@ import type { DecisionRow } from '../../src/db/decisions.js';
 import type { Pool } from '../../src/db/pool.js';
 import { startSearchAttributes } from '../../src/temporal/workflow-start.js';
 import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, AlbumWorkflowInput, ChildArrival, JsonValue, MessageKey } from '../../workflows/types.js';
+import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
+import type { AlbumKey, ChildArrival, JsonValue, MessageKey } from '../../src/domain/types.js';
+import type { AlbumWorkflowInput } from '../../workflows/types.js';
 import { albumProfileOf } from '../../src/ingest/sources.js';
 import { startTestWorker, testClient, testPool, unique, type TestWorker } from './env.js';
 

@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createActivities } from '../../activities/index.js';
+import { createActivities } from '../../src/activities/index.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { connectionConfig, connectionUrl, createPool, databaseName, withDatabase, type Pool } from '../../src/db/pool.js';
 import { createLogger, type Logger } from '../../src/log.js';

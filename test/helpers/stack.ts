@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher } from '../../src/dispatcher/dispatcher.js';
-import { buildApp, type App } from '../../src/http/app.js';
+import { buildApp, type App } from '../../src/app.js';
 import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
 import type { Logger } from '../../src/log.js';
 import { signatureHeader } from '../../src/signature.js';

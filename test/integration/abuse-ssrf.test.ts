@@ -4,11 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDownloadActivities, type DownloadInput } from '../../activities/download.js';
-import { isPublicAddress, networkPolicy, type NetworkPolicy } from '../../activities/network-guard.js';
+import { createDownloadActivities } from '../../src/activities/download.js';
+import type { DownloadInput } from '../../workflows/activity-types.js';
+import { isPublicAddress, networkPolicy, type NetworkPolicy } from '../../src/activities/network-guard.js';
 import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
-import type { DownloadResult } from '../../workflows/types.js';
+import type { DownloadResult } from '../../src/domain/types.js';
 import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 // Attachment URLs aimed at the machine's own network, directly, through redirects and through names that

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
 import type { Pool } from '../../src/db/pool.js';
-import { buildApp, type App } from '../../src/http/app.js';
+import { buildApp, type App } from '../../src/app.js';
 import { maxNestingDepth } from '../../src/ingest/json-body.js';
 import { maxSignatureEntries, signatureHeader } from '../../src/signature.js';
 import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';

@@ -7,8 +7,8 @@ import proto from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
 import { countHistory } from '../../bench/temporal-counts.js';
 import { statusQuery } from '../../workflows/definitions.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
-import type { DownloadRequest } from '../../workflows/types.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
+import type { DownloadRequest } from '../../src/domain/types.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions, workflowTestBed } from '../helpers/albums.js';
 import { testConfig, unique } from '../helpers/env.js';
 

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { albumProfileOf } from '../../src/ingest/sources.js';
 import { startSearchAttributes } from '../../src/temporal/workflow-start.js';
 import { resolveReviewUpdate, workflowTypes } from '../../workflows/definitions.js';
-import type { AlbumStatus, AlbumWorkflowInput } from '../../workflows/types.js';
+import type { AlbumView } from '../../src/domain/types.js';
+import type { AlbumWorkflowInput } from '../../workflows/types.js';
 import { eventually } from '../helpers/albums.js';
 import { unique } from '../helpers/env.js';
 import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
@@ -137,7 +138,7 @@ describe('resolve-review with a note PostgreSQL cannot store', () => {
     ).toBe(202);
     const decided = await eventually(async () => {
       const response = await get(albumPath(conversation));
-      const body = response.json<AlbumStatus>();
+      const body = response.json<AlbumView>();
       expect(response.headers['x-albumflow-source']).toBe('workflow');
       expect(body.decisions).toHaveLength(1);
       expect(body.review.required).toBe(true);
@@ -195,7 +196,7 @@ describe('resolve-review with a note PostgreSQL cannot store', () => {
     expect(await updateEvents(workflowId)).toEqual([]);
 
     const closed = await eventually(async () => {
-      const body = (await get(albumPath(conversation))).json<AlbumStatus>();
+      const body = (await get(albumPath(conversation))).json<AlbumView>();
       expect(body.state).toBe('closed');
       return body;
     }, 60_000);

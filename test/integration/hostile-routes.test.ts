@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../../src/http/app.js';
+import { buildApp, type App } from '../../src/app.js';
 import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
 import { signatureHeader } from '../../src/signature.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
 import { eventually, storedNotifications } from '../helpers/albums.js';
 import { testLogger, unique } from '../helpers/env.js';
 import { albumEvent, startStack, type Stack } from '../helpers/stack.js';

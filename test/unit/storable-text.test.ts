@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseUpdate } from '../../src/ingest/telegram.js';
 import { parseEvent } from '../../src/ingest/unifyport.js';
-import { holdsUnstorableText, isStorableText, textProblem } from '../../workflows/storable-text.js';
+import { holdsUnstorableText, isStorableText, textProblem } from '../../src/domain/storable-text.js';
 
 /** Any UTF-16 code unit, lone surrogates included. */
 const anyCodeUnits = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((unit) => String.fromCharCode(unit)), maxLength: 40 });

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { albumWorkflowId, childKeyString } from '../../workflows/keys.js';
+import { albumWorkflowId, childKeyString } from '../../src/domain/keys.js';
 import { maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from '../../src/ingest/child.js';
 import { maxNestingDepth } from '../../src/ingest/json-body.js';
 import { parseUpdate, readUpdateTypes, type ParsedUpdate } from '../../src/ingest/telegram.js';

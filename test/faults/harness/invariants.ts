@@ -1,7 +1,7 @@
 import type { DecisionRow } from '../../../src/db/decisions.js';
 import type { Pool } from '../../../src/db/pool.js';
 import type { FakeBotApi } from '../../helpers/fake-bot-api.js';
-import { childKeyString } from '../../../workflows/keys.js';
+import { childKeyString } from '../../../src/domain/keys.js';
 import type { LoadGenerator, SentChild } from './load.js';
 import type { Fetch, MediaServer, NotifyReceiver } from './servers.js';
 

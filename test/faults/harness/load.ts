@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { signatureHeader } from '../../../src/signature.js';
-import { albumKeyString, childKeyString } from '../../../workflows/keys.js';
+import { albumKeyString, childKeyString } from '../../../src/domain/keys.js';
 
 /** One child message the load generator sends until an ingress acknowledges it (as a webhook sender retries). */
 export interface SentChild {

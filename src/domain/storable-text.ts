@@ -43,9 +43,10 @@ export function holdsUnstorableText(value: JsonValue): boolean {
  */
 export type TextKind = 'identifier' | 'prose';
 
-// eslint-disable-next-line no-control-regex
 const controlCharacter: Record<TextKind, RegExp> = {
+  // eslint-disable-next-line no-control-regex
   identifier: /[\u0000-\u001f\u007f-\u009f]/,
+  // eslint-disable-next-line no-control-regex
   prose: /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/,
 };
 
