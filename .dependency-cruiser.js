@@ -48,14 +48,14 @@ export default {
       comment: 'src/db serves the layers above it (HTTP, the console, the dispatcher, the activities, the workflows).',
       severity: 'error',
       from: { path: '^src/db/' },
-      to: { path: ['^workflows/', '^src/(http|ui|activities|dispatcher|temporal|cli|cluster|embedded)/', '^src/(app|service)\\.ts$'] },
+      to: { path: ['^workflows/', '^activities/', '^src/(http|ui|dispatcher|temporal|cli|cluster|embedded)/', '^src/(app|service)\\.ts$'] },
     },
     {
       name: 'activities-only-in-the-worker',
       comment: "The activities are the worker's: the service binds them, and nothing else of the app imports them.",
       severity: 'error',
-      from: { path: '^(src|workflows)/', pathNot: ['^src/activities/', '^src/service\\.ts$'] },
-      to: { path: '^src/activities/' },
+      from: { path: '^(src|workflows)/', pathNot: ['^src/service\\.ts$'] },
+      to: { path: '^activities/' },
     },
   ],
   options: {

@@ -6,6 +6,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src src
 COPY workflows workflows
+COPY activities activities
 RUN npm run build && npm prune --omit=dev
 
 FROM node:22-bookworm-slim

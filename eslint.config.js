@@ -55,7 +55,7 @@ export default tseslint.config(
           ],
           patterns: [
             {
-              regex: '(^|/)src/(?!domain/)',
+              regex: '(^|/)(src/(?!domain/)|activities/)',
               message: 'Workflow code imports only @temporalio/workflow, @temporalio/common, src/domain and workflows/.',
               allowTypeImports: true,
             },

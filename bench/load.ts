@@ -4,7 +4,7 @@
 // request's timings and outcome.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { signatureHeader } from '../src/signature.js';
+import { signatureHeader } from '../src/common/signature.js';
 import { Workload, type ChildRequest, type WorkloadOptions } from './workload.js';
 
 export interface LoadPhase {

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type pg from 'pg';
-import { defaultTelegramApiRoot } from '../src/config.js';
+import { defaultTelegramApiRoot } from '../src/common/config.js';
 import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } from '../src/db/pool.js';
 import { pickPort } from '../src/embedded/ports.js';
 import { startEmbeddedPostgres } from '../src/embedded/postgres.js';

@@ -1,8 +1,8 @@
 import closeWithGrace from 'close-with-grace';
-import { loadConfig, type Config } from './config.js';
+import { loadConfig, type Config } from './common/config.js';
 import { InstanceRunningError } from './embedded/ownership.js';
-import { createLogger, type Logger } from './log.js';
-import { onStopSignals } from './stop-signals.js';
+import { createLogger, type Logger } from './common/log.js';
+import { onStopSignals } from './common/stop-signals.js';
 import { startService, type Roles, type Service, type ServiceOptions } from './service.js';
 
 /**

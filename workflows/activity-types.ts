@@ -1,5 +1,5 @@
 // What the album and message workflows ask of their activities: each activity's input and result. The
-// worker's activities (src/activities/) implement this interface; workflow code proxies it. Types only.
+// worker's activities (activities/) implement this interface; workflow code proxies it. Types only.
 
 import type { MessageWorkflowStatus } from '../src/domain/album-view.js';
 import type {

@@ -1,6 +1,6 @@
 import type { AlbumListBody, MessageStatus } from '../http/schemas.js';
 import type { AlbumView } from '../domain/types.js';
-import { signatureHeader } from '../signature.js';
+import { signatureHeader } from '../common/signature.js';
 import { CliError, createApi, misuse } from './api.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
 import { parse, type Values } from './options.js';

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { TelegramBot, TelegramConfig } from '../config.js';
+import type { TelegramBot, TelegramConfig } from '../common/config.js';
 import { readUpdateTypes } from '../ingest/telegram.js';
 import { BotApiError, createBotApi } from '../telegram/bot-api.js';
 import { CliError, cliConfig, misuse, type Api } from './api.js';

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { claimDataDir } from '../embedded/ownership.js';
-import { onStopSignals } from '../stop-signals.js';
+import { onStopSignals } from '../common/stop-signals.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../embedded/postgres.js';
 import { connectClient, prepareNamespace } from '../temporal/connection.js';
 import { setUpSchemas, temporalDatabase } from './database.js';

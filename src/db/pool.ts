@@ -1,7 +1,7 @@
 import os from 'node:os';
 import pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
-import type { Logger } from '../log.js';
+import type { Logger } from '../common/log.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;

@@ -16,8 +16,8 @@ import {
 } from '../db/outbox.js';
 import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import { errorMessage } from '../error-message.js';
-import type { Logger } from '../log.js';
+import { errorMessage } from '../common/error-message.js';
+import type { Logger } from '../common/log.js';
 import {
   childrenPerSignal,
   childrenSignalledTotal,
@@ -25,7 +25,7 @@ import {
   outboxOldestAgeSeconds,
   signalFailuresTotal,
   signalsSentTotal,
-} from '../metrics.js';
+} from '../common/metrics.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
 import { defaultSignalPlan, planSignals, rowsByWorkflow, type SignalBatch, type SignalPlan, type WorkflowRows } from './batches.js';
 import { SignalThrottle } from './throttle.js';

@@ -4,7 +4,7 @@ import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { Type } from 'typebox';
 import { maxNoteLength, resolveReviewUpdate, retryDownloadsUpdate, workflowTypes } from '../../workflows/definitions.js';
 import type { AlbumWorkflowInput } from '../../workflows/types.js';
-import type { Config } from '../config.js';
+import type { Config } from '../common/config.js';
 import { recordOperatorAction, recordReviewResolution } from '../db/actions.js';
 import { markRetried } from '../db/attachments.js';
 import type { Pool } from '../db/pool.js';

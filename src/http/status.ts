@@ -8,7 +8,7 @@ import type { AlbumKey, AlbumView } from '../domain/types.js';
 import { decisionsOf } from '../db/decisions.js';
 import { albumChildren, albumStatusFromDatabase, findAlbum, findMessage, listAlbums } from '../db/status.js';
 import type { Pool } from '../db/pool.js';
-import { albumStatusViewsTotal } from '../metrics.js';
+import { albumStatusViewsTotal } from '../common/metrics.js';
 import { completedAlbumView, reviewView, unseenChildren } from '../domain/album-view.js';
 import { albumProfileOf } from '../ingest/sources.js';
 import { HttpError } from './errors.js';

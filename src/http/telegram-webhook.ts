@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Config } from '../config.js';
+import type { Config } from '../common/config.js';
 import type { EventSource } from '../ingest/sources.js';
 import { parseUpdate } from '../ingest/telegram.js';
 import { unstorableTextProblem } from '../domain/storable-text.js';
-import { signatureFailuresTotal } from '../metrics.js';
+import { signatureFailuresTotal } from '../common/metrics.js';
 import { webhookErrorResponses } from './schemas.js';
 import type { Ingress } from './ingress.js';
 

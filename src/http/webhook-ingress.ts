@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../common/config.js';
 import { isDataException, quarantine } from '../db/ingest.js';
 import { createIngestBatcher, IngestSaturatedError } from '../db/ingest-batcher.js';
 import { isUnavailable, type Pool } from '../db/pool.js';
-import { webhooksTotal } from '../metrics.js';
+import { webhooksTotal } from '../common/metrics.js';
 import { HttpError } from './errors.js';
 import type { Ingress } from './ingress.js';
 import { telegramWebhookRoutes } from './telegram-webhook.js';

@@ -1,9 +1,9 @@
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { Config } from '../config.js';
-import { signatureFailuresTotal } from '../metrics.js';
-import { verifySignature, type VerifyFailure } from '../signature.js';
+import type { Config } from '../common/config.js';
+import { signatureFailuresTotal } from '../common/metrics.js';
+import { verifySignature, type VerifyFailure } from '../common/signature.js';
 import { webhookErrorResponses } from './schemas.js';
 import { parseEvent } from '../ingest/unifyport.js';
 import { unstorableTextProblem } from '../domain/storable-text.js';

@@ -3,7 +3,7 @@
 // rendered (layout bodies and includes), and a unit test holds them to that.
 import path from 'node:path';
 import { Eta } from 'eta';
-import { projectRoot } from '../paths.js';
+import { projectRoot } from '../common/paths.js';
 import type { AlbumListRow } from '../db/status.js';
 import type { AlbumPhase } from '../domain/types.js';
 import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page.js';

@@ -2,7 +2,7 @@
 import { expect } from 'vitest';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import type { Pool } from '../../src/db/pool.js';
-import { signatureHeader } from '../../src/signature.js';
+import { signatureHeader } from '../../src/common/signature.js';
 import type { AlbumKey, AlbumView } from '../../src/domain/types.js';
 import { eventually } from '../helpers/albums.js';
 import { albumEvent, type AlbumEventOptions, type Stack } from '../helpers/stack.js';

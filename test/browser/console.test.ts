@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/paths.js';
+import { projectRoot } from '../../src/common/paths.js';
 import { consolePaths } from '../../src/ui/paths.js';
 import { unique } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';

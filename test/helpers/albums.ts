@@ -6,7 +6,7 @@ import type { Client, WorkflowHandle, WorkflowHandleWithSignaledRunId } from '@t
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, vi } from 'vitest';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/common/config.js';
 import { loadChildren } from '../../src/db/children.js';
 import type { DecisionRow } from '../../src/db/decisions.js';
 import type { Pool } from '../../src/db/pool.js';

@@ -7,10 +7,10 @@ import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createActivities } from '../../src/activities/index.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { createActivities } from '../../activities/index.js';
+import { loadConfig, type Config } from '../../src/common/config.js';
 import { connectionConfig, connectionUrl, createPool, databaseName, withDatabase, type Pool } from '../../src/db/pool.js';
-import { createLogger, type Logger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/common/log.js';
 import { connectClient, connectWorker } from '../../src/temporal/connection.js';
 import { createAlbumWorker } from '../../src/temporal/worker.js';
 

@@ -1,11 +1,11 @@
 import type { Client } from '@temporalio/client';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher } from '../../src/dispatcher/dispatcher.js';
 import { buildApp, type App } from '../../src/app.js';
 import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
-import type { Logger } from '../../src/log.js';
-import { signatureHeader } from '../../src/signature.js';
+import type { Logger } from '../../src/common/log.js';
+import { signatureHeader } from '../../src/common/signature.js';
 import {
   freshDatabase,
   startTestWorker,

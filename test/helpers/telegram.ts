@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseUpdate } from '../../src/ingest/telegram.js';
-import { projectRoot } from '../../src/paths.js';
+import { projectRoot } from '../../src/common/paths.js';
 import type { FakeBotApi, FakeFile } from './fake-bot-api.js';
 
 /** A Telegram Update as the fixtures hold it. */

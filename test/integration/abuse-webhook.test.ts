@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/app.js';
 import { maxNestingDepth } from '../../src/ingest/json-body.js';
-import { maxSignatureEntries, signatureHeader } from '../../src/signature.js';
+import { maxSignatureEntries, signatureHeader } from '../../src/common/signature.js';
 import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 // Hostile and malformed traffic against the webhook route. What webhook.test.ts already covers (a secret

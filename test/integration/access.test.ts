@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/common/config.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { adminTokenPath } from '../../src/http/access/admin-token.js';
 import type { RouteAccessEntry } from '../../src/http/access/plugin.js';

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { mediaPath, projectRoot } from '../../src/paths.js';
+import { mediaPath, projectRoot } from '../../src/common/paths.js';
 import { decodeCost, thumbnailLimits } from '../../src/ui/thumbnails.js';
 import { unique } from '../helpers/env.js';
 import { startStack, type Stack } from '../helpers/stack.js';

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatcher/dispatcher.js';
 import { buildApp, type App } from '../../src/app.js';
-import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src/metrics.js';
+import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src/common/metrics.js';
 import { startDevServer, type DevServer } from '../../src/embedded/temporal.js';
 import { searchAttributes } from '../../workflows/definitions.js';
 import type { ChildrenBatch } from '../../workflows/types.js';

@@ -7,13 +7,13 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDownloadActivities, tempFilePrefix, type DownloadOptions, type DownloadProgress } from '../../src/activities/download.js';
-import { isPublicAddress, type NetworkPolicy } from '../../src/activities/network-guard.js';
-import type { Config } from '../../src/config.js';
+import { createDownloadActivities, tempFilePrefix, type DownloadOptions, type DownloadProgress } from '../../activities/download.js';
+import { isPublicAddress, type NetworkPolicy } from '../../activities/network-guard.js';
+import type { Config } from '../../src/common/config.js';
 import type { DownloadRequest, DownloadResult } from '../../src/domain/types.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { DownloadInput } from '../../workflows/activity-types.js';
-import { downloadsTotal } from '../../src/metrics.js';
+import { downloadsTotal } from '../../src/common/metrics.js';
 import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, hit: number) => void;

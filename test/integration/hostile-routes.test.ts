@@ -3,7 +3,7 @@ import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
-import { signatureHeader } from '../../src/signature.js';
+import { signatureHeader } from '../../src/common/signature.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
 import { eventually, storedNotifications } from '../helpers/albums.js';
 import { testLogger, unique } from '../helpers/env.js';

@@ -1,7 +1,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNotifyActivities } from '../../src/activities/notify.js';
+import { createNotifyActivities } from '../../activities/notify.js';
 import type { NotifyInput } from '../../workflows/activity-types.js';
 import type { Pool } from '../../src/db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';

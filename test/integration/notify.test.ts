@@ -6,12 +6,12 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createNotifyActivities } from '../../src/activities/notify.js';
+import { createNotifyActivities } from '../../activities/notify.js';
 import type { NotifyInput, NotifyOutcome } from '../../workflows/activity-types.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
-import { notificationsTotal } from '../../src/metrics.js';
-import { verifySignature } from '../../src/signature.js';
+import { notificationsTotal } from '../../src/common/metrics.js';
+import { verifySignature } from '../../src/common/signature.js';
 import type { AlbumView } from '../../src/domain/types.js';
 import { testConfig, testPool, unique } from '../helpers/env.js';
 

@@ -3,7 +3,7 @@ import type { AlbumView } from '../../src/domain/types.js';
 import type { AlbumListBody, MessageStatus } from '../../src/http/schemas.js';
 import { eventually, startMediaServer, type MediaServer } from '../helpers/albums.js';
 import { unique } from '../helpers/env.js';
-import { albumStatusViewsTotal } from '../../src/metrics.js';
+import { albumStatusViewsTotal } from '../../src/common/metrics.js';
 import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;

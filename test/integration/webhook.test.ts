@@ -4,8 +4,8 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/app.js';
-import { webhooksTotal } from '../../src/metrics.js';
-import { signatureHeader } from '../../src/signature.js';
+import { webhooksTotal } from '../../src/common/metrics.js';
+import { signatureHeader } from '../../src/common/signature.js';
 import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
 
 const prefix = unique('wh');

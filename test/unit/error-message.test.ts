@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorMessage } from '../../src/error-message.js';
+import { errorMessage } from '../../src/common/error-message.js';
 
 describe('errorMessage', () => {
   it("says an error's message, and its cause's when it has one", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/common/config.js';
 
 describe('the HTTP timeouts', () => {
   it('default to 30 s for a request, 10 s for its headers, 60 s idle and 72 s between kept-alive requests', () => {

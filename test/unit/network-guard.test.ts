@@ -10,7 +10,7 @@ import {
   vetTarget,
   type NetworkPolicy,
   type ResolvedAddress,
-} from '../../src/activities/network-guard.js';
+} from '../../activities/network-guard.js';
 
 describe('addressRange', () => {
   it.each([

@@ -6,7 +6,7 @@ import { albumWorkflowId, childKeyString } from '../../src/domain/keys.js';
 import { maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from '../../src/ingest/child.js';
 import { maxNestingDepth } from '../../src/ingest/json-body.js';
 import { parseUpdate, readUpdateTypes, type ParsedUpdate } from '../../src/ingest/telegram.js';
-import { projectRoot } from '../../src/paths.js';
+import { projectRoot } from '../../src/common/paths.js';
 
 const workspace = 'ws';
 const botId = '7000000001';

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { signatureHeader } from '../../../src/signature.js';
+import { signatureHeader } from '../../../src/common/signature.js';
 import { albumKeyString, childKeyString } from '../../../src/domain/keys.js';
 
 /** One child message the load generator sends until an ingress acknowledges it (as a webhook sender retries). */

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifySignature } from '../../../src/signature.js';
+import { verifySignature } from '../../../src/common/signature.js';
 
 export interface Fetch {
   path: string;

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../../../src/paths.js';
+import { projectRoot } from '../../../src/common/paths.js';
 
 /**
  * A clone of the project in `target`, as `git clone && npm ci` leaves one: its own sources, and a
@@ -11,7 +11,7 @@ import { projectRoot } from '../../../src/paths.js';
  */
 export function makeClone(target: string): void {
   fs.mkdirSync(target);
-  for (const entry of ['package.json', 'tsconfig.json', 'src', 'workflows', 'migrations', 'bin', 'deploy', 'test/setup']) {
+  for (const entry of ['package.json', 'tsconfig.json', 'src', 'workflows', 'activities', 'migrations', 'bin', 'deploy', 'test/setup']) {
     fs.cpSync(path.join(projectRoot, entry), path.join(target, entry), { recursive: true });
   }
   const installed = fs.realpathSync(path.join(projectRoot, 'node_modules'));

@@ -2,8 +2,8 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import envSchema from 'env-schema';
 import { Type, type Static } from 'typebox';
-import { lateItemPolicies, type AlbumTimings } from './domain/types.js';
-import { bearerTokenPattern } from './http/access/tokens.js';
+import { lateItemPolicies, type AlbumTimings } from '../domain/types.js';
+import { bearerTokenPattern } from './bearer-token.js';
 import { defaultDataDir } from './paths.js';
 
 /** The cloud Bot API; a local Bot API server (or a fake one in tests) replaces it through TELEGRAM_API_ROOT. */

@@ -5,7 +5,7 @@ import type {
   RecordAndNotifyResult,
   RecordDecisionInput,
   RefusedNotification,
-} from '../../workflows/activity-types.js';
+} from '../workflows/activity-types.js';
 
 interface RecordAndNotifyDeps {
   recordDecision: (input: RecordDecisionInput) => Promise<unknown>;

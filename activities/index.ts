@@ -1,4 +1,4 @@
-import type { WorkflowActivities } from '../../workflows/activity-types.js';
+import type { WorkflowActivities } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
 import { createDecisionActivities } from './decisions.js';
 import { createDownloadActivities } from './download.js';

@@ -6,13 +6,13 @@ import {
   recordNotificationFailure,
   storeNotification,
   type NotificationRecord,
-} from '../db/notifications.js';
-import { albumStatusFromDatabase, findAlbum } from '../db/status.js';
-import { errorMessage } from '../error-message.js';
-import { notificationFailuresTotal, notificationsTotal } from '../metrics.js';
-import { signatureHeader } from '../signature.js';
-import type { AlbumKey, AlbumView, ChildEdit, NotificationType } from '../domain/types.js';
-import type { NotifyInput, NotifyOutcome } from '../../workflows/activity-types.js';
+} from '../src/db/notifications.js';
+import { albumStatusFromDatabase, findAlbum } from '../src/db/status.js';
+import { errorMessage } from '../src/common/error-message.js';
+import { notificationFailuresTotal, notificationsTotal } from '../src/common/metrics.js';
+import { signatureHeader } from '../src/common/signature.js';
+import type { AlbumKey, AlbumView, ChildEdit, NotificationType } from '../src/domain/types.js';
+import type { NotifyInput, NotifyOutcome } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
 
 export const notifyTimeoutMs = 10_000;

@@ -1,8 +1,8 @@
-import { insertDecision, markAlbumClosed } from '../db/decisions.js';
-import { readPrior } from '../db/prior.js';
-import { decisionsTotal } from '../metrics.js';
-import type { PriorAlbum, StoredScope } from '../domain/types.js';
-import type { MarkClosedInput, RecordDecisionInput } from '../../workflows/activity-types.js';
+import { insertDecision, markAlbumClosed } from '../src/db/decisions.js';
+import { readPrior } from '../src/db/prior.js';
+import { decisionsTotal } from '../src/common/metrics.js';
+import type { PriorAlbum, StoredScope } from '../src/domain/types.js';
+import type { MarkClosedInput, RecordDecisionInput } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
 
 export function createDecisionActivities({ pool, logger }: ActivityDeps) {
