@@ -1,21 +1,9 @@
-import { insertDecision, markAlbumClosed, type RecordedReview } from '../src/db/decisions.js';
-import { readPrior, type StoredScope } from '../src/db/prior.js';
-import { decisionsTotal } from '../src/metrics.js';
-import type { DecisionView } from '../workflows/types.js';
-import type { ActivityDeps } from './index.js';
-
-export type { StoredScope };
-
-export interface RecordDecisionInput {
-  workflowId: string;
-  decision: DecisionView;
-  /** The album's review at the decision; null for a standalone message (no albums row). */
-  album: RecordedReview | null;
-}
-
-export interface MarkClosedInput extends RecordedReview {
-  workflowId: string;
-}
+import { insertDecision, markAlbumClosed } from '../src/db/decisions.js';
+import { readPrior } from '../src/db/prior.js';
+import { decisionsTotal } from '../src/common/metrics.js';
+import type { PriorAlbum, StoredScope } from '../src/domain/types.js';
+import type { MarkClosedInput, RecordDecisionInput } from '../workflows/activity-types.js';
+import type { ActivityDeps } from './deps.js';
 
 export function createDecisionActivities({ pool, logger }: ActivityDeps) {
   /** Stores one decision with the exact children it included; a retry or a replay never stores or counts it twice. */
@@ -33,7 +21,7 @@ export function createDecisionActivities({ pool, logger }: ActivityDeps) {
   }
 
   /** What a fresh run of an album (or standalone message) starts from. */
-  async function loadPrior(scope: StoredScope) {
+  async function loadPrior(scope: StoredScope): Promise<PriorAlbum> {
     return readPrior(pool, scope);
   }
 

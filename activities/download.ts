@@ -7,22 +7,18 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import pLimit from 'p-limit';
 import type { Readable } from 'node:stream';
-import type { TelegramBot } from '../src/config.js';
+import type { TelegramBot } from '../src/common/config.js';
 import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../src/db/attachments.js';
-import { downloadsTotal } from '../src/metrics.js';
+import { errorMessage } from '../src/common/error-message.js';
+import { downloadsTotal } from '../src/common/metrics.js';
+import { mediaPath, mediaTempDir } from '../src/common/paths.js';
 import { BotApiError, createBotApi, redactToken } from '../src/telegram/bot-api.js';
-import { childKeyString } from '../workflows/keys.js';
-import type { AttachmentStatus, DownloadRequest, DownloadResult, MessageKey } from '../workflows/types.js';
-import type { Logger } from '../src/log.js';
-import type { ActivityDeps } from './index.js';
+import { childKeyString } from '../src/domain/keys.js';
+import type { AttachmentStatus, DownloadRequest, DownloadResult, MessageKey } from '../src/domain/types.js';
+import type { Logger } from '../src/common/log.js';
+import type { DownloadInput } from '../workflows/activity-types.js';
+import type { ActivityDeps } from './deps.js';
 import { RefusedTargetError, networkPolicy, pinnedLookup, vetTarget, type NetworkPolicy, type ResolvedAddress } from './network-guard.js';
-
-export interface DownloadInput {
-  /** The attachments of one activity, each with its outcome at the same place of the result. */
-  attachments: DownloadRequest[];
-  /** The workflow's last retry attempt: a transient failure then is recorded as `failed` instead of retried. */
-  finalAttempt: number;
-}
 
 /**
  * What the activity heartbeats: the outcome of every attachment settled so far (null: not yet), so that
@@ -96,12 +92,6 @@ function seconds(ms: number): string {
   return `${ms / 1000} s`;
 }
 
-function errorMessage(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const bodyCutShort = err.message === 'aborted' && (err as NodeJS.ErrnoException).code === 'ECONNRESET';
-  return bodyCutShort ? 'the server closed the connection before the whole file arrived' : err.message;
-}
-
 function resultOf(row: StoredAttachment): DownloadResult {
   return { status: row.status as TerminalStatus, contentType: row.contentType, bytes: row.bytes, sha256: row.sha256, error: row.error };
 }
@@ -117,18 +107,7 @@ function statusError(status: number): Error {
   return new PermanentDownloadError('failed', message);
 }
 
-/**
- * Media files live at `<MEDIA_DIR>/<first two hex digits>/<sha256>`; partial downloads under
- * `<MEDIA_DIR>/.tmp/<message pk>-<position>-<random>.part` until they are complete.
- */
-export function mediaPath(mediaDir: string, sha256: string): string {
-  return path.join(mediaDir, sha256.slice(0, 2), sha256);
-}
-
-function mediaTempDir(mediaDir: string): string {
-  return path.join(mediaDir, '.tmp');
-}
-
+/** A partial download's name in the media directory's temporary folder: `<message pk>-<position>-<random>.part`. */
 export function tempFilePrefix(messagePk: string, position: number): string {
   return `${messagePk}-${position}-`;
 }
@@ -255,6 +234,10 @@ async function writeBody(
       onChunk();
     }
     await file.sync();
+  } catch (err) {
+    // Node's words for a response body whose connection closed before its end.
+    const cutShort = err instanceof Error && err.message === 'aborted' && (err as NodeJS.ErrnoException).code === 'ECONNRESET';
+    throw cutShort ? new TransientDownloadError('the server closed the connection before the whole file arrived') : err;
   } finally {
     source.body.destroy();
     await file.close();

@@ -8,36 +8,12 @@ import {
   type NotificationRecord,
 } from '../src/db/notifications.js';
 import { albumStatusFromDatabase, findAlbum } from '../src/db/status.js';
-import { notificationFailuresTotal, notificationsTotal } from '../src/metrics.js';
-import { signatureHeader } from '../src/signature.js';
-import type { MessageWorkflowStatus } from '../workflows/album-view.js';
-import type { AlbumKey, AlbumStatus, ChildEdit, DecisionView, LateItemPolicy, NotificationType } from '../workflows/types.js';
-import type { ActivityDeps } from './index.js';
-
-/** The decision a notification is about; `album.updated` also names the late children and the policy applied. */
-export interface NotifiedDecision extends DecisionView {
-  lateChildMessageIds?: string[];
-  lateItemPolicy?: LateItemPolicy;
-}
-
-type AlbumNotificationType = Exclude<NotificationType, 'message.ready'>;
-
-export type NotifyInput = {
-  workflowId: string;
-  seq: number;
-  decision: NotifiedDecision;
-  /** For `album.media_settled`: 1 for the decision's first notice, 2 once its media settled again, … */
-  notice?: number;
-  /** For `album.updated` about an edit of a decided child; without it, `album.updated` is about late items. */
-  edit?: ChildEdit;
-} & (
-  | { type: AlbumNotificationType; album: AlbumStatus }
-  /** An album body too large to pass through Temporal: the activity reads it from PostgreSQL. */
-  | { type: AlbumNotificationType; albumKey: AlbumKey }
-  | { type: 'message.ready'; message: MessageWorkflowStatus }
-);
-
-export type NotifyOutcome = 'delivered' | 'recorded' | 'already';
+import { errorMessage } from '../src/common/error-message.js';
+import { notificationFailuresTotal, notificationsTotal } from '../src/common/metrics.js';
+import { signatureHeader } from '../src/common/signature.js';
+import type { AlbumKey, AlbumView, ChildEdit, NotificationType } from '../src/domain/types.js';
+import type { NotifyInput, NotifyOutcome } from '../workflows/activity-types.js';
+import type { ActivityDeps } from './deps.js';
 
 export const notifyTimeoutMs = 10_000;
 
@@ -60,13 +36,6 @@ function isRetryableStatus(status: number): boolean {
 /** A receiver's refusal for good: the activity is not retried. */
 function rejection(id: string, error: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`notification ${id} rejected: ${error}`, 'NotificationRejected');
-}
-
-function requestFailure(err: unknown): string {
-  if (err instanceof DOMException && err.name === 'TimeoutError') return `no response within ${notifyTimeoutMs / 1000} s`;
-  if (!(err instanceof Error)) return String(err);
-  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-  return `${err.message}${cause}`;
 }
 
 /**
@@ -131,7 +100,8 @@ export function createNotifyActivities(deps: ActivityDeps) {
       await response.body?.cancel();
     } catch (err) {
       if (cancellation.aborted) throw cancellation.reason;
-      return failed(n, requestFailure(err), true);
+      const timedOut = err instanceof DOMException && err.name === 'TimeoutError';
+      return failed(n, timedOut ? `no response within ${notifyTimeoutMs / 1000} s` : errorMessage(err), true);
     }
     if (!response.ok) return failed(n, `HTTP ${response.status}`, isRetryableStatus(response.status));
 
@@ -140,7 +110,7 @@ export function createNotifyActivities(deps: ActivityDeps) {
     return 'delivered';
   }
 
-  async function storedAlbum(workflowId: string, key: AlbumKey): Promise<AlbumStatus> {
+  async function storedAlbum(workflowId: string, key: AlbumKey): Promise<AlbumView> {
     const album = await findAlbum(pool, key);
     if (!album) throw new Error(`album ${workflowId} is not stored`);
     return albumStatusFromDatabase(pool, album, key);

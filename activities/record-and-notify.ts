@@ -1,37 +1,11 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { AlbumKey, AlbumStatus, ChildEdit, NotificationType, ReviewReason, ReviewResolution } from '../workflows/types.js';
-import type { RecordDecisionInput } from './decisions.js';
-import type { NotifiedDecision, NotifyInput } from './notify.js';
-
-/** One command of the album rules: a new decision to record and notify, or a later notification about a recorded one. */
-export interface DecisionStep {
-  type: Exclude<NotificationType, 'message.ready'>;
-  decision: NotifiedDecision;
-  /** Set for a new decision: it is stored, with the album's review, before its notification goes out. */
-  record?: { reviewReasons: ReviewReason[]; reviewResolved: ReviewResolution | null };
-  /** The n-th `album.media_settled` of its decision. */
-  notice?: number;
-  /** For `album.updated` about an edit of a decided child (`"change": "edited"`) rather than late items. */
-  edit?: ChildEdit;
-}
-
-export interface RecordAndNotifyInput {
-  workflowId: string;
-  /** The album's status when the steps were taken, shared by all of them; its key when too large to pass. */
-  body: { album: AlbumStatus } | { albumKey: AlbumKey };
-  steps: DecisionStep[];
-}
-
-export interface RefusedNotification {
-  type: DecisionStep['type'];
-  seq: number;
-  error: string;
-}
-
-export interface RecordAndNotifyResult {
-  /** Notifications the receiver refused for good (marked `failed` in PostgreSQL); every other one went out. */
-  refused: RefusedNotification[];
-}
+import type {
+  NotifyInput,
+  RecordAndNotifyInput,
+  RecordAndNotifyResult,
+  RecordDecisionInput,
+  RefusedNotification,
+} from '../workflows/activity-types.js';
 
 interface RecordAndNotifyDeps {
   recordDecision: (input: RecordDecisionInput) => Promise<unknown>;

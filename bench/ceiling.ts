@@ -1,16 +1,16 @@
 // The ceiling of the ingest benchmark: a bare Fastify endpoint that verifies the same HMAC
-// (src/signature.ts), parses the event into the same child (src/ingest/unifyport.ts) and commits the same
+// (src/common/signature.ts), parses the event into the same child (src/ingest/unifyport.ts) and commits the same
 // rows with the project's own SQL, one transaction per request (ingestChild of src/db/ingest.ts: one
 // statement writing the event, album, child, attachments and outbox row). Nothing else: no group commit,
 // no NOTIFY (there is no dispatcher to wake: its database of its own loses the outbox trigger), no
 // schemas, no hooks, no logging, no metrics, no Temporal.
 // Reads PORT, HOST, DATABASE_URL, WORKSPACE_SECRETS, SIGNATURE_TOLERANCE_S and MAX_BODY_BYTES like the app.
 import Fastify from 'fastify';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/common/config.js';
 import { ingestChild } from '../src/db/ingest.js';
 import { connectionConfig, createPool } from '../src/db/pool.js';
 import { parseEvent } from '../src/ingest/unifyport.js';
-import { verifySignature } from '../src/signature.js';
+import { verifySignature } from '../src/common/signature.js';
 
 /** The size of the pool src/service.ts gives the app, so both sides have the same connections. */
 export const ceilingPoolSize = 20;

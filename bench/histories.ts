@@ -2,19 +2,7 @@
 // client once the phase settled, counted (bench/temporal-counts.ts) and summed per album and per photo.
 import type { Client } from '@temporalio/client';
 import { round } from './report.js';
-import { addCounts, countHistory, noCounts, type TemporalCounts } from './temporal-counts.js';
-
-export interface PhaseCounts {
-  phase: string;
-  albums: number;
-  /** New children of the phase, one attachment each. */
-  photos: number;
-  /** Runs counted (more than the albums when one continued as new). */
-  runs: number;
-  total: TemporalCounts;
-  perAlbum: TemporalCounts;
-  perPhoto: TemporalCounts;
-}
+import { addCounts, countHistory, noCounts, type PhaseCounts, type TemporalCounts } from './temporal-counts.js';
 
 /** Histories fetched at once: enough to keep the frontend busy without crowding the machine. */
 const fetchesInFlight = 4;

@@ -1,6 +1,6 @@
 // What a bench run reports: the figures of each section and the targets they are held to
 // (bench/markdown.ts writes them for BENCHMARKS.md). Pure (no I/O).
-import type { PhaseCounts } from './histories.js';
+import type { PhaseCounts } from './temporal-counts.js';
 import type { RequestRecord } from '../test/harness/load.js';
 
 export interface Percentiles {
@@ -213,7 +213,7 @@ export interface BenchReport {
   temporalCounts: PhaseCounts[];
   /** The phase held to the signals-per-child target. */
   burstPhase: string;
-  /** The sustained load against the cost baseline's configuration (TEMPORAL_COST_BASELINE). */
+  /** The sustained load against the cost baseline's configuration (bench/baseline/). */
   baselinePhase: string;
   knee: Knee;
   scale: Scale;

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type pg from 'pg';
-import { defaultTelegramApiRoot } from '../src/config.js';
+import { defaultTelegramApiRoot } from '../src/common/config.js';
 import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } from '../src/db/pool.js';
 import { pickPort } from '../src/embedded/ports.js';
 import { devServerDbFile } from '../src/embedded/temporal.js';
@@ -56,7 +56,7 @@ export interface Stack {
   /** An `["*"]` token of the app's API_TOKENS: the ingress's /metrics answers only such tokens. */
   metricsToken: string;
   workerMetricsUrl: string;
-  /** Starts the ingress and the worker once more with TEMPORAL_COST_BASELINE (one signal per child, one download activity per attachment). */
+  /** Starts the cost baseline's ingress and worker (bench/baseline/: one signal per child, one download activity per attachment). */
   startBaseline: () => Promise<BaselineApp>;
 }
 
@@ -150,8 +150,8 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   };
   const start = (name: string, script: string, env: NodeJS.ProcessEnv, ready: RegExp, nodeArgs: string[] = [], ipc = false) =>
     launch(new NodeProcess({ name, script, nodeArgs, env, ready, readyTimeoutMs: 180_000, logFile: logFile(name), ipc, detached: true }));
-  const startApp = (name: string, role: 'ingress' | 'worker', env: NodeJS.ProcessEnv, nodeArgs: string[] = []) =>
-    launch(appProcess({ name, role, nodeArgs, env, readyTimeoutMs: 180_000, logFile: logFile(name), detached: true }));
+  const startApp = (name: string, role: 'ingress' | 'worker', env: NodeJS.ProcessEnv, nodeArgs: string[] = [], script?: string) =>
+    launch(appProcess({ name, role, script, nodeArgs, env, readyTimeoutMs: 180_000, logFile: logFile(name), detached: true }));
 
   const withMedia = options.media && (runs('sustained') || runs('burst'));
   log(`bench: starting the worker, the ingress, the ceiling${withMedia ? ', the media server' : ''} and the load generator`);
@@ -238,13 +238,12 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     const baselineMedia = path.join(runDir, 'baseline-media');
     const env = {
       ...albumEnv(db, { taskQueue: `${taskQueue}-baseline`, mediaDir: baselineMedia }),
-      TEMPORAL_COST_BASELINE: 'true',
     };
     closers.push('the baseline media', () => fs.promises.rm(baselineMedia, { recursive: true, force: true }));
     const metricsPort = await pickPort();
     const [baselineWorker, baselineIngress] = await Promise.all([
-      startApp('baseline worker', 'worker', { ...env, WORKER_METRICS_PORT: String(metricsPort) }),
-      startApp('baseline ingress', 'ingress', env),
+      startApp('baseline worker', 'worker', { ...env, WORKER_METRICS_PORT: String(metricsPort) }, [], 'bench/baseline/worker.ts'),
+      startApp('baseline ingress', 'ingress', env, [], 'bench/baseline/ingress.ts'),
     ]);
     return {
       pool: baselinePool,

@@ -129,3 +129,16 @@ export function countHistory(history: History): TemporalCounts {
   counts.billableActions = actions + tasksWithMarkers.size;
   return counts;
 }
+
+/** What one phase's workflows cost Temporal: in all, per album and per photo. */
+export interface PhaseCounts {
+  phase: string;
+  albums: number;
+  /** New children of the phase, one attachment each. */
+  photos: number;
+  /** Runs counted (more than the albums when one continued as new). */
+  runs: number;
+  total: TemporalCounts;
+  perAlbum: TemporalCounts;
+  perPhoto: TemporalCounts;
+}

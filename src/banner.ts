@@ -1,5 +1,5 @@
 // What `npm start` prints once albumflow runs: where to send webhooks, where to look, how to sign in.
-import type { Config } from './config.js';
+import type { Config } from './common/config.js';
 import { adminTokenPath } from './http/access/admin-token.js';
 import { signInCodeLifetimeMs } from './http/access/session.js';
 import type { Service } from './service.js';

@@ -1,6 +1,6 @@
 // `npm run migrate`: create the database of DATABASE_URL when missing and apply pending migrations.
 // (`npm start` applies them to its embedded PostgreSQL itself.)
-import { loadConfig } from './config.js';
+import { loadConfig } from './common/config.js';
 import { connectionConfig, ensureDatabase } from './db/pool.js';
 import { migrate } from './db/migrate.js';
 

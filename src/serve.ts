@@ -1,16 +1,20 @@
 import closeWithGrace from 'close-with-grace';
-import { loadConfig, type Config } from './config.js';
+import { loadConfig, type Config } from './common/config.js';
 import { InstanceRunningError } from './embedded/ownership.js';
-import { createLogger, type Logger } from './log.js';
-import { onStopSignals } from './stop-signals.js';
-import { startService, type Roles, type Service } from './service.js';
+import { createLogger, type Logger } from './common/log.js';
+import { onStopSignals } from './common/stop-signals.js';
+import { startService, type Roles, type Service, type ServiceOptions } from './service.js';
 
 /**
  * Runs albumflow with the given roles until SIGINT/SIGTERM, then shuts down gracefully:
  * HTTP stops accepting, the dispatcher and the worker drain, the embedded servers stop, exit 0. Exits 1
  * when an embedded server died and could not be restarted, or the worker stopped on its own.
  */
-export async function run(roles: Roles, describe: (service: Service, config: Config) => string): Promise<void> {
+export async function run(
+  roles: Roles,
+  describe: (service: Service, config: Config) => string,
+  options: ServiceOptions = {},
+): Promise<void> {
   const fail = (message: string): never => {
     process.stderr.write(`\nalbumflow could not start: ${message}\n`);
     process.exit(1);
@@ -33,7 +37,7 @@ export async function run(roles: Roles, describe: (service: Service, config: Con
   }
   let service: Service;
   try {
-    service = await startService(config, roles, logger);
+    service = await startService(config, roles, logger, options);
   } catch (err) {
     // Another albumflow on this data directory is a refusal that explains itself: the one line below says it.
     if (!(err instanceof InstanceRunningError)) logger.fatal({ err }, 'albumflow could not start');

@@ -3,15 +3,15 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
-import type { Config } from './config.js';
+import type { Config } from './common/config.js';
 import { connectionConfig, createPool, ensureDatabase, type Pool } from './db/pool.js';
 import { migrate } from './db/migrate.js';
-import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.js';
+import { createDispatcher, type Dispatcher, type DispatcherOptions } from './dispatcher/dispatcher.js';
 import { resolveApiTokens } from './http/access/admin-token.js';
 import { consolePath, signInPath } from './http/access/plugin.js';
 import { ConsoleSessions } from './http/access/session.js';
-import { buildApp, type App } from './http/app.js';
-import type { Logger } from './log.js';
+import { buildApp, type App } from './app.js';
+import type { Logger } from './common/log.js';
 import { claimDataDir } from './embedded/ownership.js';
 import { pickPort } from './embedded/ports.js';
 import { startEmbeddedPostgres } from './embedded/postgres.js';
@@ -50,12 +50,23 @@ export interface Service {
 }
 
 /**
+ * What a caller swaps in from code, never from the environment: the bench starts its cost baseline's
+ * ingress and worker this way.
+ */
+export interface ServiceOptions {
+  /** The workflow module the worker bundles instead of workflows/index.ts. */
+  workflowsPath?: string;
+  /** The dispatcher's signal settings. */
+  dispatcher?: Pick<DispatcherOptions, 'minSignalIntervalMs' | 'maxChildrenPerSignal'>;
+}
+
+/**
  * Starts albumflow's parts: the embedded PostgreSQL when DATABASE_URL is unset, migrations, the embedded
  * Temporal dev server when TEMPORAL_ADDRESS is unset, then the worker, the dispatcher and the HTTP
  * server, each when its role is asked for. Embedded servers belong to this process: it claims the data
  * directory first (a second albumflow on it stops here), and stops them last.
  */
-export async function startService(config: Config, roles: Roles, logger: Logger): Promise<Service> {
+export async function startService(config: Config, roles: Roles, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
   const closers: Array<() => Promise<unknown>> = [];
   // Once, however many callers ask (a signal and a lost embedded server may both).
   let closing: Promise<void> | undefined;
@@ -115,13 +126,13 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
     closers.push(() => client.connection.close());
     await prepareNamespace(client, namespace);
 
-    const pool: Pool = createPool(dbConfig, { max: 20 });
+    const pool: Pool = createPool(dbConfig, { max: 20, logger });
     closers.push(() => pool.end());
 
     if (roles.worker) {
       const connection: NativeConnection = await connectWorker(connectionOptions);
       closers.push(() => connection.close());
-      const bundle = await bundleWorkflowsInChildProcess();
+      const bundle = await bundleWorkflowsInChildProcess(options.workflowsPath);
       closers.push(async () => bundle.dispose());
       const worker: Worker = await createAlbumWorker({
         connection,
@@ -147,7 +158,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger)
           taskQueue: config.temporal.taskQueue,
           timings: config.album,
           logger,
-          costBaseline: config.temporal.costBaseline,
+          ...options.dispatcher,
         })
       : undefined;
     if (dispatcher) {

@@ -1,9 +1,7 @@
 // The activities the album and message workflows call, with their timeouts and retry policies.
 
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import type { createActivities } from '../activities/index.js';
-
-type Activities = ReturnType<typeof createActivities>;
+import type { WorkflowActivities } from './activity-types.js';
 
 /** Download attempts per activity; the last one records a transient failure as `failed`. */
 export const downloadFinalAttempt = 5;
@@ -12,7 +10,7 @@ export const downloadFinalAttempt = 5;
  * One attempt downloads a batch of attachments at once; each file has its own attempt limit (five
  * minutes) within the worker's fetch limit, so the attempt's own limit leaves room for waiting files.
  */
-export const { downloadAttachments } = proxyActivities<Activities>({
+export const { downloadAttachments } = proxyActivities<WorkflowActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '1 minute',
   retry: { maximumAttempts: downloadFinalAttempt, initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
@@ -31,16 +29,16 @@ const storeOptions = {
  * already decided and never send `album.ready`. A notification's receiver may be down for hours; a
  * pending activity shows its attempts and last failure in the Temporal UI.
  */
-export const { recordDecision, notify, recordAndNotify } = proxyActivities<Activities>(storeOptions);
+export const { recordDecision, notify, recordAndNotify } = proxyActivities<WorkflowActivities>(storeOptions);
 
 /**
  * The closing mark is a local activity: it comes after the late window, never in the workflow task
  * that ran `loadPrior`, and saves the server a task queue round trip, three history events and a
  * workflow task.
  */
-export const { markClosed } = proxyLocalActivities<Activities>(storeOptions);
+export const { markClosed } = proxyLocalActivities<WorkflowActivities>(storeOptions);
 
-export const { loadPrior } = proxyLocalActivities<Activities>({
+export const { loadPrior } = proxyLocalActivities<WorkflowActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });

@@ -8,26 +8,24 @@
 // A `late_item` decision therefore restates the whole album, and `late.childMessageIds` of its
 // command names the children it adds to the previous decision.
 
+import { analyzeMetadata, canonicalReasons, compareChildren } from '../src/domain/album-metadata.js';
 import type {
+  AlbumPhase,
   AlbumProfile,
-  AlbumState,
-  AttachmentRef,
   AlbumTimings,
+  AttachmentRef,
   AttachmentView,
   ChildArrival,
   ChildEdit,
+  ChildRecord,
   DecisionTrigger,
   DecisionView,
   DownloadResult,
   LateItemPolicy,
+  PriorAlbum,
   ReviewReason,
   ReviewResolution,
-} from './types.js';
-
-export interface ChildRecord {
-  arrival: ChildArrival;
-  attachments: AttachmentView[];
-}
+} from '../src/domain/types.js';
 
 /** The `album.media_settled` notices sent for one decision. */
 export interface MediaSettledNotices {
@@ -38,7 +36,7 @@ export interface MediaSettledNotices {
   reopened: boolean;
 }
 
-export interface AlbumRulesState {
+export interface DecisionRulesState {
   /** Distinct children, in the order they were first seen. */
   children: ChildRecord[];
   reviewReasons: ReviewReason[];
@@ -46,7 +44,7 @@ export interface AlbumRulesState {
   reviewResolved: ReviewResolution | null;
   decisions: DecisionView[];
   /** `processed` after the first decision; `closed` once the late window ended with nothing pending. */
-  phase: AlbumState;
+  phase: AlbumPhase;
   /** When the first child that no decision includes yet arrived (ms); null when every child is decided. */
   firstUndecidedAt: number | null;
   /** When the latest new distinct child arrived (ms). */
@@ -87,7 +85,7 @@ export type AlbumCommand =
   | { type: 'media_settled'; decision: DecisionView; notice: number };
 
 export interface Transition {
-  state: AlbumRulesState;
+  state: DecisionRulesState;
   commands: AlbumCommand[];
 }
 
@@ -99,112 +97,7 @@ export interface Deadline {
   at: number;
 }
 
-/** Everything PostgreSQL knows about an album when a fresh run starts. */
-export interface PriorAlbum {
-  decisions: DecisionView[];
-  children: ChildRecord[];
-  reviewReasons: ReviewReason[];
-  reviewResolved: ReviewResolution | null;
-  /** `album.media_settled` notices already sent for the latest decision. */
-  mediaSettledNotices: number;
-  /** By message id, the last version whose edit an `album.updated` notified. */
-  editNotices: Record<string, number>;
-}
-
-export const reviewReasonOrder: readonly ReviewReason[] = ['total_conflict', 'duplicate_index', 'invalid_metadata', 'late_item'];
-
-export function canonicalReasons(reasons: Iterable<ReviewReason>): ReviewReason[] {
-  const present = new Set(reasons);
-  return reviewReasonOrder.filter((reason) => present.has(reason));
-}
-
-export interface OrderedChild {
-  messageId: string;
-  index: number | null;
-  sentAt: string | null;
-}
-
-export type ChildOrder = AlbumProfile['childOrder'];
-
-function instantOrNull(value: string | null): number | null {
-  if (value === null) return null;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? null : ms;
-}
-
-function compareNullsLast(a: number | null, b: number | null): number {
-  if (a === b) return 0;
-  if (a === null) return 1;
-  if (b === null) return -1;
-  return a - b;
-}
-
-const decimalInteger = /^(0|[1-9][0-9]*)$/;
-
-/** A message id written as a decimal integer (Telegram's message_id), as a number; null for any other id. */
-function numericId(messageId: string): number | null {
-  return decimalInteger.test(messageId) ? Number(messageId) : null;
-}
-
-function compareIds(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-const comparators: Record<ChildOrder, (a: OrderedChild, b: OrderedChild) => number> = {
-  index: (a, b) =>
-    compareNullsLast(a.index, b.index) ||
-    compareNullsLast(instantOrNull(a.sentAt), instantOrNull(b.sentAt)) ||
-    compareIds(a.messageId, b.messageId),
-  message_id: (a, b) =>
-    compareNullsLast(numericId(a.messageId), numericId(b.messageId)) ||
-    compareNullsLast(instantOrNull(a.sentAt), instantOrNull(b.sentAt)) ||
-    compareIds(a.messageId, b.messageId),
-};
-
-/**
- * The album order of a profile: `index` — usable index, then sentAt, then message id; `message_id` —
- * message ids as numbers ("9" before "10"), then sentAt. Missing values last.
- */
-export function compareChildren(order: ChildOrder): (a: OrderedChild, b: OrderedChild) => number {
-  return comparators[order];
-}
-
-/** The one total every child that carries a usable total agrees on; null when none or conflicting. */
-export function agreedTotal(children: readonly { total: number | null }[]): number | null {
-  const totals = distinctTotals(children);
-  return totals.length === 1 ? totals[0]! : null;
-}
-
-function distinctTotals(children: readonly { total: number | null }[]): number[] {
-  return [...new Set(children.flatMap((child) => (child.total === null ? [] : [child.total])))];
-}
-
-export interface MetadataAnalysis {
-  agreedTotal: number | null;
-  reasons: ReviewReason[];
-  /** The total the count trigger may use: agreed and free of conflicts, duplicates and invalid metadata. */
-  usableTotal: number | null;
-}
-
-/** What the metadata rules read of a child: its usable index and total, and whether its metadata was invalid. */
-export interface ChildMetadata {
-  index: number | null;
-  total: number | null;
-  metadataInvalid: boolean;
-}
-
-/** The review reasons an album's metadata gives (PostgreSQL's view derives them with this too) and the total the count trigger may use. */
-export function analyzeMetadata(children: readonly ChildMetadata[]): MetadataAnalysis {
-  const total = agreedTotal(children);
-  const reasons: ReviewReason[] = [];
-  if (distinctTotals(children).length > 1 || (total !== null && children.length > total)) reasons.push('total_conflict');
-  const indexes = children.flatMap((child) => (child.index === null ? [] : [child.index]));
-  if (new Set(indexes).size < indexes.length) reasons.push('duplicate_index');
-  if (children.some((child) => child.metadataInvalid)) reasons.push('invalid_metadata');
-  return { agreedTotal: total, reasons, usableTotal: reasons.length === 0 ? total : null };
-}
-
-export function initialState(): AlbumRulesState {
+export function initialState(): DecisionRulesState {
   return {
     children: [],
     reviewReasons: [],
@@ -250,12 +143,12 @@ export function settleAttachment(attachments: readonly AttachmentView[], positio
   );
 }
 
-export function latestDecision(state: AlbumRulesState): DecisionView | undefined {
+export function latestDecision(state: DecisionRulesState): DecisionView | undefined {
   return state.decisions[state.decisions.length - 1];
 }
 
 /** A download command for every attachment still pending (after a restore or continue-as-new). */
-export function pendingDownloads(state: AlbumRulesState): AlbumCommand[] {
+export function pendingDownloads(state: DecisionRulesState): AlbumCommand[] {
   return state.children.flatMap((child) => downloadsOf(child));
 }
 
@@ -266,7 +159,7 @@ function downloadsOf(child: ChildRecord, positions?: ReadonlySet<number>, retry 
 }
 
 /** When the workflow must wake next to let time-based rules act; null when only a new child can change anything. */
-export function nextDeadline(state: AlbumRulesState, timings: AlbumTimings): Deadline | null {
+export function nextDeadline(state: DecisionRulesState, timings: AlbumTimings): Deadline | null {
   if (state.phase === 'collecting') {
     if (state.firstUndecidedAt === null || state.lastNewChildAt === null) return null;
     const maxWait: Deadline = { kind: 'max_wait', at: state.firstUndecidedAt + timings.maxWaitMs };
@@ -284,7 +177,7 @@ export function nextDeadline(state: AlbumRulesState, timings: AlbumTimings): Dea
   return { kind: 'late_window', at: (state.lastDecisionAt ?? 0) + timings.lateWindowMs };
 }
 
-export function step(state: AlbumRulesState, event: AlbumEvent, timings: AlbumTimings, profile: AlbumProfile): Transition {
+export function step(state: DecisionRulesState, event: AlbumEvent, timings: AlbumTimings, profile: AlbumProfile): Transition {
   switch (event.type) {
     case 'children_arrived':
       return addChildren(
@@ -306,7 +199,7 @@ export function step(state: AlbumRulesState, event: AlbumEvent, timings: AlbumTi
 }
 
 /** Whether the album waits in the review queue: it has a reason and no operator resolved it since. */
-export function reviewRequired(state: Pick<AlbumRulesState, 'reviewReasons' | 'reviewResolved'>): boolean {
+export function reviewRequired(state: Pick<DecisionRulesState, 'reviewReasons' | 'reviewResolved'>): boolean {
   return state.reviewReasons.length > 0 && state.reviewResolved === null;
 }
 
@@ -324,7 +217,7 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
   const decided = new Set(prior.decisions.flatMap((decision) => decision.childMessageIds));
   const known = prior.children.filter((child) => decided.has(child.arrival.messageId));
   const last = prior.decisions[prior.decisions.length - 1];
-  const base: AlbumRulesState = {
+  const base: DecisionRulesState = {
     ...initialState(),
     children: known,
     decisions: prior.decisions,
@@ -350,7 +243,7 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
   return { state: settled.state, commands: [...pendingDownloads(base), ...unnotifiedEdits, ...next.commands, ...settled.commands] };
 }
 
-function arrivals(state: AlbumRulesState): ChildArrival[] {
+function arrivals(state: DecisionRulesState): ChildArrival[] {
   return state.children.map((child) => child.arrival);
 }
 
@@ -433,7 +326,7 @@ function editedBy(known: ChildRecord, edited: ChildArrival): { record: ChildReco
 }
 
 function addChildren(
-  state: AlbumRulesState,
+  state: DecisionRulesState,
   incoming: readonly ChildRecord[],
   now: number,
   timings: AlbumTimings,
@@ -472,7 +365,7 @@ function addChildren(
   if (fresh.length === 0 && commands.length === 0 && children.every((child, i) => child === state.children[i])) {
     return { state, commands: [] };
   }
-  const amended: AlbumRulesState = { ...state, children, mediaSettled: reopen(state, reopened) };
+  const amended: DecisionRulesState = { ...state, children, mediaSettled: reopen(state, reopened) };
   if (fresh.length === 0) return { state: amended, commands };
 
   const late = state.phase !== 'collecting';
@@ -482,7 +375,7 @@ function addChildren(
     ...(late && timings.lateItemPolicy === 'review' ? (['late_item'] as const) : []),
   ]);
   const flaggedAgain = reasons.length > state.reviewReasons.length || (late && timings.lateItemPolicy === 'review');
-  const next: AlbumRulesState = {
+  const next: DecisionRulesState = {
     ...amended,
     reviewReasons: reasons,
     reviewResolved: flaggedAgain ? null : state.reviewResolved,
@@ -495,12 +388,12 @@ function addChildren(
 }
 
 /** The media-settled notices once attachments of the latest decision went back to pending. */
-function reopen(state: AlbumRulesState, reopened: boolean): MediaSettledNotices | null {
+function reopen(state: DecisionRulesState, reopened: boolean): MediaSettledNotices | null {
   const { mediaSettled: notices } = state;
   return reopened && notices && notices.seq === latestDecision(state)?.seq ? { ...notices, reopened: true } : notices;
 }
 
-function retryDownloads(state: AlbumRulesState): Transition {
+function retryDownloads(state: DecisionRulesState): Transition {
   const commands: AlbumCommand[] = [];
   const children = state.children.map((child) => {
     const positions = new Set(child.attachments.filter(retryable).map((attachment) => attachment.position));
@@ -518,7 +411,7 @@ function retryDownloads(state: AlbumRulesState): Transition {
   return { state: { ...state, children, mediaSettled: reopen(state, true) }, commands };
 }
 
-function evaluate(state: AlbumRulesState, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition {
+function evaluate(state: DecisionRulesState, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition {
   let current = state;
   const commands: AlbumCommand[] = [];
   for (;;) {
@@ -529,7 +422,7 @@ function evaluate(state: AlbumRulesState, now: number, timings: AlbumTimings, pr
   }
 }
 
-function dueTransition(state: AlbumRulesState, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition | null {
+function dueTransition(state: DecisionRulesState, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition | null {
   if (state.phase === 'collecting' && state.children.length > 0) {
     const { usableTotal } = analyzeMetadata(arrivals(state));
     if (usableTotal !== null && state.children.length === usableTotal)
@@ -543,7 +436,13 @@ function dueTransition(state: AlbumRulesState, now: number, timings: AlbumTiming
   return decide(state, deadline.kind, now, timings, profile);
 }
 
-function decide(state: AlbumRulesState, trigger: DecisionTrigger, now: number, timings: AlbumTimings, profile: AlbumProfile): Transition {
+function decide(
+  state: DecisionRulesState,
+  trigger: DecisionTrigger,
+  now: number,
+  timings: AlbumTimings,
+  profile: AlbumProfile,
+): Transition {
   const previous = latestDecision(state);
   const childMessageIds = state.children
     .map((child) => child.arrival)
@@ -558,7 +457,7 @@ function decide(state: AlbumRulesState, trigger: DecisionTrigger, now: number, t
   const before = new Set(previous?.childMessageIds ?? []);
   const late: LateItems | null =
     trigger === 'late_item' ? { childMessageIds: childMessageIds.filter((id) => !before.has(id)), policy: timings.lateItemPolicy } : null;
-  const decided: AlbumRulesState = {
+  const decided: DecisionRulesState = {
     ...state,
     decisions: [...state.decisions, decision],
     phase: 'processed',
@@ -575,7 +474,7 @@ function decide(state: AlbumRulesState, trigger: DecisionTrigger, now: number, t
   };
 }
 
-function settleDownload(state: AlbumRulesState, messageId: string, position: number, result: DownloadResult): Transition {
+function settleDownload(state: DecisionRulesState, messageId: string, position: number, result: DownloadResult): Transition {
   const target = state.children.find((child) => child.arrival.messageId === messageId);
   if (!target?.attachments.some((attachment) => attachment.position === position && attachment.status === 'pending')) {
     return { state, commands: [] };
@@ -594,7 +493,7 @@ function mediaSettled(children: readonly ChildRecord[], decision: DecisionView):
 }
 
 /** `album.media_settled` for the latest decision once its media are terminal: once, and again after they were reopened. */
-function emitMediaSettled(state: AlbumRulesState): Transition {
+function emitMediaSettled(state: DecisionRulesState): Transition {
   const latest = latestDecision(state);
   if (!latest || !mediaSettled(state.children, latest)) return { state, commands: [] };
   const notices = state.mediaSettled?.seq === latest.seq ? state.mediaSettled : null;

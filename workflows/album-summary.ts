@@ -1,13 +1,14 @@
 // What the Temporal UI shows of an album: the status body's headline fields and a one-line summary,
 // computed in time linear in the children (the loop refreshes it after every transition).
 
-import { agreedTotal, canonicalReasons, latestDecision, reviewRequired, type AlbumRulesState } from './album-rules.js';
-import { mediaSummary } from './album-view.js';
-import type { AlbumKey, AlbumState, DecisionView, MediaSummary, ReviewReason } from './types.js';
+import { agreedTotal, canonicalReasons } from '../src/domain/album-metadata.js';
+import { latestDecision, reviewRequired, type DecisionRulesState } from './album-rules.js';
+import { mediaSummary } from '../src/domain/album-view.js';
+import type { AlbumKey, AlbumPhase, DecisionView, MediaSummary, ReviewReason } from '../src/domain/types.js';
 import type { UiView } from './temporal-ui.js';
 
 interface AlbumHeadline {
-  state: AlbumState;
+  state: AlbumPhase;
   distinctChildren: number;
   expectedTotal: number | null;
   reviewReasons: ReviewReason[];
@@ -16,7 +17,7 @@ interface AlbumHeadline {
   media: MediaSummary;
 }
 
-function headlineOf(state: AlbumRulesState): AlbumHeadline {
+function headlineOf(state: DecisionRulesState): AlbumHeadline {
   return {
     state: state.phase,
     distinctChildren: state.children.length,
@@ -40,7 +41,7 @@ function summarize(headline: AlbumHeadline): string {
   ].join(' · ');
 }
 
-export function albumUiView(key: AlbumKey, state: AlbumRulesState): UiView {
+export function albumUiView(key: AlbumKey, state: DecisionRulesState): UiView {
   const headline = headlineOf(state);
   return {
     workspace: key.workspace,

@@ -5,6 +5,7 @@ import {
   condition,
   continueAsNew,
   log,
+  rootCause,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -20,27 +21,35 @@ import {
 } from './album-rules.js';
 import { carriedRules, carriedState } from './album-carried.js';
 import { albumUiView } from './album-summary.js';
-import { albumStatusOf } from './album-view.js';
+import { albumStatusOf } from '../src/domain/album-view.js';
 import { loadPrior, markClosed, recordAndNotify } from './activities.js';
 import { ChildrenInbox } from './children-inbox.js';
 import { DeadlineTimer } from './deadline-timer.js';
 import { decisionStepOf, decisionStepsSummary, type SequentialCommand } from './decision-steps.js';
-import { resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
-import { Downloads, failureMessage } from './downloads.js';
+import { noteProblem, resolveReviewUpdate, retryDownloadsUpdate, statusQuery } from './definitions.js';
+import { defaultWorkflowOptions, Downloads, type WorkflowOptions } from './downloads.js';
 import { albumBody, fitsInPayload } from './payload.js';
 import { TemporalUi } from './temporal-ui.js';
-import type { AlbumStatus, AlbumWorkflowInput, DownloadRequest } from './types.js';
+import type { AlbumView, DownloadRequest } from '../src/domain/types.js';
+import type { AlbumWorkflowInput } from './types.js';
 
 /**
  * One media album (docs/design.md, "The album workflow"): collects distinct children, downloads their
  * attachments at once, decides with the album rules, records each decision before notifying, amends the
  * album for late items until the late window ends, then marks it closed and returns its final status.
  */
-export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumStatus | null> {
+export const albumWorkflow = albumWorkflowWith(defaultWorkflowOptions);
+
+/** The album workflow run with these options (the bench registers its cost baseline's this way). */
+export function albumWorkflowWith(options: WorkflowOptions): (input: AlbumWorkflowInput) => Promise<AlbumView | null> {
+  return (input) => runAlbum(input, options);
+}
+
+async function runAlbum(input: AlbumWorkflowInput, options: WorkflowOptions): Promise<AlbumView | null> {
   const { workflowId } = workflowInfo();
   const { key, timings, profile } = input;
   const inbox = new ChildrenInbox();
-  const downloads = new Downloads(input.oneDownloadActivityPerAttachment ? 1 : undefined);
+  const downloads = new Downloads(options.attachmentsPerActivity);
   const timer = new DeadlineTimer();
   const ui = new TemporalUi();
   const commands: SequentialCommand[] = [];
@@ -90,8 +99,10 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
       return state.reviewResolved!;
     },
     {
+      // A note the album's records could not store would make every later record and markClosed fail.
       validator: (request: { note?: unknown } | undefined) => {
-        if (typeof request?.note !== 'string') throw ApplicationFailure.nonRetryable('note must be a string', 'InvalidNote');
+        const problem = noteProblem(request?.note);
+        if (problem !== null) throw ApplicationFailure.nonRetryable(problem, 'InvalidNote');
       },
     },
   );
@@ -127,7 +138,7 @@ export async function albumWorkflow(input: AlbumWorkflowInput): Promise<AlbumSta
         for (const { type, seq, error } of refused) log.warn('notification refused', { type, seq, error });
       } catch (err) {
         if (!(err instanceof ActivityFailure)) throw err;
-        log.error('recording or notifying a decision failed', { error: failureMessage(err) });
+        log.error('recording or notifying a decision failed', { error: rootCause(err) });
       }
       continue;
     }

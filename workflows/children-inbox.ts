@@ -1,6 +1,6 @@
 import { log, setHandler } from '@temporalio/workflow';
 import { childrenSignal } from './definitions.js';
-import type { ChildArrival } from './types.js';
+import type { ChildArrival } from '../src/domain/types.js';
 
 function isChildArrival(value: unknown): value is ChildArrival {
   const child = value as Partial<ChildArrival> | null;

@@ -1,7 +1,7 @@
 // What the album loop asks the record-and-notify activity to do for the commands of the album rules
 // other than downloads, and the summary the Temporal UI shows for that activity. Pure.
 
-import type { DecisionStep } from '../activities/record-and-notify.js';
+import type { DecisionStep } from './activity-types.js';
 import type { AlbumCommand } from './album-rules.js';
 
 /** A command the loop carries out in order, one record-and-notify activity at a time (downloads run beside them). */

@@ -1,12 +1,6 @@
-import { ActivityFailure } from '@temporalio/workflow';
+import { rootCause } from '@temporalio/workflow';
 import { downloadAttachments, downloadFinalAttempt } from './activities.js';
-import type { DownloadRequest, DownloadResult } from './types.js';
-
-/** The message of an activity's failure (its cause's, when the activity threw), for logs and statuses. */
-export function failureMessage(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
-}
+import type { DownloadRequest, DownloadResult } from '../src/domain/types.js';
 
 /**
  * Attachments downloading at once per workflow, at most: one album of 10,000 photos does not take every
@@ -16,6 +10,14 @@ export const maxDownloadsInFlight = 100;
 
 /** Attachments one download activity takes at most (a few activities share a large signal's). */
 export const maxAttachmentsPerActivity = 25;
+
+/** How a workflow of this module runs; set in code by whoever registers it (albumflow's worker: the defaults). */
+export interface WorkflowOptions {
+  /** Attachments one download activity takes at most. */
+  attachmentsPerActivity: number;
+}
+
+export const defaultWorkflowOptions: WorkflowOptions = { attachmentsPerActivity: maxAttachmentsPerActivity };
 
 type OnSettled = (request: DownloadRequest, result: DownloadResult) => void;
 
@@ -30,8 +32,7 @@ export class Downloads {
   private running = 0;
   private readonly waiting: Array<{ request: DownloadRequest; onSettled: OnSettled }> = [];
 
-  /** `perActivity`: 1 only for the cost baseline (one activity per attachment). */
-  constructor(private readonly perActivity: number = maxAttachmentsPerActivity) {}
+  constructor(private readonly perActivity: number) {}
 
   start(requests: readonly DownloadRequest[], onSettled: OnSettled): void {
     if (requests.length === 0) return;
@@ -48,7 +49,13 @@ export class Downloads {
       void downloadAttachments
         .executeWithOptions({ summary: downloadSummary(attachments) }, [{ attachments, finalAttempt: downloadFinalAttempt }])
         .catch((err: unknown): DownloadResult[] => {
-          const failed: DownloadResult = { status: 'failed', contentType: null, bytes: null, sha256: null, error: failureMessage(err) };
+          const failed: DownloadResult = {
+            status: 'failed',
+            contentType: null,
+            bytes: null,
+            sha256: null,
+            error: rootCause(err) ?? String(err),
+          };
           return attachments.map(() => failed);
         })
         .then((results) => {

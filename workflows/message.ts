@@ -1,25 +1,31 @@
-import { ActivityFailure, condition, defineQuery, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import { initialAttachments, settleAttachment, type ChildRecord } from './album-rules.js';
-import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from './album-view.js';
+import { ActivityFailure, condition, log, rootCause, setHandler, workflowInfo } from '@temporalio/workflow';
+import { initialAttachments, settleAttachment } from './album-rules.js';
+import type { ChildRecord, DecisionView } from '../src/domain/types.js';
+import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from '../src/domain/album-view.js';
 import { loadPrior, notify, recordDecision } from './activities.js';
+import { messageStatusQuery } from './definitions.js';
 import { ChildrenInbox } from './children-inbox.js';
-import { Downloads, failureMessage } from './downloads.js';
+import { defaultWorkflowOptions, Downloads, type WorkflowOptions } from './downloads.js';
 import { TemporalUi } from './temporal-ui.js';
-import type { DecisionView, MessageWorkflowInput } from './types.js';
-
-/** The `status` query of a `message:` workflow (same name as the album's, its own body). */
-export const messageStatusQuery = defineQuery<MessageWorkflowStatus>('status');
+import type { MessageWorkflowInput } from './types.js';
 
 /**
  * One standalone (album-less) message: records its `standalone` decision, downloads its attachments,
  * and once they are all terminal notifies `message.ready` with them. A run started by a redelivery
  * finds the decision in PostgreSQL and takes none again.
  */
-export async function messageWorkflow(input: MessageWorkflowInput): Promise<MessageWorkflowStatus> {
+export const messageWorkflow = messageWorkflowWith(defaultWorkflowOptions);
+
+/** The message workflow run with these options (the bench registers its cost baseline's this way). */
+export function messageWorkflowWith(options: WorkflowOptions): (input: MessageWorkflowInput) => Promise<MessageWorkflowStatus> {
+  return (input) => runMessage(input, options);
+}
+
+async function runMessage(input: MessageWorkflowInput, options: WorkflowOptions): Promise<MessageWorkflowStatus> {
   const { workflowId } = workflowInfo();
   const { key } = input;
   const inbox = new ChildrenInbox();
-  const downloads = new Downloads(input.oneDownloadActivityPerAttachment ? 1 : undefined);
+  const downloads = new Downloads(options.attachmentsPerActivity);
   const ui = new TemporalUi();
   let child: ChildRecord | null = null;
   let decisions: DecisionView[] = [];
@@ -74,7 +80,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
     ]);
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
-    log.warn('notification refused', { type: 'message.ready', seq: decision.seq, error: failureMessage(err) });
+    log.warn('notification refused', { type: 'message.ready', seq: decision.seq, error: rootCause(err) });
   }
   closed = true;
   refresh();

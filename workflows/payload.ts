@@ -1,7 +1,7 @@
 // What a workflow run hands to Temporal as one payload: a status body, or the state an album run carries
 // across continue-as-new. Pure.
 
-import type { AlbumKey, AlbumStatus } from './types.js';
+import type { AlbumKey, AlbumView } from '../src/domain/types.js';
 
 /**
  * Largest JSON a run hands to Temporal as one payload (Temporal refuses payloads over 2 MB; a character
@@ -14,6 +14,6 @@ export function fitsInPayload(value: unknown): boolean {
 }
 
 /** The album's status as a notification's body, or its key when the status is too large to pass. */
-export function albumBody(album: AlbumStatus, key: AlbumKey): { album: AlbumStatus } | { albumKey: AlbumKey } {
+export function albumBody(album: AlbumView, key: AlbumKey): { album: AlbumView } | { albumKey: AlbumKey } {
   return fitsInPayload(album) ? { album } : { albumKey: key };
 }

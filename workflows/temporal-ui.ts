@@ -1,13 +1,13 @@
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { searchAttributes } from './definitions.js';
-import type { AlbumState } from './types.js';
+import type { AlbumPhase } from '../src/domain/types.js';
 
 /** What the Temporal UI shows of a workflow: its search attributes and its current details. */
 export interface UiView {
   workspace: string;
   provider: string;
-  state: AlbumState;
+  state: AlbumPhase;
   needsReview: boolean;
   /** Shown as of the latest decision (or change of state or review). */
   children: number;
@@ -34,7 +34,7 @@ export class TemporalUi {
     this.shown = {
       workspace: attributes.get(searchAttributes.workspace),
       provider: attributes.get(searchAttributes.provider),
-      state: attributes.get(searchAttributes.state) as AlbumState | undefined,
+      state: attributes.get(searchAttributes.state) as AlbumPhase | undefined,
       needsReview: attributes.get(searchAttributes.needsReview),
       children: attributes.get(searchAttributes.children),
     };

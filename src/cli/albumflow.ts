@@ -1,8 +1,9 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { AlbumListBody, AlbumStatus, MessageStatus } from '../http/schemas.js';
-import { signatureHeader } from '../signature.js';
+import type { AlbumListBody, MessageStatus } from '../http/schemas.js';
+import type { AlbumView } from '../domain/types.js';
+import { signatureHeader } from '../common/signature.js';
 import { CliError, createApi, misuse } from './api.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
+import { parse, type Values } from './options.js';
 import { readFile, sendTelegram, setWebhook } from './telegram.js';
 import { say, terminalJson, terminalText } from './terminal.js';
 
@@ -40,33 +41,6 @@ TEMPORAL_TLS_* or TEMPORAL_PROFILE, else the embedded dev server of the albumflo
 127.0.0.1:TEMPORAL_PORT); its Temporal UI link is TEMPORAL_UI_URL, else that embedded server's.
 `;
 
-const options = {
-  url: { type: 'string', default: process.env.ALBUMFLOW_URL ?? 'http://127.0.0.1:3000' },
-  json: { type: 'boolean', default: false },
-  review: { type: 'boolean', default: false },
-  state: { type: 'string' },
-  limit: { type: 'string' },
-  cursor: { type: 'string' },
-  note: { type: 'string', default: '' },
-  workspace: { type: 'string', default: 'demo' },
-  secret: { type: 'string' },
-  telegram: { type: 'string' },
-  bot: { type: 'string' },
-  'public-url': { type: 'string' },
-  print: { type: 'boolean', default: false },
-  help: { type: 'boolean', short: 'h', default: false },
-} satisfies ParseArgsConfig['options'];
-
-export type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
-
-function parse(argv: string[]): { values: Values; positionals: string[] } {
-  try {
-    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw misuse((err as Error).message);
-  }
-}
-
 function keyPath(parts: string[], what: string): string {
   if (parts.length !== 5) throw misuse(`expected 5 arguments (${what}), got ${parts.length}`);
   const [workspace, ...rest] = parts.map((part) => encodeURIComponent(part));
@@ -102,7 +76,7 @@ async function main(argv: string[]): Promise<void> {
 
   switch (command) {
     case 'status': {
-      const album = await api.expect<AlbumStatus>('GET', keyPath(rest, albumKeyWords).replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
+      const album = await api.expect<AlbumView>('GET', keyPath(rest, albumKeyWords).replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
       return print(album, () => formatAlbum(album));
     }
     case 'message': {
@@ -129,7 +103,7 @@ async function main(argv: string[]): Promise<void> {
       // The Temporal SDK (a native module) loads for this command alone: every other one starts without it.
       const { printRuns } = await import('./temporal.js');
       const album = await api.authorized('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/albums/'));
-      if (album.status === 200) return printRuns((album.body as AlbumStatus).workflowId);
+      if (album.status === 200) return printRuns((album.body as AlbumView).workflowId);
       const message = await api.authorized('GET', base.replace(/^(\/workspaces\/[^/]+)\//, '$1/messages/'));
       if (message.status === 200) return printRuns((message.body as MessageStatus).workflowId);
       if (album.status === 404 && message.status === 404) throw new CliError('404: no album and no message with this id was ever stored');

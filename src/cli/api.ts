@@ -1,9 +1,9 @@
 // What every albumflow command shares: its errors and the HTTP client of a running albumflow.
 
 import path from 'node:path';
-import { ConfigError, loadConfig, type Config } from '../config.js';
+import { ConfigError, loadConfig, type Config } from '../common/config.js';
 import { adminTokenPath, readAdminToken } from '../http/access/admin-token.js';
-import { defaultDataDir } from '../paths.js';
+import { defaultDataDir } from '../common/paths.js';
 import { terminalJson, terminalText } from './terminal.js';
 
 /** Exit codes: 1 when albumflow refused or could not be reached, 2 for a command line it cannot run. */

@@ -1,13 +1,14 @@
 // The CLI's tables and summaries. Every value in them came from a server, and most from a sender: each cell
 // and each line goes through terminalText, so none can act on the terminal or break a line.
-import type { AlbumListBody, AlbumStatus, AttachmentView, DecisionView, EarlierVersion, MessageStatus } from '../http/schemas.js';
+import type { AlbumListBody, MessageStatus } from '../http/schemas.js';
+import type { AlbumView, AttachmentView, DecisionView, EarlierVersion } from '../domain/types.js';
 import { terminalLines, terminalText } from './terminal.js';
 
 export function plural(count: number, noun: string, nouns = `${noun}s`): string {
   return `${count} ${count === 1 ? noun : nouns}`;
 }
 
-function childrenLine(album: AlbumStatus): string {
+function childrenLine(album: AlbumView): string {
   const { distinctChildren: have, expectedTotal: total } = album;
   if (total === null) return `${have} (no total known)`;
   if (have > total) return `${have}, more than the ${total} expected`;
@@ -56,7 +57,7 @@ function decisionsTable(decisions: DecisionView[]): string[] {
   ];
 }
 
-function reviewLine(review: AlbumStatus['review']): string {
+function reviewLine(review: AlbumView['review']): string {
   if (review.reasons.length === 0) return 'not required';
   const reasons = review.reasons.join(', ');
   return review.resolved
@@ -64,7 +65,7 @@ function reviewLine(review: AlbumStatus['review']): string {
     : `required: ${reasons}`;
 }
 
-export function formatAlbum(album: AlbumStatus): string {
+export function formatAlbum(album: AlbumView): string {
   const { key, media } = album;
   return terminalLines([
     `Album ${key.albumId}  (${key.provider} / account ${key.accountId} / conversation ${key.conversationId}, workspace ${key.workspace})`,

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
-import type { TelegramBot, TelegramConfig } from '../config.js';
+import type { TelegramBot, TelegramConfig } from '../common/config.js';
 import { readUpdateTypes } from '../ingest/telegram.js';
 import { BotApiError, createBotApi } from '../telegram/bot-api.js';
-import type { Values } from './albumflow.js';
 import { CliError, cliConfig, misuse, type Api } from './api.js';
+import type { Values } from './options.js';
 import { say, terminalJson, terminalText } from './terminal.js';
 
 export function readFile(file: string): Buffer {

@@ -1,4 +1,4 @@
-import type { ReviewResolution } from '../../workflows/types.js';
+import type { ReviewResolution } from '../domain/types.js';
 import type { Pool } from './pool.js';
 
 /** What an operator may ask of an album (docs/api.md, "Operator actions"). */

@@ -1,4 +1,4 @@
-import type { AttachmentStatus, AttachmentView, DownloadResult, MessageKey } from '../../workflows/types.js';
+import type { AttachmentStatus, AttachmentView, DownloadResult, MessageKey } from '../domain/types.js';
 import type { Pool } from './pool.js';
 
 /** The columns of an attachment's outcome, as a query returns them (bigint `bytes` as text, or a number from JSON). */

@@ -1,4 +1,4 @@
-import type { ChildArrival, EarlierVersion, JsonValue, MessageKey } from '../../workflows/types.js';
+import type { ChildArrival, EarlierVersion, JsonValue, MessageKey } from '../domain/types.js';
 import type { EventSource } from '../ingest/sources.js';
 import type { Queryable } from './pool.js';
 

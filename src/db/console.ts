@@ -1,4 +1,4 @@
-import type { AlbumState } from '../../workflows/types.js';
+import type { AlbumPhase } from '../domain/types.js';
 import type { Pool } from './pool.js';
 
 /** What the platform said about one attachment (attacker-controlled: shown escaped, never trusted). */
@@ -34,7 +34,7 @@ export async function attachmentDetails(pool: Pool, albumPk: string): Promise<At
 }
 
 export interface AlbumVersion {
-  state: AlbumState;
+  state: AlbumPhase;
   /** Changes whenever anything the album page shows changes: a child, an attachment, a decision, the state, the review or its resolution. */
   version: string;
 }

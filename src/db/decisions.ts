@@ -1,4 +1,4 @@
-import type { DecisionTrigger, DecisionView, ReviewReason, ReviewResolution } from '../../workflows/types.js';
+import type { DecisionTrigger, DecisionView, RecordedReview } from '../domain/types.js';
 import type { Pool } from './pool.js';
 
 /** A row of `decisions`, the columns its readers take (the bench and the tests read it back too). */
@@ -8,12 +8,6 @@ export interface DecisionRow {
   trigger: DecisionTrigger;
   child_message_ids: string[];
   decided_at: Date;
-}
-
-/** An album's review as the workflow last recorded it; null for a standalone message (it has no albums row). */
-export interface RecordedReview {
-  reviewReasons: ReviewReason[];
-  reviewResolved: ReviewResolution | null;
 }
 
 /**

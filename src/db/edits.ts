@@ -1,4 +1,4 @@
-import type { MessageKey } from '../../workflows/types.js';
+import type { MessageKey } from '../domain/types.js';
 import type { AttachmentInput } from '../ingest/child.js';
 import { attachmentRecord, storeDeliveries, type EditDelivery, type IngestResult } from './ingest.js';
 import type { Pool, PoolClient } from './pool.js';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import type { IngestLimits } from '../config.js';
-import type { Logger } from '../log.js';
-import { ingestBatchSize } from '../metrics.js';
+import type { IngestLimits } from '../common/config.js';
+import type { Logger } from '../common/log.js';
+import { ingestBatchSize } from '../common/metrics.js';
 import { storeEdit, type StoredEdit } from './edits.js';
 import { storeDeliveries, type ChildDelivery, type Delivery, type EditDelivery, type EventRecord, type IngestResult } from './ingest.js';
 import { isUnavailable, type Pool } from './pool.js';

@@ -1,5 +1,5 @@
-import { albumKeyString, albumWorkflowId, childKeyString } from '../../workflows/keys.js';
-import type { AlbumKey } from '../../workflows/types.js';
+import { albumKeyString, albumWorkflowId, childKeyString } from '../domain/keys.js';
+import type { AlbumKey } from '../domain/types.js';
 import type { AttachmentInput, ChildMessage } from '../ingest/child.js';
 import type { EventSource } from '../ingest/sources.js';
 import type { Queryable } from './pool.js';

@@ -1,6 +1,6 @@
 import { runner } from 'node-pg-migrate';
 import type pg from 'pg';
-import { migrationsDir } from '../paths.js';
+import { migrationsDir } from '../common/paths.js';
 
 export interface MigrationLog {
   info(message: string): void;

@@ -1,4 +1,4 @@
-import type { NotificationType } from '../../workflows/types.js';
+import type { NotificationType } from '../domain/types.js';
 import type { Pool } from './pool.js';
 
 export type NotificationStatus = 'pending' | 'delivered' | 'recorded' | 'failed';

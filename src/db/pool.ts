@@ -1,6 +1,7 @@
 import os from 'node:os';
 import pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
+import type { Logger } from '../common/log.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -27,6 +28,8 @@ export interface PoolOptions {
   applicationName?: string;
   /** How long an unused connection stays open, ms (default 30 s); 0 keeps it until the pool ends. */
   idleTimeoutMillis?: number;
+  /** Told of an idle connection that failed (the server restarted, or ended it). */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 /** Resolves once PostgreSQL answered a statement through the pool (the readiness probe). */
@@ -44,7 +47,7 @@ export function createPool(config: pg.ClientConfig, options: PoolOptions = {}): 
   });
   // An idle client losing its connection (server restart) must not crash the process; the pool
   // discards it and the next query gets a fresh connection.
-  pool.on('error', () => undefined);
+  pool.on('error', (err) => options.logger?.warn({ err }, 'an idle PostgreSQL connection failed; the pool replaces it'));
   // pg-pool listens for errors only while a client is idle. A checked-out client whose connection drops
   // between two queries (a transaction awaiting Temporal while the server restarts) would emit 'error'
   // with no listener and crash the process; with this one, its next query fails instead and the pool

@@ -1,15 +1,12 @@
-import { canonicalReasons, type ChildRecord, type PriorAlbum } from '../../workflows/album-rules.js';
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, AttachmentView, MessageKey } from '../../workflows/types.js';
+import { canonicalReasons } from '../domain/album-metadata.js';
+import type { AttachmentView, ChildRecord, PriorAlbum, StoredScope } from '../domain/types.js';
+import { albumWorkflowId, messageWorkflowId } from '../domain/keys.js';
 import { attachmentViewOf, type AttachmentOutcomeColumns } from './attachments.js';
 import { loadChildren } from './children.js';
 import { decisionsOf } from './decisions.js';
 import { editNotices, mediaSettledNotices } from './notifications.js';
 import type { Pool, PoolClient } from './pool.js';
 import { findAlbum } from './status.js';
-
-/** Whose stored state a fresh run loads: an album's, or one standalone message's. */
-export type StoredScope = { kind: 'album'; key: AlbumKey } | { kind: 'message'; key: MessageKey };
 
 async function storedMessagePks(client: PoolClient, scope: StoredScope, albumPk: string | null): Promise<string[]> {
   if (scope.kind === 'album') {

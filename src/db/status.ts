@@ -1,6 +1,6 @@
-import { buildAlbumView, type ViewChild } from '../../workflows/album-view.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, AlbumState, AlbumStatus, JsonValue, MessageKey, ReviewReason, ReviewResolution } from '../../workflows/types.js';
+import { buildAlbumView, type ViewChild } from '../domain/album-view.js';
+import { albumWorkflowId } from '../domain/keys.js';
+import type { AlbumKey, AlbumPhase, AlbumView, JsonValue, MessageKey, ReviewReason, ReviewResolution } from '../domain/types.js';
 import { albumProfileOf, type EventSource } from '../ingest/sources.js';
 import { attachmentViewOf, type AttachmentOutcomeColumns } from './attachments.js';
 import { earlierVersionOf, historyColumn, type HistoryColumns } from './children.js';
@@ -12,7 +12,7 @@ export interface AlbumRow {
   workflowId: string;
   /** The route of its first child: what its platform promises (src/ingest/sources.ts). */
   source: EventSource;
-  state: AlbumState;
+  state: AlbumPhase;
   reviewReasons: ReviewReason[];
   reviewResolved: ReviewResolution | null;
   firstReceivedAt: string;
@@ -36,7 +36,7 @@ interface AlbumColumns {
   id: string;
   workflow_id: string;
   source: EventSource;
-  state: AlbumState;
+  state: AlbumPhase;
   review_reasons: ReviewReason[];
   review_resolved_at: Date | null;
   review_note: string | null;
@@ -130,7 +130,7 @@ export async function findMessage(pool: Pool, key: MessageKey): Promise<(StoredM
  * The album status body as PostgreSQL records it (the same view builder as the workflow's query), from
  * its `children` when they were read already.
  */
-export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: AlbumKey, children?: ViewChild[]): Promise<AlbumStatus> {
+export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: AlbumKey, children?: ViewChild[]): Promise<AlbumView> {
   const [stored, decisions] = await Promise.all([children ?? albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);
   return buildAlbumView({
     workflowId: album.workflowId,
@@ -147,7 +147,7 @@ export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: 
 export interface AlbumListFilter {
   /** The workspaces to list; `'all'` for every one. */
   workspaces: readonly string[] | 'all';
-  state?: AlbumState;
+  state?: AlbumPhase;
   review?: boolean;
   provider?: string;
   conversationId?: string;

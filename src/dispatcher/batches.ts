@@ -1,6 +1,7 @@
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
+import { albumWorkflowId, messageWorkflowId } from '../domain/keys.js';
 import { workflowTypes } from '../../workflows/definitions.js';
-import type { AlbumTimings, AlbumWorkflowInput, ChildArrival, ConversationScope, MessageWorkflowInput } from '../../workflows/types.js';
+import type { AlbumTimings, ChildArrival, ConversationScope } from '../domain/types.js';
+import type { AlbumWorkflowInput, MessageWorkflowInput } from '../../workflows/types.js';
 import type { QueuedChild } from '../db/children.js';
 import type { OutboxRow } from '../db/outbox.js';
 import { albumProfileOf } from '../ingest/sources.js';
@@ -23,46 +24,58 @@ export interface SignalBatch {
   outboxIds: string[];
 }
 
-/**
- * Groups claimed outbox rows by workflow (album children → `album:` workflow, standalone → `message:`),
- * one child per message however many rows it has, in order of each workflow's oldest row.
- */
+/** What one pass plans its signals with: the workflows' timings and the bounds of one signal. */
 export interface SignalPlan {
   timings: AlbumTimings;
   maxChildren: number;
   maxBytes: number;
-  /** The cost baseline (TEMPORAL_COST_BASELINE): the workflows download each attachment with an activity of its own. */
-  costBaseline: boolean;
 }
 
 export const defaultSignalPlan: Omit<SignalPlan, 'timings'> = {
   maxChildren: maxChildrenPerSignal,
   maxBytes: maxSignalBytes,
-  costBaseline: false,
 };
 
-export function planSignals(rows: OutboxRow[], children: QueuedChild[], plan: SignalPlan): SignalBatch[] {
+/** The outbox rows of one workflow, in the order they came. */
+export interface WorkflowRows {
+  target: SignalTarget;
+  /** The album's row, null for a standalone message. */
+  albumPk: string | null;
+  rows: OutboxRow[];
+}
+
+/**
+ * Groups outbox rows by the workflow they signal (album children → `album:` workflow, standalone →
+ * `message:`), in order of each workflow's first row.
+ */
+export function rowsByWorkflow(rows: OutboxRow[], children: QueuedChild[], plan: SignalPlan): WorkflowRows[] {
   const childByPk = new Map(children.map((child) => [child.messagePk, child]));
-  const groups = new Map<
-    string,
-    { target: SignalTarget; albumPk: string | null; scope: ConversationScope; members: Map<string, string[]> }
-  >();
+  const groups = new Map<string, WorkflowRows>();
   for (const row of rows) {
     const child = childByPk.get(row.messagePk);
     if (!child) throw new Error(`outbox row ${row.id} refers to message ${row.messagePk}, which was not loaded`);
     const target = targetOf(child, plan);
     let group = groups.get(target.workflowId);
     if (!group) {
-      group = { target, albumPk: child.albumPk, scope: scopeOf(child), members: new Map() };
+      group = { target, albumPk: child.albumPk, rows: [] };
       groups.set(target.workflowId, group);
     }
-    const outboxIds = group.members.get(child.messagePk) ?? [];
-    outboxIds.push(row.id);
-    group.members.set(child.messagePk, outboxIds);
+    group.rows.push(row);
   }
+  return [...groups.values()];
+}
 
+/**
+ * The signals that carry these rows: per workflow, one child per message however many rows it has, in
+ * as few signals as the plan's bounds allow, in order of each workflow's first row.
+ */
+export function planSignals(rows: OutboxRow[], children: QueuedChild[], plan: SignalPlan): SignalBatch[] {
+  const childByPk = new Map(children.map((child) => [child.messagePk, child]));
   const batches: SignalBatch[] = [];
-  for (const { target, albumPk, scope, members } of groups.values()) {
+  for (const { target, albumPk, rows: own } of rowsByWorkflow(rows, children, plan)) {
+    const members = new Map<string, string[]>();
+    for (const row of own) members.set(row.messagePk, [...(members.get(row.messagePk) ?? []), row.id]);
+    const scope = scopeOf(childByPk.get(own[0]!.messagePk)!);
     let batch: SignalBatch | undefined;
     let bytes = 0;
     for (const [messagePk, outboxIds] of members) {
@@ -85,17 +98,12 @@ function scopeOf({ key }: QueuedChild): ConversationScope {
   return { workspace: key.workspace, provider: key.provider, accountId: key.accountId, conversationId: key.conversationId };
 }
 
-function targetOf(child: QueuedChild, { timings, costBaseline }: SignalPlan): SignalTarget {
-  const baseline = costBaseline ? { oneDownloadActivityPerAttachment: true } : {};
+function targetOf(child: QueuedChild, { timings }: SignalPlan): SignalTarget {
   if (child.albumId === null) {
-    return {
-      workflowType: workflowTypes.message,
-      workflowId: messageWorkflowId(child.key),
-      input: { key: child.key, timings, ...baseline },
-    };
+    return { workflowType: workflowTypes.message, workflowId: messageWorkflowId(child.key), input: { key: child.key, timings } };
   }
   const key = { ...scopeOf(child), albumId: child.albumId };
   // The album's id and source come from its row: both are set, or neither.
   const profile = albumProfileOf(child.albumSource!);
-  return { workflowType: workflowTypes.album, workflowId: albumWorkflowId(key), input: { key, timings, profile, ...baseline } };
+  return { workflowType: workflowTypes.album, workflowId: albumWorkflowId(key), input: { key, timings, profile } };
 }

@@ -1,6 +1,6 @@
 import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
 import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
-import type { AlbumTimings } from '../../workflows/types.js';
+import type { AlbumTimings } from '../domain/types.js';
 import { listen, type Listener } from '../db/listen.js';
 import { loadChildren } from '../db/children.js';
 import {
@@ -16,7 +16,8 @@ import {
 } from '../db/outbox.js';
 import type { Pool } from '../db/pool.js';
 import { withTransaction } from '../db/transaction.js';
-import type { Logger } from '../log.js';
+import { errorMessage } from '../common/error-message.js';
+import type { Logger } from '../common/log.js';
 import {
   childrenPerSignal,
   childrenSignalledTotal,
@@ -24,9 +25,9 @@ import {
   outboxOldestAgeSeconds,
   signalFailuresTotal,
   signalsSentTotal,
-} from '../metrics.js';
+} from '../common/metrics.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
-import { defaultSignalPlan, planSignals, type SignalBatch, type SignalPlan } from './batches.js';
+import { defaultSignalPlan, planSignals, rowsByWorkflow, type SignalBatch, type SignalPlan, type WorkflowRows } from './batches.js';
 import { SignalThrottle } from './throttle.js';
 
 export interface DispatcherOptions {
@@ -56,14 +57,11 @@ export interface DispatcherOptions {
    * signals has its workflow tasks failed by the server), and an album whose children arrive within the
    * interval costs one. Children that bring their album to its `total` are sent at once, with the album's
    * waiting ones. Default: a quarter of QUIET_PERIOD_MS, at most 500 ms, so the quiet period never ends
-   * between two deliveries. 0: every child at once (the cost baseline, and tests of other behaviour).
+   * between two deliveries. 0: every child at once (the bench's cost baseline, and tests of other behaviour).
    */
   minSignalIntervalMs?: number;
-  /**
-   * TEMPORAL_COST_BASELINE, for the bench's comparison only: one signal per child, sent at once (no
-   * interval), to workflows that download each attachment with an activity of its own.
-   */
-  costBaseline?: boolean;
+  /** Children one signal carries at most (default maxChildrenPerSignal; the bench's cost baseline: 1). */
+  maxChildrenPerSignal?: number;
 }
 
 /** Its functions do not depend on `this`: `wakeDispatcher: dispatcher.wake` is fine. */
@@ -106,11 +104,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const signalTimeoutMs = options.signalTimeoutMs ?? 10_000;
   const concurrency = options.concurrency ?? 8;
-  const costBaseline = options.costBaseline ?? false;
-  const throttle = new SignalThrottle(
-    costBaseline ? 0 : (options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4))),
-  );
-  const plan: SignalPlan = { ...defaultSignalPlan, timings, ...(costBaseline ? { maxChildren: 1, costBaseline } : {}) };
+  const throttle = new SignalThrottle(options.minSignalIntervalMs ?? Math.min(500, Math.floor(timings.quietPeriodMs / 4)));
+  const plan: SignalPlan = { ...defaultSignalPlan, timings, maxChildren: options.maxChildrenPerSignal ?? defaultSignalPlan.maxChildren };
 
   let started = false;
   let stopped = false;
@@ -181,55 +176,47 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       if (claimed.length === 0) return { claimed: 0, delivered: 0, temporalUnavailable: false };
       const outcome: BatchOutcome = { claimed: claimed.length, delivered: 0, temporalUnavailable: false };
       const now = Date.now();
-      let children = await loadChildren(db, [...new Set(claimed.map((row) => row.messagePk))]);
-      let batches = planSignals(claimed, children, plan);
-      const ageOf = new Map(claimed.map((row) => [row.id, row.ageMs]));
+      const children = await loadChildren(db, [...new Set(claimed.map((row) => row.messagePk))]);
+      const workflows = rowsByWorkflow(claimed, children, plan);
       /**
-       * When a batch may go: an interval after the last signal to its workflow and, for an album, an
+       * When a workflow's rows may go: an interval after the last signal to it and, for an album, an
        * interval after its oldest child was committed, so the first children of an album wait for the next.
        */
-      const dueAt = (batch: SignalBatch) => {
-        const signalled = throttle.nextSignalAt(batch.target.workflowId);
-        if (!batch.albumPk) return signalled;
-        const oldest = Math.max(...batch.outboxIds.map((id) => ageOf.get(id) ?? Infinity));
-        return Math.max(signalled, now + throttle.minIntervalMs - oldest);
+      const dueAt = ({ target, albumPk, rows }: WorkflowRows) => {
+        const signalled = throttle.nextSignalAt(target.workflowId);
+        if (!albumPk) return signalled;
+        return Math.max(signalled, now + throttle.minIntervalMs - Math.max(...rows.map((row) => row.ageMs)));
       };
       const waitingAlbums = new Map(
-        batches.flatMap((batch) =>
-          batch.albumPk && batch.target.workflowType === workflowTypes.album && dueAt(batch) > now
-            ? [[batch.albumPk, batch.target.input.profile.maxChildren] as const]
+        workflows.flatMap((workflow) =>
+          workflow.albumPk && workflow.target.workflowType === workflowTypes.album && dueAt(workflow) > now
+            ? [[workflow.albumPk, workflow.target.input.profile.maxChildren] as const]
             : [],
         ),
       );
       // The child that completes an album is what its decision waits for: it is never held back. A signal
       // to an album carries every child of it still waiting (held back in earlier passes, due later).
       const completing = await albumsThatMayComplete(db, waitingAlbums);
-      const sending = batches.flatMap((batch) =>
-        batch.albumPk && (completing.has(batch.albumPk) || dueAt(batch) <= now) ? [batch.albumPk] : [],
-      );
-      const along = await claimAlbumRows(
-        db,
-        [...new Set(sending)],
-        claimed.map((row) => row.id),
-      );
-      if (along.length > 0) {
-        for (const row of along) ageOf.set(row.id, row.ageMs);
-        children = [...children, ...(await loadChildren(db, [...new Set(along.map((row) => row.messagePk))]))];
-        const byCommit = (a: OutboxRow, b: OutboxRow) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1);
-        batches = planSignals([...claimed, ...along].sort(byCommit), children, plan);
-      }
-      const cooling = batches.filter((batch) => dueAt(batch) > now && !(batch.albumPk && completing.has(batch.albumPk)));
+      const goes = (workflow: WorkflowRows) => dueAt(workflow) <= now || (workflow.albumPk !== null && completing.has(workflow.albumPk));
+      const cooling = workflows.filter((workflow) => !goes(workflow));
       if (cooling.length > 0) {
         const until = Math.min(...cooling.map(dueAt));
         await deferOutboxRows(
           db,
-          cooling.flatMap((batch) => batch.outboxIds),
+          cooling.flatMap(({ rows }) => rows.map((row) => row.id)),
           until - now,
         );
         throttle.held(until);
       }
-      const held = new Set(cooling);
-      const due = batches.filter((batch) => !held.has(batch));
+      const going = workflows.filter(goes);
+      const along = await claimAlbumRows(
+        db,
+        going.flatMap(({ albumPk }) => (albumPk ? [albumPk] : [])),
+        claimed.map((row) => row.id),
+      );
+      const alongChildren = along.length > 0 ? await loadChildren(db, [...new Set(along.map((row) => row.messagePk))]) : [];
+      const byCommit = (a: OutboxRow, b: OutboxRow) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1);
+      const due = planSignals([...going.flatMap(({ rows }) => rows), ...along].sort(byCommit), [...children, ...alongChildren], plan);
       const accepted: string[] = [];
       const refused: Array<{ batch: SignalBatch; err: unknown; unavailable: boolean }> = [];
       await forEachConcurrently(due, concurrency, async (batch) => {
@@ -249,7 +236,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       if (accepted.length > 0) await deleteOutboxRows(db, accepted);
       for (const { batch, err, unavailable } of refused) {
         await recordOutboxFailure(db, batch.outboxIds, {
-          error: describe(err),
+          error: errorMessage(err).slice(0, 2000),
           baseDelayMs: unavailable ? 0 : sweepIntervalMs,
           maxDelayMs: maxBackoffMs,
         });
@@ -332,10 +319,4 @@ async function forEachConcurrently<T>(items: T[], limit: number, work: (item: T)
     while (next < items.length) await work(items[next++]!);
   });
   await Promise.all(lanes);
-}
-
-function describe(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
-  return `${message}${cause}`.slice(0, 2000);
 }

@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isGrpcServiceError, WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { Type } from 'typebox';
-import { resolveReviewUpdate, retryDownloadsUpdate, workflowTypes } from '../../workflows/definitions.js';
+import { maxNoteLength, resolveReviewUpdate, retryDownloadsUpdate, workflowTypes } from '../../workflows/definitions.js';
 import type { AlbumWorkflowInput } from '../../workflows/types.js';
-import type { Config } from '../config.js';
+import type { Config } from '../common/config.js';
 import { recordOperatorAction, recordReviewResolution } from '../db/actions.js';
 import { markRetried } from '../db/attachments.js';
 import type { Pool } from '../db/pool.js';
@@ -13,7 +13,9 @@ import { albumProfileOf } from '../ingest/sources.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
 import { HttpError } from './errors.js';
 import { AlbumParams, albumKeyOf, albumPath } from './params.js';
-import { ErrorBodySchema as ErrorBody, ReviewResolutionSchema } from './schemas.js';
+import { ProseString } from './text-schemas.js';
+import { ErrorBodySchema as ErrorBody } from './schemas.js';
+import { ReviewResolutionSchema } from '../domain/schemas.js';
 
 export interface ActionOptions {
   config: Config;
@@ -92,7 +94,7 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
         description: 'The album keeps its review reasons and shows the resolution; a later reason puts it back in the queue.',
         tags: ['actions'],
         params: AlbumParams,
-        body: Type.Object({ note: Type.String({ maxLength: 2000, default: '' }) }, { additionalProperties: false }),
+        body: Type.Object({ note: ProseString({ maxLength: maxNoteLength, default: '' }) }, { additionalProperties: false }),
         response: {
           200: Type.Object({ status: Type.Literal('resolved'), resolved: ReviewResolutionSchema }),
           404: ErrorBody,
@@ -120,6 +122,7 @@ export const actionRoutes: FastifyPluginAsyncTypebox<ActionOptions> = async (app
         });
       } catch (err) {
         if (refusedAs(err, 'NoReviewReasons')) throw new HttpError(409, 'review_not_required', 'the album has no review reason to resolve');
+        if (refusedAs(err, 'InvalidNote')) throw new HttpError(400, 'invalid_note', (err as WorkflowUpdateFailedError).cause!.message);
         throw err;
       }
       await recordReviewResolution(pool, album.workflowId, resolved);

@@ -25,6 +25,8 @@ const fastifyCodes: Record<string, string> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: 'empty_body',
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
   FST_ERR_VALIDATION: 'invalid_request',
+  FST_ERR_BAD_URL: 'invalid_url',
+  FST_ERR_MAX_PARAM_LENGTH: 'path_segment_too_long',
 };
 
 /** Maps every error to the albumflow error body; messages of 5xx errors never reach the client. */

@@ -2,7 +2,8 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
 import { isUnavailable, pingDatabase, type Pool } from '../db/pool.js';
 import type { EmbeddedServer, EmbeddedStatus } from '../embedded/server.js';
-import { bearerTokenPattern, type TokenTable } from './access/tokens.js';
+import { bearerTokenPattern } from '../common/bearer-token.js';
+import type { TokenTable } from './access/tokens.js';
 
 export interface HealthOptions {
   pool: Pool;

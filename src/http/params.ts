@@ -1,8 +1,15 @@
 import { Type, type Static } from 'typebox';
-import type { AlbumKey, MessageKey } from '../../workflows/types.js';
+import type { AlbumKey, MessageKey } from '../domain/types.js';
+import { IdentifierString } from './text-schemas.js';
 
 /** One identity part in a URL path (each is URL-encoded by the caller). */
-export const Segment = Type.String({ minLength: 1, maxLength: 512, description: 'URL-encoded' });
+export const Segment = IdentifierString({ minLength: 1, maxLength: 512, description: 'URL-encoded' });
+
+/**
+ * A row id a page or list continues after, as digits: at most 18, so that it is always within
+ * PostgreSQL's bigint (2^63 - 1 has 19) and an identity column never reaches it.
+ */
+export const rowIdPattern = '^[0-9]{1,18}$';
 
 const scope = { workspace: Segment, provider: Segment, account: Segment, conversation: Segment };
 

@@ -3,24 +3,18 @@ import type { Client } from '@temporalio/client';
 import { LRUCache } from 'lru-cache';
 import { Type } from 'typebox';
 import { statusQuery } from '../../workflows/definitions.js';
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, AlbumStatus } from '../../workflows/types.js';
+import { albumWorkflowId, messageWorkflowId } from '../domain/keys.js';
+import type { AlbumKey, AlbumView } from '../domain/types.js';
 import { decisionsOf } from '../db/decisions.js';
 import { albumChildren, albumStatusFromDatabase, findAlbum, findMessage, listAlbums } from '../db/status.js';
 import type { Pool } from '../db/pool.js';
-import { albumStatusViewsTotal } from '../metrics.js';
-import { completedAlbumView, reviewView, unseenChildren } from '../../workflows/album-view.js';
+import { albumStatusViewsTotal } from '../common/metrics.js';
+import { completedAlbumView, reviewView, unseenChildren } from '../domain/album-view.js';
 import { albumProfileOf } from '../ingest/sources.js';
 import { HttpError } from './errors.js';
-import { AlbumParams, albumKeyOf, albumPath, MessageParams, messageKeyOf, messagePath, Segment } from './params.js';
-import {
-  AlbumListSchema,
-  AlbumStatusSchema,
-  ErrorBodySchema as ErrorBody,
-  MessageStatusSchema,
-  type AlbumListBody,
-  type MessageStatus,
-} from './schemas.js';
+import { AlbumParams, albumKeyOf, albumPath, MessageParams, messageKeyOf, messagePath, rowIdPattern, Segment } from './params.js';
+import { AlbumListSchema, ErrorBodySchema as ErrorBody, MessageStatusSchema, type AlbumListBody, type MessageStatus } from './schemas.js';
+import { AlbumViewSchema } from '../domain/schemas.js';
 
 export interface StatusOptions {
   pool: Pool;
@@ -37,15 +31,17 @@ interface WorkflowAnswer {
   runId: string;
   /** The run's history length when it answered: its state changes only with new events. */
   historyLength: number;
-  body: AlbumStatus;
+  body: AlbumView;
 }
 
 function encodeCursor(id: string): string {
   return Buffer.from(`album:${id}`).toString('base64url');
 }
 
+const cursorPattern = new RegExp(`^album:(${rowIdPattern.slice(1, -1)})$`);
+
 function decodeCursor(cursor: string): string {
-  const match = /^album:(\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  const match = cursorPattern.exec(Buffer.from(cursor, 'base64url').toString());
   if (!match) throw new HttpError(400, 'invalid_cursor', 'cursor is not one this API returned');
   return match[1]!;
 }
@@ -62,7 +58,7 @@ function decodeCursor(cursor: string): string {
 export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app, { pool, temporal }) => {
   const answers = new LRUCache<string, WorkflowAnswer>({ max: answersKept });
 
-  async function queryRunningWorkflow(workflowId: string): Promise<AlbumStatus | null> {
+  async function queryRunningWorkflow(workflowId: string): Promise<AlbumView | null> {
     try {
       return await temporal.connection.withDeadline(Date.now() + 5_000, async () => {
         const handle = temporal.workflow.getHandle(workflowId);
@@ -97,7 +93,7 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
             description: 'auto: the running workflow, else PostgreSQL; database: always what PostgreSQL recorded',
           }),
         }),
-        response: { 200: AlbumStatusSchema, 400: ErrorBody, 404: ErrorBody },
+        response: { 200: AlbumViewSchema, 400: ErrorBody, 404: ErrorBody },
       },
     },
     async (request, reply) => {

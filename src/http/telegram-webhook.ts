@@ -1,12 +1,13 @@
 import crypto from 'node:crypto';
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Config } from '../config.js';
+import type { Config } from '../common/config.js';
 import type { EventSource } from '../ingest/sources.js';
 import { parseUpdate } from '../ingest/telegram.js';
-import { signatureFailuresTotal } from '../metrics.js';
+import { unstorableTextProblem } from '../domain/storable-text.js';
+import { signatureFailuresTotal } from '../common/metrics.js';
 import { webhookErrorResponses } from './schemas.js';
-import type { Ingress } from './webhook-ingress.js';
+import type { Ingress } from './ingress.js';
 
 export interface TelegramWebhookOptions {
   config: Config;
@@ -18,7 +19,7 @@ export const secretTokenHeader = 'x-telegram-bot-api-secret-token';
 
 const unstorable = {
   code: 'unstorable_update',
-  message: 'the update holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)',
+  message: `the update holds text PostgreSQL cannot store (${unstorableTextProblem})`,
 };
 
 const secretTokenFailures = {

@@ -1,11 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../common/config.js';
 import { isDataException, quarantine } from '../db/ingest.js';
-import { createIngestBatcher, IngestSaturatedError, type IngestBatcher } from '../db/ingest-batcher.js';
+import { createIngestBatcher, IngestSaturatedError } from '../db/ingest-batcher.js';
 import { isUnavailable, type Pool } from '../db/pool.js';
-import { webhooksTotal } from '../metrics.js';
+import { webhooksTotal } from '../common/metrics.js';
 import { HttpError } from './errors.js';
+import type { Ingress } from './ingress.js';
 import { telegramWebhookRoutes } from './telegram-webhook.js';
 import { webhookRoutes } from './webhook.js';
 
@@ -14,25 +15,6 @@ export interface WebhookIngressOptions {
   pool: Pool;
   /** Called once after each commit that queued children, so the outbox is drained at once. */
   wakeDispatcher: () => void;
-}
-
-/** What the webhook routes share: one group commit, the outcome each request is counted under, and the 503 and 400 answers. */
-export interface Ingress {
-  batcher: IngestBatcher;
-  /** Counts the request under this outcome (`accepted`, `ignored`, …) when it is answered. */
-  count: (request: FastifyRequest, outcome: string) => void;
-  /** An error answer, counted under its code. */
-  refuse: (request: FastifyRequest, status: number, code: string, message: string, headers?: Record<string, string>) => HttpError;
-  /** Runs `store`, answering 503 when the database cannot take it; a value PostgreSQL refuses (class 22) is quarantined as `unstorable`. */
-  store: <T>(
-    request: FastifyRequest,
-    body: Buffer,
-    workspace: string,
-    unstorable: { code: string; message: string },
-    store: () => Promise<T>,
-  ) => Promise<T>;
-  /** Stores a verified body that cannot become a child, byte for byte, and answers 400 with `code`. */
-  quarantine: (request: FastifyRequest, body: Buffer, workspace: string, code: string, message: string, detail?: string) => Promise<never>;
 }
 
 const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 'unsupported_media_type' };

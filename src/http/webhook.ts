@@ -1,12 +1,13 @@
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { Config } from '../config.js';
-import { signatureFailuresTotal } from '../metrics.js';
-import { verifySignature, type VerifyFailure } from '../signature.js';
+import type { Config } from '../common/config.js';
+import { signatureFailuresTotal } from '../common/metrics.js';
+import { verifySignature, type VerifyFailure } from '../common/signature.js';
 import { webhookErrorResponses } from './schemas.js';
 import { parseEvent } from '../ingest/unifyport.js';
-import type { Ingress } from './webhook-ingress.js';
+import { unstorableTextProblem } from '../domain/storable-text.js';
+import type { Ingress } from './ingress.js';
 
 export interface WebhookOptions {
   config: Config;
@@ -38,7 +39,7 @@ const signatureFailures: Record<VerifyFailure, (toleranceS: number) => string> =
 
 const unstorable = {
   code: 'unstorable_event',
-  message: 'the event holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)',
+  message: `the event holds text PostgreSQL cannot store (${unstorableTextProblem})`,
 };
 
 /**

@@ -1,7 +1,7 @@
 // The child message every ingress parser produces (UnifyPort's and Telegram's), as src/db/ingest.ts stores it.
 
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, MessageKey } from '../../workflows/types.js';
+import { albumWorkflowId, messageWorkflowId } from '../domain/keys.js';
+import type { AlbumKey, MessageKey } from '../domain/types.js';
 import type { JsonObject } from './json-body.js';
 
 /** Temporal's default limit on workflow id length; it also keeps the unique indexes within PostgreSQL's row limit. */

@@ -1,7 +1,7 @@
 // Reading a verified webhook body as JSON, shared by the UnifyPort and the Telegram parsers: the same
 // limits and the same wording for the same problem, whichever contract the body follows.
 
-import type { JsonValue } from '../../workflows/types.js';
+import type { JsonValue } from '../domain/types.js';
 
 export type JsonObject = { [key: string]: JsonValue };
 
@@ -49,33 +49,13 @@ export function nonNegativeSafeInteger(value: unknown): number | null {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
 }
 
-/**
- * A string or key holding a NUL or an unpaired surrogate: JSON can carry both, PostgreSQL's text and
- * jsonb cannot. Walks without recursion, like the depth check.
- */
-export function holdsUnstorableText(value: JsonValue): boolean {
-  const pending: JsonValue[] = [value];
-  for (let current = pending.pop(); current !== undefined; current = pending.pop()) {
-    if (typeof current === 'string') {
-      if (unstorableText(current)) return true;
-    } else if (Array.isArray(current)) {
-      for (const item of current) pending.push(item);
-    } else if (typeof current === 'object' && current !== null) {
-      for (const [key, child] of Object.entries(current)) {
-        if (unstorableText(key)) return true;
-        pending.push(child);
-      }
-    }
-  }
-  return false;
-}
+/** The largest value of PostgreSQL's `integer`. */
+export const maxInt32 = 2_147_483_647;
 
-// With the u flag a surrogate range matches only a surrogate that is not half of a pair.
-// eslint-disable-next-line no-control-regex
-const unstorableCharacter = /[\u0000\ud800-\udfff]/u;
-
-function unstorableText(text: string): boolean {
-  return unstorableCharacter.test(text);
+/** A count stored as `integer` (pixels): an integer from 0 to 2^31 - 1, else null. */
+export function nonNegativeInt32(value: unknown): number | null {
+  const integer = nonNegativeSafeInteger(value);
+  return integer !== null && integer <= maxInt32 ? integer : null;
 }
 
 /** Walks the value without recursion (a 1 MiB body can nest half a million levels). */

@@ -1,6 +1,6 @@
 // The routes children arrive by, and what each one's albums are like.
 
-import type { AlbumProfile } from '../../workflows/types.js';
+import type { AlbumProfile } from '../domain/types.js';
 
 /** Where a webhook came from: the `source` of its event id's scope (events table) and of its album. */
 export type EventSource = 'unifyport' | 'telegram';

@@ -7,13 +7,14 @@
 // are kept as unknown (null) instead.
 
 import type { Message, Update } from '@grammyjs/types';
-import type { AlbumKey, JsonValue, MessageKey } from '../../workflows/types.js';
+import type { AlbumKey, JsonValue, MessageKey } from '../domain/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from './child.js';
+import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../domain/storable-text.js';
 import {
   firstNonEmptyString,
-  holdsUnstorableText,
   isObject,
   nonEmptyString,
+  nonNegativeInt32,
   nonNegativeSafeInteger,
   parseJsonObject,
   type JsonObject,
@@ -82,7 +83,7 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
   if (!parsed.ok) return reject(parsed.problem === 'invalid_json' ? 'invalid_json' : 'invalid_update', parsed.message);
   const update = parsed.value;
   if (holdsUnstorableText(update)) {
-    return reject('unstorable_update', 'the update holds text PostgreSQL cannot store (a NUL character or an unpaired surrogate)');
+    return reject('unstorable_update', `the update holds text PostgreSQL cannot store (${unstorableTextProblem})`);
   }
   if (update.update_id === undefined) return reject('invalid_update', 'the update has no update_id');
   const updateId = nonNegativeSafeInteger(update.update_id);
@@ -113,8 +114,8 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
   const key: MessageKey = { ...scope, messageId: String(messageNumber) };
   let albumKey: AlbumKey | null = null;
   if (message.media_group_id !== undefined) {
-    const albumId = nonEmptyString(message.media_group_id);
-    if (albumId === null) return reject('invalid_identity', `${type}.media_group_id must be a non-empty string`);
+    const albumId = identifierString(message.media_group_id);
+    if (albumId === null) return reject('invalid_identity', `${type}.media_group_id must be a non-empty string without control characters`);
     albumKey = { ...scope, albumId };
   }
   if (identityTooLong(key, albumKey)) {
@@ -172,9 +173,13 @@ function conversationScope(
     }
     return { ...base, conversationId: String(chat.id) };
   }
-  const connectionId = nonEmptyString(connection);
+  const connectionId = identifierString(connection);
   if (connectionId === null) {
-    return { kind: 'rejected', code: 'invalid_identity', message: `${type}.business_connection_id must be a non-empty string` };
+    return {
+      kind: 'rejected',
+      code: 'invalid_identity',
+      message: `${type}.business_connection_id must be a non-empty string without control characters`,
+    };
   }
   return { ...base, conversationId: `${connectionId}:${chat.id}` };
 }
@@ -187,10 +192,10 @@ function attachmentOf(type: ReadUpdateType, message: JsonObject): AttachmentInpu
     if (value === undefined) continue;
     if (!isObject(value)) return `${type}.${field} must be an object`;
     // A video note is round: `length` is both its width and its height.
-    const side = field === 'video_note' ? nonNegativeSafeInteger(value.length) : null;
+    const side = field === 'video_note' ? nonNegativeInt32(value.length) : null;
     return fileAttachment(`${type}.${field}`, field, value, {
-      width: side ?? nonNegativeSafeInteger(value.width),
-      height: side ?? nonNegativeSafeInteger(value.height),
+      width: side ?? nonNegativeInt32(value.width),
+      height: side ?? nonNegativeInt32(value.height),
     });
   }
   return null;
@@ -202,8 +207,8 @@ function largestPhoto(path: string, sizes: JsonValue): AttachmentInput | string 
   let best: { attachment: AttachmentInput | string; area: number } = { attachment: `${path} must not be empty`, area: -1 };
   for (const [i, size] of sizes.entries()) {
     if (!isObject(size)) return `${path}[${i}] must be a PhotoSize object`;
-    const width = nonNegativeSafeInteger(size.width);
-    const height = nonNegativeSafeInteger(size.height);
+    const width = nonNegativeInt32(size.width);
+    const height = nonNegativeInt32(size.height);
     const attachment = fileAttachment(`${path}[${i}]`, 'photo', size, { width, height });
     if (typeof attachment === 'string') return attachment;
     const area = (width ?? 0) * (height ?? 0);
@@ -238,4 +243,10 @@ function fileAttachment(
 function unixTime(value: JsonValue | undefined): string | null {
   const seconds = nonNegativeSafeInteger(value);
   return seconds === null || seconds === 0 || seconds > maxUnixSeconds ? null : new Date(seconds * 1000).toISOString();
+}
+
+/** A non-empty string that may be part of an id: no control character (no status path could name it). */
+function identifierString(value: unknown): string | null {
+  const text = nonEmptyString(value);
+  return text !== null && textProblem(text, 'identifier') === null ? text : null;
 }

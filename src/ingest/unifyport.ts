@@ -1,15 +1,23 @@
 import crypto from 'node:crypto';
-import type { AlbumKey, MessageKey } from '../../workflows/types.js';
+import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../domain/storable-text.js';
+import type { AlbumKey, MessageKey } from '../domain/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AlbumMetadata, type AttachmentInput, type ChildMessage } from './child.js';
-import { firstNonEmptyString, isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject, type JsonObject } from './json-body.js';
+import {
+  firstNonEmptyString,
+  isObject,
+  maxInt32,
+  nonEmptyString,
+  nonNegativeSafeInteger,
+  parseJsonObject,
+  type JsonObject,
+} from './json-body.js';
 
 /** The UnifyPort event type that carries one child message; every other type is recorded and ignored. */
 export const childEventType = 'message.received';
 
 export const maxEventIdLength = 512;
-const maxInt32 = 2_147_483_647;
 
-export type RejectionCode = 'invalid_json' | 'invalid_event' | 'missing_identity' | 'invalid_identity';
+export type RejectionCode = 'invalid_json' | 'invalid_event' | 'unstorable_event' | 'missing_identity' | 'invalid_identity';
 
 export type ParsedEvent =
   | { kind: 'child'; eventId: string; type: string; child: ChildMessage }
@@ -21,6 +29,9 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
   const parsed = parseJsonObject(body, 'event');
   if (!parsed.ok) return reject(parsed.problem === 'invalid_json' ? 'invalid_json' : 'invalid_event', parsed.message);
   const event = parsed.value;
+  if (holdsUnstorableText(event)) {
+    return reject('unstorable_event', `the event holds text PostgreSQL cannot store (${unstorableTextProblem})`);
+  }
   if (typeof event.type !== 'string' || event.type === '') return reject('invalid_event', 'the event has no "type"');
 
   const eventId = deriveEventId(event.id, body);
@@ -41,12 +52,18 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
   });
   if (identity.missing.length > 0) return reject('missing_identity', `missing child identity: ${identity.missing.join(', ')}`);
   if (identity.invalid.length > 0) {
-    return reject('invalid_identity', `must be a non-empty string or a safe integer: ${identity.invalid.join(', ')}`);
+    return reject(
+      'invalid_identity',
+      `must be a non-empty string without control characters, or a safe integer: ${identity.invalid.join(', ')}`,
+    );
   }
   const [provider, accountId, conversationId, messageId] = identity.values as [string, string, string, string];
   const key: MessageKey = { workspace, provider, accountId, conversationId, messageId };
   const albumObject = isObject(message.album) ? message.album : null;
   const albumIdPart = albumObject ? identityPart(albumObject.id) : null;
+  if (albumIdPart && 'problem' in albumIdPart && albumIdPart.problem === 'control') {
+    return reject('invalid_identity', 'must be a non-empty string without control characters, or a safe integer: data.message.album.id');
+  }
   const albumKey: AlbumKey | null =
     albumIdPart && 'value' in albumIdPart ? { workspace, provider, accountId, conversationId, albumId: albumIdPart.value } : null;
 
@@ -73,11 +90,15 @@ function reject(code: RejectionCode, message: string): ParsedEvent {
   return { kind: 'rejected', code, message };
 }
 
-type IdentityPart = { value: string } | { problem: 'missing' | 'invalid' };
+/**
+ * `invalid`: not a string or a safe integer; `control`: a string holding a control character, which no
+ * path segment of the status API could name.
+ */
+type IdentityPart = { value: string } | { problem: 'missing' | 'invalid' | 'control' };
 
 function identityPart(value: unknown): IdentityPart {
   if (value === undefined || value === null || value === '') return { problem: 'missing' };
-  if (typeof value === 'string') return { value };
+  if (typeof value === 'string') return textProblem(value, 'identifier') === null ? { value } : { problem: 'control' };
   if (typeof value === 'number' && Number.isSafeInteger(value)) return { value: String(value) };
   return { problem: 'invalid' };
 }
@@ -87,7 +108,7 @@ function resolveIdentity(fields: Record<string, unknown>): { values: string[]; m
   for (const [name, value] of Object.entries(fields)) {
     const part = identityPart(value);
     if ('value' in part) resolved.values.push(part.value);
-    else resolved[part.problem].push(name);
+    else resolved[part.problem === 'missing' ? 'missing' : 'invalid'].push(name);
   }
   return resolved;
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { ApiMethods, ApiResponse, File, Update } from '@grammyjs/types';
-import { defaultTelegramApiRoot } from '../config.js';
+import { defaultTelegramApiRoot } from '../common/config.js';
 
 /** What the cloud Bot API lets a bot download ("up to 20MB"); a local Bot API server has no such limit. */
 export const cloudDownloadLimitBytes = 20 * 1024 * 1024;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { projectRoot } from '../paths.js';
+import { projectRoot } from '../common/paths.js';
 
 /**
  * The Temporal server settings albumflow runs with, in the server's own dynamic-config format. Every

@@ -1,5 +1,5 @@
 import { Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
-import type { Logger } from '../log.js';
+import type { Logger } from '../common/log.js';
 
 const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
   TRACE: 'trace',

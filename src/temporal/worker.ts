@@ -11,15 +11,15 @@ import {
   type WorkflowBundleOption,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import type { createActivities } from '../../activities/index.js';
+import type { WorkflowActivities } from '../../workflows/activity-types.js';
 
 const here = fileURLToPath(import.meta.url);
 /** workflows/index.ts from sources, workflows/index.js from the compiled tree. */
 export const workflowsPath = path.resolve(path.dirname(here), '../../workflows', `index${path.extname(here)}`);
 
-/** Bundles the workflow code once; workers created from the bundle start without webpack. */
-export async function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
+/** Bundles the workflow code once (`modulePath`: another workflow module); workers created from the bundle start without webpack. */
+export async function bundleWorkflows(modulePath = workflowsPath): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: modulePath, logger: quietBundlerLogger });
 }
 
 /**
@@ -27,13 +27,13 @@ export async function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
  * then never enters the worker's heap, which would keep it resident for the process's life.
  * `dispose` removes the file once the worker is done with it.
  */
-export async function bundleWorkflowsInChildProcess(): Promise<{ codePath: string; dispose: () => void }> {
+export async function bundleWorkflowsInChildProcess(modulePath = workflowsPath): Promise<{ codePath: string; dispose: () => void }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-workflows-'));
   const codePath = path.join(dir, 'workflows.js');
   const dispose = () => fs.rmSync(dir, { recursive: true, force: true });
   try {
     await new Promise<void>((resolve, reject) => {
-      const child = fork(here, [bundleCommand, codePath], { stdio: 'inherit' });
+      const child = fork(here, [bundleCommand, codePath, modulePath], { stdio: 'inherit' });
       child.once('error', reject);
       child.once('exit', (code, signal) =>
         code === 0 ? resolve() : reject(new Error(`bundling the workflow code failed (${signal ?? `exit code ${code}`})`)),
@@ -61,7 +61,7 @@ export interface AlbumWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  activities: ReturnType<typeof createActivities>;
+  activities: WorkflowActivities;
   workflowBundle?: WorkflowBundleOption;
   /** Workflows kept in the worker's sticky cache (WORKER_MAX_CACHED_WORKFLOWS); the SDK's default when unset. */
   maxCachedWorkflows?: number;
@@ -92,6 +92,6 @@ export async function createAlbumWorker(options: AlbumWorkerOptions): Promise<Wo
 
 // Run as a script by bundleWorkflowsInChildProcess: bundle, write, exit.
 if (process.argv[1] === here && process.argv[2] === bundleCommand) {
-  const { code } = await bundleWorkflows();
+  const { code } = await bundleWorkflows(process.argv[4]);
   fs.writeFileSync(process.argv[3]!, code);
 }

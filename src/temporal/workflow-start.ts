@@ -1,6 +1,6 @@
 import type { TypedSearchAttributes } from '@temporalio/common';
 import { searchAttributes } from '../../workflows/definitions.js';
-import type { ConversationScope } from '../../workflows/types.js';
+import type { ConversationScope } from '../domain/types.js';
 
 /**
  * The search attributes a workflow starts with, so the Temporal UI lists it at once, with no upsert (it

@@ -1,7 +1,7 @@
 // The album page's model: the status body (docs/api.md, "Status"; read from PostgreSQL) with what the
 // page shows beside it — file names, which decision brought each child, links. Pure: no I/O.
 import type { AttachmentDetails } from '../db/console.js';
-import type { AlbumStatus, AttachmentStatus, AttachmentView, DecisionTrigger, ReviewReason } from '../../workflows/types.js';
+import type { AlbumView, AttachmentStatus, AttachmentView, DecisionTrigger, ReviewReason } from '../domain/types.js';
 import { consolePaths, temporalWorkflowUrl } from './paths.js';
 
 /** A caption a child had until an edit replaced it (Telegram's `edited_*` updates, docs/telegram.md). */
@@ -49,7 +49,7 @@ export interface DecisionModel {
 }
 
 export interface AlbumPageModel {
-  album: AlbumStatus;
+  album: AlbumView;
   attachments: AttachmentModel[];
   children: ChildModel[];
   decisions: DecisionModel[];
@@ -60,7 +60,7 @@ export interface AlbumPageModel {
 }
 
 export interface AlbumPageInput {
-  album: AlbumStatus;
+  album: AlbumView;
   details: readonly AttachmentDetails[];
   version: string;
   pollMs: number;

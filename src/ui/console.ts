@@ -2,7 +2,7 @@ import path from 'node:path';
 import helmet from '@fastify/helmet';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../common/config.js';
 import type { Pool } from '../db/pool.js';
 import { mediaRoutes } from './media-routes.js';
 import { consolePages } from './pages.js';

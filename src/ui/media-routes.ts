@@ -4,7 +4,7 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { mediaPath } from '../../activities/download.js';
+import { mediaPath } from '../common/paths.js';
 import { findWorkspaceMedia } from '../db/media.js';
 import type { Pool } from '../db/pool.js';
 import { HttpError } from '../http/errors.js';

@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { albumWorkflowId } from '../../workflows/keys.js';
+import { albumWorkflowId } from '../domain/keys.js';
 import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.js';
 import type { Pool } from '../db/pool.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
 import { HttpError, handleError } from '../http/errors.js';
-import { AlbumParams, albumKeyOf } from '../http/params.js';
+import { AlbumParams, albumKeyOf, rowIdPattern } from '../http/params.js';
+import { IdentifierString } from '../http/text-schemas.js';
 import { wantsPage, type Access } from '../http/access/plugin.js';
 import { albumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
@@ -22,12 +23,12 @@ const pageSize = 50;
 const pollMs = 2_000;
 
 const ListQuery = Type.Object({
-  workspace: Type.String({ maxLength: 512, default: '' }),
-  provider: Type.String({ maxLength: 512, default: '' }),
+  workspace: IdentifierString({ maxLength: 512, default: '' }),
+  provider: IdentifierString({ maxLength: 512, default: '' }),
   state: Type.Enum(['', 'collecting', 'processed', 'closed'], { default: '' }),
   review: Type.Enum(['', 'yes', 'no'], { default: '' }),
-  q: Type.String({ maxLength: 512, default: '' }),
-  before: Type.Optional(Type.String({ pattern: '^[0-9]{1,19}$' })),
+  q: IdentifierString({ maxLength: 512, default: '' }),
+  before: Type.Optional(Type.String({ pattern: rowIdPattern })),
 });
 
 /** The workspaces the caller's token reaches, as listAlbums takes them; none without a token. */

@@ -1,6 +1,6 @@
 // Every URL the console puts into a page, built from ids that senders chose: each segment is
 // URL-encoded, so an id can neither leave its segment nor turn a link into another scheme.
-import type { AlbumKey } from '../../workflows/types.js';
+import type { AlbumKey } from '../domain/types.js';
 import type { OperatorAction } from '../db/actions.js';
 import { consolePath, signInPath, signOutPath } from '../http/access/plugin.js';
 

@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileTypeFromFile } from 'file-type';
 import sharp, { type Metadata } from 'sharp';
-import { mediaPath } from '../../activities/download.js';
+import { mediaPath } from '../common/paths.js';
 import type { FastifyBaseLogger } from 'fastify';
 
 export interface ThumbnailLimits {

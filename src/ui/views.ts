@@ -3,9 +3,9 @@
 // rendered (layout bodies and includes), and a unit test holds them to that.
 import path from 'node:path';
 import { Eta } from 'eta';
-import { projectRoot } from '../paths.js';
+import { projectRoot } from '../common/paths.js';
 import type { AlbumListRow } from '../db/status.js';
-import type { AlbumState } from '../../workflows/types.js';
+import type { AlbumPhase } from '../domain/types.js';
 import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
 
@@ -36,7 +36,7 @@ interface PageFrame {
 export interface AlbumListFilters {
   workspace: string;
   provider: string;
-  state: AlbumState | '';
+  state: AlbumPhase | '';
   review: 'yes' | 'no' | '';
   q: string;
 }

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/paths.js';
+import { projectRoot } from '../../src/common/paths.js';
 import { consolePaths } from '../../src/ui/paths.js';
 import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
@@ -29,10 +29,14 @@ const mp4 = Buffer.concat([
   Buffer.alloc(256),
 ]);
 
-/** Opens the stack's app on a port of its own, for the browser (its `close` closes it). */
-async function listen(stack: Stack): Promise<string> {
-  await stack.app.listen({ port: 0, host: '127.0.0.1' });
-  return `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
+/**
+ * Opens the stack's app on a port of its own, for the browser (its `close` closes it). Cookies are kept per
+ * host, whatever the port: each stack has a host of its own (all of 127.0.0.0/8 is the loopback), so the
+ * session one stack keeps in its database is never sent to, and cleared by, the other.
+ */
+async function listen(stack: Stack, host: string): Promise<string> {
+  await stack.app.listen({ port: 0, host });
+  return `http://${host}:${(stack.app.server.address() as AddressInfo).port}`;
 }
 
 describe('the console in a browser', () => {
@@ -63,8 +67,8 @@ describe('the console in a browser', () => {
     const tokens = JSON.stringify({ [adminToken]: ['*'], [scopedToken]: [ownWorkspace] });
     stack = await startStack({ ...env, LATE_WINDOW_MS: '600000', WORKSPACE_SECRETS: workspaceSecrets, API_TOKENS: tokens });
     closing = await startStack({ ...env, LATE_WINDOW_MS: '3000', API_TOKENS: tokens });
-    server.url = await listen(stack);
-    closingServer.url = await listen(closing);
+    server.url = await listen(stack, '127.0.0.1');
+    closingServer.url = await listen(closing, '127.0.0.2');
     media = await startMediaServer();
     const own = workspaceInbox(stack, ownWorkspace, webhookSecret);
 
@@ -177,11 +181,11 @@ describe('the console in a browser', () => {
   const albumRows = async () =>
     Promise.all((await page.locator('table.albums tbody tr').all()).map((row) => row.getAttribute('data-album')));
 
-  async function signIn(token: string) {
-    await open(consolePaths.signIn);
+  async function signIn(token: string, base = server.url) {
+    await open(consolePaths.signIn, base);
     await page.fill('input[name=token]', token);
     await page.click('button[type=submit]');
-    await page.waitForURL(`${server.url}${consolePaths.albums}`);
+    await page.waitForURL(`${base}${consolePaths.albums}`);
   }
 
   it('sends a browser without a session to sign in, and to the albums once it has one', async () => {
@@ -278,6 +282,7 @@ describe('the console in a browser', () => {
   });
 
   it('updates a collecting album’s page by itself when a child arrives, and stops once the album closes', async () => {
+    await signIn(adminToken, closingServer.url);
     await open(consolePaths.album(albums.live.key), closingServer.url);
     expect(await page.getByTestId('album-state').textContent()).toBe('collecting');
     await page.evaluate(() => ((globalThis as unknown as { loadedOnce: boolean }).loadedOnce = true));
@@ -361,6 +366,7 @@ describe('the console in a browser', () => {
     });
 
     it('shows why an action was refused: nothing can be retried once the album is closed', async () => {
+      await signIn(adminToken, closingServer.url);
       await open(consolePaths.album(albums.live.key), closingServer.url);
       expect(await page.getByTestId('album-state').textContent()).toBe('closed');
       await page.click('button[data-action-url]');

@@ -1,6 +1,6 @@
 import type { Pool } from '../../src/db/pool.js';
 import type { FakeBotApi } from '../harness/servers/fake-bot-api.js';
-import { childKeyString } from '../../workflows/keys.js';
+import { childKeyString } from '../../src/domain/keys.js';
 import type { LoadGenerator, SentChild } from '../harness/load.js';
 import type { Fetch } from '../harness/servers/media.js';
 import type { ProcessStack } from '../harness/stack.js';

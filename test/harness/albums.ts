@@ -4,14 +4,15 @@ import type { Client, WorkflowHandle, WorkflowHandleWithSignaledRunId } from '@t
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, expect, vi } from 'vitest';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/common/config.js';
 import { loadChildren } from '../../src/db/children.js';
 import type { Pool } from '../../src/db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { startSearchAttributes } from '../../src/temporal/workflow-start.js';
 import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumKey, AlbumStatus, AlbumWorkflowInput, ChildArrival, JsonValue, MessageKey } from '../../workflows/types.js';
+import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
+import type { AlbumKey, AlbumView, ChildArrival, JsonValue, MessageKey } from '../../src/domain/types.js';
+import type { AlbumWorkflowInput } from '../../workflows/types.js';
 import { albumProfileOf } from '../../src/ingest/sources.js';
 import { startTestWorker, testClient, testPool, type TestWorker } from './env.js';
 import { albumEvent, webhookRequest, type AlbumEventOptions } from './events.js';
@@ -262,9 +263,9 @@ export interface TestAlbum {
   key: AlbumKey;
   /** Posts a child of this album (signed, through the webhook) and checks it was accepted. */
   send(child: WebhookChild): Promise<void>;
-  status(): Promise<AlbumStatus | null>;
+  status(): Promise<AlbumView | null>;
   /** The status once `check` passes on it. */
-  until(check: (status: AlbumStatus) => void, timeoutMs?: number): Promise<AlbumStatus>;
+  until(check: (status: AlbumView) => void, timeoutMs?: number): Promise<AlbumView>;
 }
 
 export function testAlbum(inbox: Inbox, albumId: string, conversationId = `conv-${albumId}`): TestAlbum {
@@ -291,6 +292,6 @@ export function testAlbum(inbox: Inbox, albumId: string, conversationId = `conv-
 }
 
 /** Every attachment of the album reached an outcome (none is pending). */
-export function settled(status: AlbumStatus): void {
+export function settled(status: AlbumView): void {
   expect(status.media.pending).toBe(0);
 }

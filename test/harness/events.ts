@@ -6,8 +6,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseUpdate } from '../../src/ingest/telegram.js';
-import { projectRoot } from '../../src/paths.js';
-import { signatureHeader } from '../../src/signature.js';
+import { projectRoot } from '../../src/common/paths.js';
+import { signatureHeader } from '../../src/common/signature.js';
 import { unique } from './random.js';
 import type { FakeBotApi, FakeFile } from './servers/fake-bot-api.js';
 

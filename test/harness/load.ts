@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { albumKeyString, childKeyString } from '../../workflows/keys.js';
+import { albumKeyString, childKeyString } from '../../src/domain/keys.js';
 import { committedStatus, telegramMessage, telegramUpdate, unifyportEvent, webhookRequest, type Delivery } from './events.js';
 
 /** Posts one webhook on a keep-alive agent; rejects when no answer comes (connection refused or reset, timeout). */

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../../src/paths.js';
+import { projectRoot } from '../../src/common/paths.js';
 import { ingressReadyPrefix, workerReadyPrefix } from '../../src/ready-lines.js';
 
 export interface ProcessOptions {
@@ -170,10 +170,15 @@ const roles: Record<Role, { script: string; ready: RegExp }> = {
   worker: { script: 'src/worker.ts', ready: new RegExp(workerReadyPrefix) },
 };
 
-/** An albumflow ingress or worker (not started yet). */
-export function appProcess(options: Omit<ProcessOptions, 'script' | 'ready'> & { role: Role }): NodeProcess & { role: Role } {
-  const { role, ...rest } = options;
-  return Object.assign(new NodeProcess({ ...rest, ...roles[role] }), { role });
+/**
+ * An albumflow ingress or worker (not started yet); `script` runs another entry point of the role that
+ * prints the role's readiness line (the bench's cost baseline).
+ */
+export function appProcess(
+  options: Omit<ProcessOptions, 'script' | 'ready'> & { role: Role; script?: string | undefined },
+): NodeProcess & { role: Role } {
+  const { role, script, ...rest } = options;
+  return Object.assign(new NodeProcess({ ...rest, ...roles[role], ...(script ? { script } : {}) }), { role });
 }
 
 export interface MemoryStatus {

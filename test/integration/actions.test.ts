@@ -2,7 +2,7 @@ import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenHash } from '../../src/http/access/tokens.js';
 import type { AlbumListBody } from '../../src/http/schemas.js';
-import type { AlbumStatus } from '../../workflows/types.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import { eventually } from '../harness/albums.js';
 import { operatorActions, storedNotifications } from '../harness/rows.js';
 import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
@@ -33,10 +33,10 @@ afterAll(async () => {
 const albumPath = (conversation: string, album = 'alb') =>
   `/workspaces/${encodeURIComponent(stack.workspace)}/albums/whatsapp/acc_1/${encodeURIComponent(conversation)}/${album}`;
 
-async function status(conversation: string, source: 'auto' | 'database' = 'auto'): Promise<AlbumStatus> {
+async function status(conversation: string, source: 'auto' | 'database' = 'auto'): Promise<AlbumView> {
   const response = await stack.app.inject({ method: 'GET', url: `${albumPath(conversation)}?source=${source}`, headers });
   expect(response.statusCode).toBe(200);
-  return response.json<AlbumStatus>();
+  return response.json<AlbumView>();
 }
 
 function post(url: string, body?: object) {
@@ -113,7 +113,7 @@ describe('the PostgreSQL view before the workflow has seen a child', () => {
     const live = await eventually(async () => {
       const response = await stack.app.inject({ method: 'GET', url: albumPath(conversation), headers });
       expect(response.headers['x-albumflow-source']).toBe('workflow');
-      return response.json<AlbumStatus>();
+      return response.json<AlbumView>();
     });
     expect(live.review).toEqual(early.review);
   });

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
 import { maxAttachmentsPerActivity, maxDownloadsInFlight } from '../../workflows/downloads.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
 import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren } from '../harness/albums.js';
 import { startTestWorker, testClient, testConfig, testPool, type TestWorker } from '../harness/env.js';
 import { unique } from '../harness/random.js';

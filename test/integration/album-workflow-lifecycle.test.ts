@@ -1,9 +1,9 @@
 import { temporal } from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
-import type { MessageWorkflowStatus } from '../../workflows/album-view.js';
+import type { MessageWorkflowStatus } from '../../src/domain/album-view.js';
 import { statusQuery } from '../../workflows/definitions.js';
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumStatus } from '../../workflows/types.js';
+import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import {
   eventually,
   newAlbumKey,
@@ -37,7 +37,7 @@ describe('album and message workflow lifecycle against the real PostgreSQL and T
     const [a2] = await storeAlbumChildren(pool, key, [{ messageId: 'a2' }]);
     const secondRun = await signalAlbum(client, config, key, [a2!]);
     expect(secondRun.signaledRunId).not.toBe(firstRun.signaledRunId);
-    const result = (await secondRun.result()) as AlbumStatus;
+    const result = (await secondRun.result()) as AlbumView;
     expect(await storedDecisions(pool, workflowId)).toEqual([
       { seq: 1, trigger: 'quiet_period', child_message_ids: ['a0', 'a1'] },
       { seq: 2, trigger: 'late_item', child_message_ids: ['a0', 'a1', 'a2'] },
@@ -51,7 +51,7 @@ describe('album and message workflow lifecycle against the real PostgreSQL and T
     await saveHistory('album-late-after-close', client.workflow.getHandle(workflowId, secondRun.signaledRunId));
 
     const thirdRun = await signalAlbum(client, config, key, [a0!]);
-    const unchanged = (await thirdRun.result()) as AlbumStatus;
+    const unchanged = (await thirdRun.result()) as AlbumView;
     expect(unchanged.state).toBe('closed');
     expect(unchanged.decisions).toEqual(result.decisions);
     expect(await storedDecisions(pool, workflowId)).toHaveLength(2);
@@ -81,7 +81,7 @@ describe('album and message workflow lifecycle against the real PostgreSQL and T
     await signalAlbum(client, config, key, [rest[0]!], { continueAsNewAfterSignals: 2 });
     await signalAlbum(client, config, key, [rest[1]!], { continueAsNewAfterSignals: 2 });
 
-    const result = (await first.result()) as AlbumStatus;
+    const result = (await first.result()) as AlbumView;
     expect(result.decisions.map((d) => [d.trigger, d.childMessageIds])).toEqual([['expected_count_reached', ['n0', 'n1', 'n2', 'n3']]]);
     expect(await storedDecisions(pool, workflowId)).toEqual([
       { seq: 1, trigger: 'expected_count_reached', child_message_ids: ['n0', 'n1', 'n2', 'n3'] },
@@ -113,7 +113,7 @@ describe('album and message workflow lifecycle against the real PostgreSQL and T
       await signalAlbum(client, ownConfig, key, [r1!]);
       current = await startTestWorker(ownConfig, pool);
 
-      const result = (await handle.result()) as AlbumStatus;
+      const result = (await handle.result()) as AlbumView;
       expect(result.state).toBe('closed');
       expect(await storedDecisions(pool, workflowId)).toEqual([
         { seq: 1, trigger: 'expected_count_reached', child_message_ids: ['r0', 'r1'] },

@@ -2,8 +2,8 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { statusQuery } from '../../workflows/definitions.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
-import type { AlbumStatus } from '../../workflows/types.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import { eventually, newAlbumKey, saveHistory, signalAlbum, storeAlbumChildren, workflowTestBed } from '../harness/albums.js';
 import { albumRow, storedDecisions, storedNotifications } from '../harness/rows.js';
 import { testConfig } from '../harness/env.js';
@@ -15,7 +15,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
   const bed = workflowTestBed(config);
 
   /** The body the status endpoint builds from PostgreSQL once the workflow closed. */
-  async function viewFromPostgres(status: AlbumStatus): Promise<AlbumStatus> {
+  async function viewFromPostgres(status: AlbumView): Promise<AlbumView> {
     const { pool } = bed;
     const album = (await findAlbum(pool, status.key))!;
     return albumStatusFromDatabase(pool, album, status.key);
@@ -54,7 +54,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
       execution: { workflowId },
       query: { queryType: 'status' },
     });
-    const payload = JSON.parse(Buffer.from(raw.queryResult!.payloads![0]!.data!).toString()) as AlbumStatus;
+    const payload = JSON.parse(Buffer.from(raw.queryResult!.payloads![0]!.data!).toString()) as AlbumView;
     expect(payload.review.reasons).toEqual([]);
     expect(payload.children.find((c) => c.messageId === 'm1')?.attachments).toHaveLength(1);
     expect(running.distinctChildren).toBe(3);
@@ -62,7 +62,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
     expect(running.expectedCountReached).toBe(true);
     expect(running.children.map((c) => c.messageId)).toEqual(['m0', 'm1', 'm2']);
 
-    const result = (await handle.result()) as AlbumStatus;
+    const result = (await handle.result()) as AlbumView;
     expect(result.state).toBe('closed');
     expect(result.media).toEqual({ total: 4, pending: 0, downloaded: 2, failed: 0, expired: 1, unavailable: 1 });
     expect(result.review).toEqual({ required: false, reasons: [] });
@@ -94,7 +94,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
       { messageId: 'y1', index: 1, total: 2 },
     ]);
     const handles = await Promise.all([signalAlbum(client, config, first, [a0!, a1!]), signalAlbum(client, config, second, [b0!, b1!])]);
-    const [firstResult, secondResult] = (await Promise.all(handles.map((h) => h.result()))) as AlbumStatus[];
+    const [firstResult, secondResult] = (await Promise.all(handles.map((h) => h.result()))) as AlbumView[];
     expect(firstResult?.decisions.map((d) => d.childMessageIds)).toEqual([['x0', 'x1']]);
     expect(secondResult?.decisions.map((d) => d.childMessageIds)).toEqual([['x0', 'y1']]);
     expect(await storedDecisions(pool, albumWorkflowId(first))).toEqual([
@@ -112,7 +112,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
     const [c0, c1] = await storeAlbumChildren(pool, key, [{ messageId: 'q0' }, { messageId: 'q1' }]);
     const handle = await signalAlbum(client, config, key, [c1!]);
     await signalAlbum(client, config, key, [c0!]);
-    const result = (await handle.result()) as AlbumStatus;
+    const result = (await handle.result()) as AlbumView;
     expect(await storedDecisions(pool, workflowId)).toEqual([{ seq: 1, trigger: 'quiet_period', child_message_ids: ['q0', 'q1'] }]);
     expect(result.expectedTotal).toBeNull();
     expect(result.children.map((c) => c.messageId)).toEqual(['q0', 'q1']);
@@ -145,7 +145,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
       ['d3', 'two'],
     ]);
 
-    const result = (await handle.result()) as AlbumStatus;
+    const result = (await handle.result()) as AlbumView;
     expect(await storedDecisions(pool, workflowId)).toEqual([
       { seq: 1, trigger: 'quiet_period', child_message_ids: ['d0', 'd1', 'd2', 'd3'] },
     ]);
@@ -168,7 +168,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
     const handle = await signalAlbum(client, config, key, children);
     const collecting = await handle.query(statusQuery);
     expect(collecting.decisions).toEqual([]);
-    const result = (await handle.result()) as AlbumStatus;
+    const result = (await handle.result()) as AlbumView;
     expect(await storedDecisions(pool, workflowId)).toEqual([{ seq: 1, trigger: 'max_wait', child_message_ids: ['w0', 'w2'] }]);
     expect(result.expectedCountReached).toBe(false);
     expect(result.expectedTotal).toBe(3);
@@ -187,7 +187,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
     const [late] = await storeAlbumChildren(pool, key, [{ messageId: 'l2', index: 2, total: 2 }]);
     await signalAlbum(client, config, key, [late!, c0!]);
 
-    const result = (await handle.result()) as AlbumStatus;
+    const result = (await handle.result()) as AlbumView;
     expect(await storedDecisions(pool, workflowId)).toEqual([
       { seq: 1, trigger: 'expected_count_reached', child_message_ids: ['l0', 'l1'] },
       { seq: 2, trigger: 'late_item', child_message_ids: ['l0', 'l1', 'l2'] },

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeServerRecord } from '../../src/embedded/ownership.js';
 import { devServerDbFile } from '../../src/embedded/temporal.js';
 import { loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
-import { messageWorkflowId } from '../../workflows/keys.js';
-import type { AlbumStatus } from '../../workflows/types.js';
+import { messageWorkflowId } from '../../src/domain/keys.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import { eventually } from '../harness/albums.js';
 import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 import { runCli, type CliRun } from '../harness/cli.js';
@@ -72,14 +72,14 @@ async function send(event: Record<string, unknown>): Promise<void> {
 }
 
 /** The album's status body, from the API in this process (a CLI process per poll is slow on a busy machine). */
-async function statusOf(albumId: string): Promise<AlbumStatus> {
+async function statusOf(albumId: string): Promise<AlbumView> {
   const response = await stack.app.inject({
     method: 'GET',
     url: `/workspaces/${encodeURIComponent(stack.workspace)}/albums/whatsapp/acc_1/${encodeURIComponent(conversation)}/${encodeURIComponent(albumId)}`,
     headers: { authorization: `Bearer ${adminToken}` },
   });
   expect(response.statusCode).toBe(200);
-  return response.json<AlbumStatus>();
+  return response.json<AlbumView>();
 }
 
 // Each `albumflow` call is a new Node process that compiles the CLI's TypeScript (about 2 CPU-seconds), and a
@@ -103,7 +103,7 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     const json = await eventually(async () => {
       const result = await albumflow(['status', ...keyArgs, '--json']);
       expect(result.code).toBe(0);
-      const body = JSON.parse(result.stdout) as AlbumStatus;
+      const body = JSON.parse(result.stdout) as AlbumView;
       expect(body.decisions).toHaveLength(1);
       return body;
     });
@@ -156,7 +156,7 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     const json = await albumflow(['status', ...keyArgs, '--json']);
     expect(json.code).toBe(0);
     expect(json.stdout).not.toMatch(actedOn);
-    expect((JSON.parse(json.stdout) as AlbumStatus).children[0]?.caption).toBe(caption);
+    expect((JSON.parse(json.stdout) as AlbumView).children[0]?.caption).toBe(caption);
   });
 
   it('says clearly when the album is unknown, the request is refused or the server is unreachable', async () => {

@@ -1,8 +1,8 @@
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { buildApp, type App } from '../../src/http/app.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
+import { buildApp, type App } from '../../src/app.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
 import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 

@@ -5,18 +5,13 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createDownloadActivities,
-  tempFilePrefix,
-  type DownloadInput,
-  type DownloadOptions,
-  type DownloadProgress,
-} from '../../activities/download.js';
+import { createDownloadActivities, tempFilePrefix, type DownloadOptions, type DownloadProgress } from '../../activities/download.js';
 import { isPublicAddress, type NetworkPolicy } from '../../activities/network-guard.js';
-import type { Config } from '../../src/config.js';
-import type { DownloadRequest, DownloadResult } from '../../workflows/types.js';
+import type { Config } from '../../src/common/config.js';
+import type { DownloadRequest, DownloadResult } from '../../src/domain/types.js';
 import type { Pool } from '../../src/db/pool.js';
-import { downloadsTotal } from '../../src/metrics.js';
+import type { DownloadInput } from '../../workflows/activity-types.js';
+import { downloadsTotal } from '../../src/common/metrics.js';
 import { storeAttachment as storeAttachmentRow } from '../harness/albums.js';
 import { testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';

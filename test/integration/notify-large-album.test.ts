@@ -1,10 +1,11 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNotifyActivities, type NotifyInput } from '../../activities/notify.js';
+import { createNotifyActivities } from '../../activities/notify.js';
+import type { NotifyInput } from '../../workflows/activity-types.js';
 import type { Pool } from '../../src/db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
 import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
 import { testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';

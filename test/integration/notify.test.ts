@@ -4,12 +4,13 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createNotifyActivities, type NotifyInput, type NotifyOutcome } from '../../activities/notify.js';
-import type { Config } from '../../src/config.js';
+import { createNotifyActivities } from '../../activities/notify.js';
+import type { NotifyInput, NotifyOutcome } from '../../workflows/activity-types.js';
+import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
-import { notificationsTotal } from '../../src/metrics.js';
-import { verifySignature } from '../../src/signature.js';
-import type { AlbumStatus } from '../../workflows/types.js';
+import { notificationsTotal } from '../../src/common/metrics.js';
+import { verifySignature } from '../../src/common/signature.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import { testConfig, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 import { startNotifyReceiver, type NotifyReceiver, type ReceivedRequest } from '../harness/servers/notify.js';
@@ -54,7 +55,7 @@ interface TestNotification {
 function albumReady(): TestNotification {
   const workflowId = `album:${unique('ws')}:whatsapp:acc_1:conv_1:alb_1`;
   const id = `${workflowId}/1`;
-  const album = { workflowId, distinctChildren: 2, media: { total: 2, downloaded: 2 } } as unknown as AlbumStatus;
+  const album = { workflowId, distinctChildren: 2, media: { total: 2, downloaded: 2 } } as unknown as AlbumView;
   const decision = {
     seq: 1,
     trigger: 'expected_count_reached' as const,

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isUnavailable, type Pool } from '../../src/db/pool.js';
+import { connectionConfig, createPool, isUnavailable, type Pool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { eventually } from '../harness/albums.js';
-import { testConfig, testPool } from '../harness/env.js';
+import { capturedLogger, testConfig, testPool } from '../harness/env.js';
 
 describe('a pool client that loses its connection while checked out (PostgreSQL restarting)', () => {
   const config = testConfig();
@@ -43,5 +43,31 @@ describe('a pool client that loses its connection while checked out (PostgreSQL 
     expect(isUnavailable(failure)).toBe(true);
     const { rows } = await pool.query<{ ok: number }>('SELECT 1 AS ok');
     expect(rows).toEqual([{ ok: 1 }]);
+  });
+});
+
+describe('an idle pool client that loses its connection', () => {
+  const config = testConfig();
+
+  it('is logged as a warning with its error, and the pool gives the next query a fresh connection', async () => {
+    const { logger, lines } = capturedLogger('pool', 'warn');
+    const pool = createPool(connectionConfig(config.databaseUrl), { max: 1, applicationName: 'albumflow-test', logger });
+    const admin = testPool(config, 1);
+    try {
+      const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      await eventually(async () => {
+        const warning = lines
+          .map((line) => JSON.parse(line) as { level: number; msg: string; err?: { code?: string } })
+          .find((l) => l.level === 40);
+        expect(warning?.msg).toMatch(/idle PostgreSQL connection/);
+        expect(warning?.err?.code).toBe('57P01');
+      });
+      const { rows: again } = await pool.query<{ ok: number }>('SELECT 1 AS ok');
+      expect(again).toEqual([{ ok: 1 }]);
+    } finally {
+      await pool.end();
+      await admin.end();
+    }
   });
 });

@@ -2,12 +2,12 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RecordAndNotifyInput, RecordAndNotifyResult } from '../../activities/record-and-notify.js';
+import type { RecordAndNotifyInput, RecordAndNotifyResult } from '../../workflows/activity-types.js';
 import { createActivities } from '../../activities/index.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
-import { albumWorkflowId } from '../../workflows/keys.js';
-import type { AlbumStatus } from '../../workflows/types.js';
+import { albumWorkflowId } from '../../src/domain/keys.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
 import { testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
@@ -59,7 +59,7 @@ describe('recordAndNotify: one activity records a decision and sends its notific
       childMessageIds: ['m0', 'm1'],
       decidedAt: new Date().toISOString(),
     };
-    const album = { workflowId, distinctChildren: 2 } as unknown as AlbumStatus;
+    const album = { workflowId, distinctChildren: 2 } as unknown as AlbumView;
     return {
       workflowId,
       body: { album },

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredScope } from '../../src/db/prior.js';
+import type { StoredScope } from '../../src/domain/types.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
-import type { AlbumStatus } from '../../workflows/types.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import { eventually } from '../harness/albums.js';
 import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 import { unique } from '../harness/random.js';
@@ -89,7 +89,7 @@ describe('album status reads its own writes', () => {
           const messageId = `${album}-m${index}`;
           expect((await stack.post(child(conversation, album, index))).statusCode).toBe(202);
           for (let read = 0; read < readsPerPost; read++) {
-            const { statusCode, source, body } = await get<AlbumStatus>(albumUrl(conversation, album));
+            const { statusCode, source, body } = await get<AlbumView>(albumUrl(conversation, album));
             reads += 1;
             sources.set(source, (sources.get(source) ?? 0) + 1);
             expect(statusCode).toBe(200);
@@ -128,7 +128,7 @@ describe('album status reads its own writes', () => {
     // Once the workflows have seen every child, the view is theirs and shows the same children.
     for (const album of albums) {
       const settled = await eventually(async () => {
-        const response = await get<AlbumStatus>(albumUrl(conversation, album));
+        const response = await get<AlbumView>(albumUrl(conversation, album));
         expect(response.body.decisions).toHaveLength(1);
         return response.body;
       });
@@ -162,7 +162,7 @@ describe('album status while the workflow loads the album', () => {
   async function readWhileLoading(conversation: string, album: string, runs: number) {
     await eventually(() => expect(loadsOf(album)).toBe(runs));
     const read = await eventually(async () => {
-      const response = await get<AlbumStatus>(albumUrl(conversation, album));
+      const response = await get<AlbumView>(albumUrl(conversation, album));
       expect(response.source).toBe('workflow');
       return response.body;
     }, 90_000);
@@ -204,11 +204,11 @@ describe('album status while the workflow loads the album', () => {
       [1, 'unavailable'],
     ]);
     expect(live).toMatchObject({ state: 'collecting', distinctChildren: 1, expectedTotal: childrenPerAlbum });
-    expect(live).toEqual((await get<AlbumStatus>(`${albumUrl(conversation, 'fresh')}?source=database`)).body);
+    expect(live).toEqual((await get<AlbumView>(`${albumUrl(conversation, 'fresh')}?source=database`)).body);
     releaseLoads();
 
     const loaded = await eventually(async () => {
-      const response = await get<AlbumStatus>(albumUrl(conversation, 'fresh'));
+      const response = await get<AlbumView>(albumUrl(conversation, 'fresh'));
       expect(response.body.media.pending).toBe(0);
       return response.body;
     });
@@ -224,7 +224,7 @@ describe('album status while the workflow loads the album', () => {
         albumEvent({ conversationId: conversation, albumId: 'late', messageId: `late-m${index}`, index, total: 1 });
       expect((await stack.post(late(0))).statusCode).toBe(202);
       const closed = await eventually(async () => {
-        const response = await get<AlbumStatus>(albumUrl(conversation, 'late'));
+        const response = await get<AlbumView>(albumUrl(conversation, 'late'));
         expect(response.source).toBe('database');
         expect(response.body.state).toBe('closed');
         return response.body;
@@ -236,12 +236,12 @@ describe('album status while the workflow loads the album', () => {
       const live = await readWhileLoading(conversation, 'late', 2);
       expect(live.children.map((c) => c.messageId)).toEqual(['late-m0', 'late-m1']);
       expect(live.decisions).toEqual(closed.decisions);
-      const recorded = (await get<AlbumStatus>(`${albumUrl(conversation, 'late')}?source=database`)).body;
+      const recorded = (await get<AlbumView>(`${albumUrl(conversation, 'late')}?source=database`)).body;
       expect(live).toEqual({ ...recorded, state: 'processed' });
       releaseLoads();
 
       const amended = await eventually(async () => {
-        const response = await get<AlbumStatus>(albumUrl(conversation, 'late'));
+        const response = await get<AlbumView>(albumUrl(conversation, 'late'));
         expect(response.body.decisions.map((d) => d.trigger)).toEqual(['expected_count_reached', 'late_item']);
         return response.body;
       });

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AlbumStatus } from '../../workflows/types.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import type { AlbumListBody, MessageStatus } from '../../src/http/schemas.js';
 import { eventually } from '../harness/albums.js';
 import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 import { unique } from '../harness/random.js';
-import { albumStatusViewsTotal } from '../../src/metrics.js';
+import { albumStatusViewsTotal } from '../../src/common/metrics.js';
 import { startStack, type Stack } from '../harness/stack.js';
 import { albumEvent } from '../harness/events.js';
 
@@ -52,7 +52,7 @@ describe('album status', () => {
     for (const photo of [photos[2], photos[0], photos[0], photos[1]]) expect((await stack.post(photo)).statusCode).toBe(202);
 
     const live = await eventually(async () => {
-      const response = await get<AlbumStatus>(albumUrl(conversation, 'alb/1 ü'));
+      const response = await get<AlbumView>(albumUrl(conversation, 'alb/1 ü'));
       expect(response.source).toBe('workflow');
       expect(response.body.decisions).toHaveLength(1);
       expect(response.body.media.pending).toBe(0);
@@ -71,13 +71,13 @@ describe('album status', () => {
     expect(live.decisions[0]).toMatchObject({ seq: 1, trigger: 'expected_count_reached', childMessageIds: ['m0', 'm1', 'm2'] });
     expect(live.children[0]!.attachments[0]).toMatchObject({ position: 0, status: 'downloaded', bytes: 7 });
 
-    const recorded = await get<AlbumStatus>(albumUrl(conversation, 'alb/1 ü', '?source=database'));
+    const recorded = await get<AlbumView>(albumUrl(conversation, 'alb/1 ü', '?source=database'));
     expect(recorded.source).toBe('database');
     expect(recorded.body).toEqual(live);
 
     // The workflow reports `closed` itself in its last moments; once it completed, PostgreSQL answers.
     const closed = await eventually(async () => {
-      const response = await get<AlbumStatus>(albumUrl(conversation, 'alb/1 ü'));
+      const response = await get<AlbumView>(albumUrl(conversation, 'alb/1 ü'));
       expect(response.source).toBe('database');
       return response.body;
     });
@@ -91,7 +91,7 @@ describe('album status', () => {
       const counts = new Map((await albumStatusViewsTotal.get()).values.map((v) => [v.labels.source, v.value]));
       return (source: string) => counts.get(source) ?? 0;
     };
-    const view = () => get<AlbumStatus>(albumUrl(conversation, 'refreshed'));
+    const view = () => get<AlbumView>(albumUrl(conversation, 'refreshed'));
     await stack.post(albumEvent({ conversationId: conversation, albumId: 'refreshed', messageId: 'r0', index: 0, total: 2 }));
     // Once the workflow's first task is done its history stops growing, and its answer is kept.
     const first = await eventually(async () => {

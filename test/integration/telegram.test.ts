@@ -4,10 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/http/app.js';
-import { albumWorkflowId, messageWorkflowId } from '../../workflows/keys.js';
+import { buildApp } from '../../src/app.js';
+import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
-import type { AlbumStatus, AttachmentView } from '../../workflows/types.js';
+import type { AlbumView, AttachmentView } from '../../src/domain/types.js';
 import { eventually, saveHistory } from '../harness/albums.js';
 import * as stored from '../harness/rows.js';
 import { storedDecisions, storedNotifications } from '../harness/rows.js';
@@ -64,7 +64,7 @@ async function get<T>(stack: Stack, url: string): Promise<T> {
   return response.json<T>();
 }
 
-function albumStatus(stack: Stack, key: ReturnType<typeof albumKeyOf>): Promise<AlbumStatus> {
+function albumStatus(stack: Stack, key: ReturnType<typeof albumKeyOf>): Promise<AlbumView> {
   const parts = [key.workspace, key.provider, key.accountId, key.conversationId, key.albumId].map(encodeURIComponent);
   return get(stack, `/workspaces/${parts[0]}/albums/${parts.slice(1).join('/')}`);
 }
@@ -100,7 +100,7 @@ async function firstEditAnnounced(
 }
 
 /** Waits until the album is decided and none of its attachments is pending. */
-function settledAlbum(stack: Stack, key: ReturnType<typeof albumKeyOf>, children: number): Promise<AlbumStatus> {
+function settledAlbum(stack: Stack, key: ReturnType<typeof albumKeyOf>, children: number): Promise<AlbumView> {
   return eventually(async () => {
     const status = await albumStatus(stack, key);
     expect(status.distinctChildren).toBe(children);

@@ -5,11 +5,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/common/config.js';
 import { adminTokenPath, AdminTokenError, loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
 import { localPath } from '../../src/http/access/sign-in.js';
 import { tokenDigest, tokenHash, TokenTable } from '../../src/http/access/tokens.js';
-import { projectRoot } from '../../src/paths.js';
+import { projectRoot } from '../../src/common/paths.js';
 
 const alpha = 'alpha-token-0123456789';
 const beta = 'beta-token-0123456789';

@@ -8,12 +8,11 @@ import {
   step,
   type AlbumCommand,
   type AlbumEvent,
-  type AlbumRulesState,
-  type ChildRecord,
+  type DecisionRulesState,
   type Transition,
 } from '../../workflows/album-rules.js';
-import { buildAlbumView, buildMessageView, viewChildOf, type ViewChild } from '../../workflows/album-view.js';
 import type {
+  ChildRecord,
   AlbumProfile,
   AlbumTimings,
   EarlierVersion,
@@ -22,7 +21,8 @@ import type {
   DecisionView,
   DownloadResult,
   JsonValue,
-} from '../../workflows/types.js';
+} from '../../src/domain/types.js';
+import { buildAlbumView, buildMessageView, viewChildOf, type ViewChild } from '../../src/domain/album-view.js';
 
 const t0 = Date.parse('2026-09-29T10:00:00.000Z');
 const timings: AlbumTimings = { quietPeriodMs: 100, maxWaitMs: 1_000, lateWindowMs: 5_000, lateItemPolicy: 'refresh' };
@@ -70,7 +70,10 @@ function settle(messageId: string, position: number, result: DownloadResult = do
 }
 
 /** Applies events in order; returns the final state and every command, in order. */
-function run(events: AlbumEvent[], options: { timings?: AlbumTimings; from?: AlbumRulesState; profile?: AlbumProfile } = {}): Transition {
+function run(
+  events: AlbumEvent[],
+  options: { timings?: AlbumTimings; from?: DecisionRulesState; profile?: AlbumProfile } = {},
+): Transition {
   let state = options.from ?? initialState();
   const commands: AlbumCommand[] = [];
   for (const event of events) {
@@ -85,7 +88,7 @@ function decisionsOf(commands: AlbumCommand[]) {
   return commands.flatMap((command) => (command.type === 'decide' ? [command] : []));
 }
 
-function ids(state: AlbumRulesState): string[] {
+function ids(state: DecisionRulesState): string[] {
   return state.children.map((c) => c.arrival.messageId);
 }
 

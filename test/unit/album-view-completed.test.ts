@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { initialAttachments, initialState, step, type AlbumEvent, type AlbumRulesState } from '../../workflows/album-rules.js';
+import { initialAttachments, initialState, step, type AlbumEvent, type DecisionRulesState } from '../../workflows/album-rules.js';
 import {
   albumStatusOf,
   buildAlbumView,
@@ -9,8 +9,8 @@ import {
   viewChildOf,
   type StoredAlbumParts,
   type ViewChild,
-} from '../../workflows/album-view.js';
-import type { AlbumKey, AlbumProfile, AlbumTimings, ChildArrival, DecisionView, JsonValue, ReviewReason } from '../../workflows/types.js';
+} from '../../src/domain/album-view.js';
+import type { AlbumKey, AlbumProfile, AlbumTimings, ChildArrival, DecisionView, JsonValue, ReviewReason } from '../../src/domain/types.js';
 
 const t0 = Date.parse('2026-09-29T10:00:00.000Z');
 const timings: AlbumTimings = { quietPeriodMs: 100, maxWaitMs: 1_000, lateWindowMs: 5_000, lateItemPolicy: 'review' };
@@ -68,7 +68,7 @@ const anyAlbum = fc
  * The workflow's state after it saw the first `seen` children (in one or two signals), perhaps decided on
  * them, and settled some of their downloads.
  */
-function workflowState(children: ChildArrival[], seen: number, split: number, decide: boolean, settles: boolean[]): AlbumRulesState {
+function workflowState(children: ChildArrival[], seen: number, split: number, decide: boolean, settles: boolean[]): DecisionRulesState {
   let state = initialState();
   const apply = (event: AlbumEvent) => (state = step(state, event, timings, profile).state);
   const first = children.slice(0, Math.min(split, seen));
@@ -108,7 +108,7 @@ const scenario = anyAlbum.chain((children) =>
 /** PostgreSQL's parts: every child, the decisions and reasons it recorded so far (each decision at its own, earlier stamp). */
 function storedParts(
   children: ChildArrival[],
-  state: AlbumRulesState,
+  state: DecisionRulesState,
   recordedDecisions: number,
   recordedReasons: number,
 ): StoredAlbumParts {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { banner } from '../../src/banner.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/common/config.js';
 
 const urls = { http: 'http://127.0.0.1:3000', console: 'http://127.0.0.1:3000/ui', temporal: '127.0.0.1:7233' };
 const bots = JSON.stringify({

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { QueuedChild } from '../../src/db/children.js';
 import type { OutboxRow } from '../../src/db/outbox.js';
-import { defaultSignalPlan, maxChildrenPerSignal, planSignals, type SignalPlan } from '../../src/dispatcher/batches.js';
-import type { AlbumTimings } from '../../workflows/types.js';
+import { defaultSignalPlan, maxChildrenPerSignal, planSignals, rowsByWorkflow, type SignalPlan } from '../../src/dispatcher/batches.js';
+import type { AlbumTimings } from '../../src/domain/types.js';
 
 const timings: AlbumTimings = { quietPeriodMs: 2000, maxWaitMs: 30000, lateWindowMs: 86400000, lateItemPolicy: 'refresh' };
 const plan: SignalPlan = { ...defaultSignalPlan, timings };
@@ -88,22 +88,29 @@ describe('planSignals', () => {
     expect(batches.map((b) => b.outboxIds)).toEqual([['0', '1'], ['2', '3'], ['4']]);
   });
 
-  it('sends one signal per child to workflows that download each attachment alone in the cost baseline', () => {
+  it("sends one signal per child when a signal carries one at most (the bench's cost baseline)", () => {
     const children = [stored('1', 'alb'), stored('2', 'alb'), stored('3', null)];
     const batches = planSignals(
       children.map((c, i) => row(i, c.messagePk)),
       children,
-      { ...plan, maxChildren: 1, costBaseline: true },
+      { ...plan, maxChildren: 1 },
     );
     expect(batches.map((b) => b.children.map((c) => c.messageId))).toEqual([['m1'], ['m2'], ['m3']]);
-    expect(batches.every((b) => b.target.input.oneDownloadActivityPerAttachment === true)).toBe(true);
     const coalesced = planSignals(
       children.map((c, i) => row(i, c.messagePk)),
       children,
       plan,
     );
     expect(coalesced.map((b) => b.children.length)).toEqual([2, 1]);
-    expect(coalesced.some((b) => 'oneDownloadActivityPerAttachment' in b.target.input)).toBe(false);
+  });
+
+  it("groups the rows by the workflow they signal, every row kept, in order of each workflow's first row", () => {
+    const children = [stored('1', 'alb'), stored('2', null), stored('3', 'alb')];
+    const groups = rowsByWorkflow([row(10, '1'), row(11, '2'), row(12, '3'), row(13, '1')], children, plan);
+    expect(groups.map((g) => [g.target.workflowId, g.albumPk, g.rows.map((r) => r.id)])).toEqual([
+      ['album:ws:whatsapp:acc:conv:alb', 'pk-alb', ['10', '12', '13']],
+      ['message:ws:whatsapp:acc:conv:m2', null, ['11']],
+    ]);
   });
 
   it('fails loudly when a row refers to a child that was not loaded', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { formatAlbum, formatAlbumList, formatMessage } from '../../src/cli/format.js';
 import { shellQuoted, terminalJson, terminalText } from '../../src/cli/terminal.js';
 import type { AlbumListBody, MessageStatus } from '../../src/http/schemas.js';
-import type { AlbumStatus } from '../../workflows/types.js';
+import type { AlbumView } from '../../src/domain/types.js';
 
 const key = { workspace: 'demo', provider: 'telegram', accountId: '7000000001', conversationId: '42' };
 const child = {
@@ -38,7 +38,7 @@ describe('the CLI shows the earlier versions of an edited message', () => {
   });
 
   it('marks an edited child in the album table', () => {
-    const album: AlbumStatus = {
+    const album: AlbumView = {
       workflowId: 'album:x',
       key: { ...key, albumId: 'g' },
       state: 'processed',
@@ -73,7 +73,7 @@ describe('the CLI writes what senders wrote escaped, never as terminal controls'
   const hostile = `day 1${clear} ${link}\x07 fake\nline\r\tcsi\x9b31m del\x7f rlo\u202egpj.exe\u2066iso\u2069 sep\u2028x`;
   const albumKey = { ...key, albumId: `g${clear}` };
 
-  const albumWith = (caption: string): AlbumStatus => ({
+  const albumWith = (caption: string): AlbumView => ({
     workflowId: `album:demo:telegram:7000000001:42:g${clear}`,
     key: albumKey,
     state: 'processed',
@@ -93,7 +93,7 @@ describe('the CLI writes what senders wrote escaped, never as terminal controls'
     ],
     decisions: [
       { seq: 1, trigger: 'expected_count_reached', decidedAt: '2026-09-29T10:01:00.000Z', childMessageIds: [`101${link}`, '102'] },
-    ] as AlbumStatus['decisions'],
+    ] as AlbumView['decisions'],
     media: { total: 1, pending: 0, downloaded: 0, failed: 1, expired: 0, unavailable: 0 },
   });
 

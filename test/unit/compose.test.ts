@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { configEnvNames } from '../../src/config.js';
-import { projectRoot } from '../../src/paths.js';
-import { temporalDatabase } from '../../src/temporal/cluster/database.js';
-import { serverConfigTemplate } from '../../src/temporal/cluster/cluster.js';
-import { clusterImages, clusterTools } from '../../src/temporal/cluster/versions.js';
+import { configEnvNames } from '../../src/common/config.js';
+import { projectRoot } from '../../src/common/paths.js';
+import { temporalDatabase } from '../../src/cluster/database.js';
+import { serverConfigTemplate } from '../../src/cluster/cluster.js';
+import { clusterImages, clusterTools } from '../../src/cluster/versions.js';
 import { dynamicConfigFile, readDynamicConfig } from '../../src/temporal/dynamic-config.js';
 
 interface Service {

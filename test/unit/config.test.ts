@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, configEnvNames, loadConfig } from '../../src/config.js';
-import { projectRoot } from '../../src/paths.js';
+import { ConfigError, configEnvNames, loadConfig } from '../../src/common/config.js';
+import { projectRoot } from '../../src/common/paths.js';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {

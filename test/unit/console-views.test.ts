@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { AlbumStatus } from '../../workflows/types.js';
+import type { AlbumView } from '../../src/domain/types.js';
 import { albumPageModel } from '../../src/ui/album-page.js';
 import { consolePaths } from '../../src/ui/paths.js';
 import { renderPage, templatesDir } from '../../src/ui/views.js';
@@ -8,7 +8,7 @@ import { renderPage, templatesDir } from '../../src/ui/views.js';
 const hostile = '<img src=x onerror=alert(1)>"\'&';
 const escaped = '&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;';
 
-function album(overrides: Partial<AlbumStatus> = {}): AlbumStatus {
+function album(overrides: Partial<AlbumView> = {}): AlbumView {
   return {
     workflowId: `album:${hostile}`,
     key: { workspace: hostile, provider: hostile, accountId: hostile, conversationId: hostile, albumId: hostile },
@@ -48,7 +48,7 @@ function album(overrides: Partial<AlbumStatus> = {}): AlbumStatus {
   };
 }
 
-function renderAlbum(status: AlbumStatus): string {
+function renderAlbum(status: AlbumView): string {
   const model = albumPageModel({
     album: status,
     details: [{ messageId: hostile, position: 0, kind: 'image', fileName: hostile, declaredMimeType: 'image/jpeg' }],

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/paths.js';
+import { projectRoot } from '../../src/common/paths.js';
 
 const read = <T>(file: string): T => JSON.parse(fs.readFileSync(path.join(projectRoot, file), 'utf8')) as T;
 

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { maxSignatureEntries, parseSignatureHeader, signatureHeader, signatureHex, verifySignature } from '../../src/signature.js';
+import { maxSignatureEntries, parseSignatureHeader, signatureHeader, signatureHex, verifySignature } from '../../src/common/signature.js';
 
 const nowS = 1_790_676_000;
 const body = Buffer.from('{"id":"evt_1","type":"message.received","data":{"message":{"id":"m1"}}}');

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { ConfigError, loadConfig } from '../../src/common/config.js';
+import { createLogger } from '../../src/common/log.js';
 
 const token = '7000000001:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw';
 const bots = (value: unknown) => ({ TELEGRAM_BOTS: JSON.stringify(value) });

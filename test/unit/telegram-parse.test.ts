@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { albumWorkflowId, childKeyString } from '../../workflows/keys.js';
+import { albumWorkflowId, childKeyString } from '../../src/domain/keys.js';
 import { maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from '../../src/ingest/child.js';
 import { maxNestingDepth } from '../../src/ingest/json-body.js';
 import { parseUpdate, readUpdateTypes, type ParsedUpdate } from '../../src/ingest/telegram.js';
-import { projectRoot } from '../../src/paths.js';
+import { projectRoot } from '../../src/common/paths.js';
 
 const workspace = 'ws';
 const botId = '7000000001';
@@ -267,6 +267,16 @@ describe('parseUpdate: media', () => {
       telegramFile: { width: 512, height: 512 },
     });
     expect(mediaOf({ photo: [file('p', { width: 1, height: 1 })], video: file('v') }).kind).toBe('photo');
+  });
+
+  it('keeps a pixel size beyond what a stored integer holds as unknown, as any unusable descriptive field', () => {
+    const huge = 2 ** 31;
+    expect(mediaOf({ photo: [file('p', { width: huge, height: 2 ** 31 - 1 })] }).telegramFile).toMatchObject({
+      width: null,
+      height: 2 ** 31 - 1,
+    });
+    expect(mediaOf({ video: file('v', { width: 640, height: huge }) }).telegramFile).toMatchObject({ width: 640, height: null });
+    expect(mediaOf({ video_note: file('vn', { length: huge }) }).telegramFile).toMatchObject({ width: null, height: null });
   });
 
   it('ignores a message with neither media nor text that albumflow keeps', () => {

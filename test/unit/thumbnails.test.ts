@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { mediaPath } from '../../activities/download.js';
+import { mediaPath } from '../../src/common/paths.js';
 import { createThumbnailer, decodeCost, thumbnailLimits, type Thumbnailer } from '../../src/ui/thumbnails.js';
 import { jpeg, pngBomb } from '../harness/images.js';
 

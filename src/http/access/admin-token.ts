@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../../config.js';
-import type { Logger } from '../../log.js';
-import { bearerTokenPattern } from './tokens.js';
+import type { Config } from '../../common/config.js';
+import type { Logger } from '../../common/log.js';
+import { bearerTokenPattern } from '../../common/bearer-token.js';
 
 /** The file under DATA_DIR that holds the admin token generated when API_TOKENS is unset. */
 export function adminTokenPath(dataDir: string): string {

@@ -4,7 +4,8 @@ import fp from 'fastify-plugin';
 import { HttpError } from '../errors.js';
 import { ErrorBodySchema as ErrorBody } from '../schemas.js';
 import { sessionCookie, sessionCookiePath, type ConsoleSessions } from './session.js';
-import { bearerTokenPattern, reaches, tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
+import { bearerTokenPattern } from '../../common/bearer-token.js';
+import { reaches, tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
 
 /**
  * Who may call a route, set as `config.access` (routes registered inside a plugin passed to

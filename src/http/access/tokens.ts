@@ -1,8 +1,5 @@
 import crypto from 'node:crypto';
 
-/** RFC 6750's b64token: what may follow `Bearer ` in an Authorization header. */
-export const bearerTokenPattern = /^[A-Za-z0-9\-._~+/]+=*$/;
-
 /** A token's SHA-256 digest: how console sessions and sign-in codes name their token in PostgreSQL. */
 export function tokenDigest(token: string): Buffer {
   return crypto.createHash('sha256').update(token).digest();

@@ -3,7 +3,7 @@
 // test queued (then 200), and keeps every delivery whose signature verified.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifySignature } from '../../../src/signature.js';
+import { verifySignature } from '../../../src/common/signature.js';
 
 export interface ReceivedRequest {
   method: string;

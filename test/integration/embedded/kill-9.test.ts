@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findProcess, isRunning, type ServerRecord } from '../../../src/embedded/ownership.js';
 import { pickPort } from '../../../src/embedded/ports.js';
-import { projectRoot } from '../../../src/paths.js';
+import { projectRoot } from '../../../src/common/paths.js';
 import { eventually } from '../../harness/albums.js';
 import { adminToken, interrupt, removeOutsideCluster, serve, serverRecord, type Serving } from './instance.js';
 import { userEnvironment } from '../../harness/environment.js';

@@ -7,8 +7,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedStatus } from '../../../src/embedded/server.js';
 import { findProcess, isRunning, type ProcessIdentity } from '../../../src/embedded/ownership.js';
-import { projectRoot } from '../../../src/paths.js';
-import type { AlbumStatus } from '../../../workflows/types.js';
+import { projectRoot } from '../../../src/common/paths.js';
+import type { AlbumView } from '../../../src/domain/types.js';
 import { eventually } from '../../harness/albums.js';
 import { startFakeBotApi, type FakeBotApi } from '../../harness/servers/fake-bot-api.js';
 import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos, type ServedPhoto } from '../../harness/servers/fake-bot-api-demo.js';
@@ -85,16 +85,16 @@ async function postAlbum(url: string, albumId: string): Promise<void> {
 }
 
 /** The status API's body for a UnifyPort album of `conv`, or for `<provider>/<account>/<conversation>/<album>`. */
-async function albumStatus(url: string, albumId: string): Promise<AlbumStatus | undefined> {
+async function albumStatus(url: string, albumId: string): Promise<AlbumView | undefined> {
   // API_TOKENS is unset: the admin token albumflow generated in the data directory.
   const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
   const tail = albumId.includes('/') ? albumId : `whatsapp/acc_1/conv/${albumId}`;
   const response = await fetch(`${url}/workspaces/${workspace}/albums/${tail}`, { headers: { authorization: `Bearer ${token}` } });
-  return response.status === 200 ? ((await response.json()) as AlbumStatus) : undefined;
+  return response.status === 200 ? ((await response.json()) as AlbumView) : undefined;
 }
 
 /** Waits until the album's decision holds both photos. */
-async function decided(url: string, albumId: string): Promise<AlbumStatus> {
+async function decided(url: string, albumId: string): Promise<AlbumView> {
   return eventually(async () => {
     const status = await albumStatus(url, albumId);
     expect(status?.decisions.at(-1)?.childMessageIds).toEqual([`${albumId}-0`, `${albumId}-1`]);

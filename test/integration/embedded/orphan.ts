@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { findProcess, type ServerRecord } from '../../../src/embedded/ownership.js';
-import { projectRoot } from '../../../src/paths.js';
+import { projectRoot } from '../../../src/common/paths.js';
 
 const modules = { startEmbeddedPostgres: 'src/embedded/postgres.ts', startDevServer: 'src/embedded/temporal.ts' } as const;
 

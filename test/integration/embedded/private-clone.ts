@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../../../src/paths.js';
+import { projectRoot } from '../../../src/common/paths.js';
 
 /**
  * A clone of the project in `target`, as `git clone && npm ci` leaves one: its own sources, and a

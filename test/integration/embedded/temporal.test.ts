@@ -7,7 +7,7 @@ import { Connection } from '@temporalio/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isRunning } from '../../../src/embedded/ownership.js';
 import { startDevServer } from '../../../src/embedded/temporal.js';
-import { projectRoot } from '../../../src/paths.js';
+import { projectRoot } from '../../../src/common/paths.js';
 import { downloadWithSdk, locateTemporalCli } from '../../../src/temporal/cli.js';
 import { eventually } from '../../harness/albums.js';
 import { leaveOrphan } from './orphan.js';

@@ -4,9 +4,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { projectRoot } from '../../paths.js';
-import { dynamicConfigFile } from '../dynamic-config.js';
-import { pickPort } from '../../embedded/ports.js';
+import { projectRoot } from '../common/paths.js';
+import { dynamicConfigFile } from '../temporal/dynamic-config.js';
+import { pickPort } from '../embedded/ports.js';
 import type { TemporalDatabase } from './database.js';
 import type { ClusterToolPaths } from './tools.js';
 

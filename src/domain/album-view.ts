@@ -4,22 +4,16 @@
 // derived here from the children, so PostgreSQL's view has them before the workflow has seen the child.
 // A workflow's answer that lacks stored children is completed from PostgreSQL's parts here too.
 
-import {
-  agreedTotal,
-  analyzeMetadata,
-  canonicalReasons,
-  compareChildren,
-  type AlbumRulesState,
-  type ChildOrder,
-  type ChildRecord,
-} from './album-rules.js';
+import { agreedTotal, analyzeMetadata, canonicalReasons, compareChildren } from './album-metadata.js';
 import type {
   AlbumKey,
+  AlbumPhase,
   AlbumProfile,
-  AlbumState,
-  AlbumStatus,
+  AlbumView,
   AttachmentView,
   ChildArrival,
+  ChildOrder,
+  ChildRecord,
   ChildView,
   DecisionView,
   JsonValue,
@@ -56,7 +50,7 @@ export interface AlbumViewInput {
 export interface MessageWorkflowStatus {
   workflowId: string;
   key: MessageKey;
-  state: AlbumState;
+  state: AlbumPhase;
   /** Null until the message reached the workflow. */
   message: ChildView | null;
   decisions: DecisionView[];
@@ -91,7 +85,7 @@ function normalizeInstant(value: string): string {
   return Number.isNaN(ms) ? value : new Date(ms).toISOString();
 }
 
-function stateOf(decisions: readonly DecisionView[], closed: boolean): AlbumState {
+function stateOf(decisions: readonly DecisionView[], closed: boolean): AlbumPhase {
   if (closed) return 'closed';
   return decisions.length > 0 ? 'processed' : 'collecting';
 }
@@ -151,7 +145,7 @@ export function reviewView(
   return { required: reasons.length > 0 && standing === null, reasons, ...(standing ? { resolved: standing } : {}) };
 }
 
-export function buildAlbumView(input: AlbumViewInput): AlbumStatus {
+export function buildAlbumView(input: AlbumViewInput): AlbumView {
   const expectedTotal = agreedTotal(input.children);
   return {
     workflowId: input.workflowId,
@@ -178,8 +172,17 @@ export function buildMessageView(input: MessageViewInput): MessageWorkflowStatus
   };
 }
 
-/** The album status body of a run whose rules are in `state` (its `status` query, its notifications). */
-export function albumStatusOf(workflowId: string, key: AlbumKey, profile: AlbumProfile, state: AlbumRulesState): AlbumStatus {
+/** What the views read of an album run's state (its decision rules keep more). */
+export interface AlbumRunState {
+  children: readonly ChildRecord[];
+  decisions: DecisionView[];
+  reviewReasons: readonly ReviewReason[];
+  reviewResolved: ReviewResolution | null;
+  phase: AlbumPhase;
+}
+
+/** The album status body of a run whose state is `state` (its `status` query, its notifications). */
+export function albumStatusOf(workflowId: string, key: AlbumKey, profile: AlbumProfile, state: AlbumRunState): AlbumView {
   return buildAlbumView({
     workflowId,
     key,
@@ -207,7 +210,7 @@ export interface StoredAlbumParts {
  * version (a shorter history) than the one stored, and those with an attachment it shows unavailable
  * that a redelivery has since given a URL.
  */
-export function unseenChildren(answer: AlbumStatus, stored: readonly ViewChild[]): ViewChild[] {
+export function unseenChildren(answer: AlbumView, stored: readonly ViewChild[]): ViewChild[] {
   const shown = new Map(answer.children.map((child) => [child.messageId, child]));
   return stored.filter((child) => {
     const answered = shown.get(child.messageId);
@@ -251,7 +254,7 @@ function answeredChild(child: ChildView, stored: ViewChild | undefined): ViewChi
  * recorded one while the workflow shows no child — with the reasons the metadata of them all gives.
  * It is the body PostgreSQL's view gives for the same children, and the answer itself when nothing is unseen.
  */
-export function completedAlbumView(answer: AlbumStatus, stored: StoredAlbumParts, childOrder: ChildOrder): AlbumStatus {
+export function completedAlbumView(answer: AlbumView, stored: StoredAlbumParts, childOrder: ChildOrder): AlbumView {
   const unseen = unseenChildren(answer, stored.children);
   const replaced = new Set(unseen.map((child) => child.messageId));
   const rows = new Map(stored.children.map((child) => [child.messageId, child]));

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { connectionConfig } from '../../db/pool.js';
+import { connectionConfig } from '../db/pool.js';
 
 const run = promisify(execFile);
 

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { findGo, goInstall, isExecutable, toolCacheDir } from '../cli.js';
+import { findGo, goInstall, isExecutable, toolCacheDir } from '../temporal/cli.js';
 import { clusterTools, type ClusterTool } from './versions.js';
 
 export type ClusterToolPaths = Record<keyof typeof clusterTools, string>;

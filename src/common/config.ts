@@ -2,8 +2,8 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import envSchema from 'env-schema';
 import { Type, type Static } from 'typebox';
-import { lateItemPolicies, type AlbumTimings } from '../workflows/types.js';
-import { bearerTokenPattern } from './http/access/tokens.js';
+import { lateItemPolicies, type AlbumTimings } from '../domain/types.js';
+import { bearerTokenPattern } from './bearer-token.js';
 import { defaultDataDir } from './paths.js';
 
 /** The cloud Bot API; a local Bot API server (or a fake one in tests) replaces it through TELEGRAM_API_ROOT. */
@@ -23,11 +23,14 @@ const Env = Type.Object({
   TEMPORAL_UI_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   WORKER_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
   WORKER_MAX_CACHED_WORKFLOWS: Type.Integer({ minimum: 0, default: 150 }),
-  TEMPORAL_COST_BASELINE: Type.Boolean({ default: false }),
   WORKSPACE_SECRETS: Type.String({ default: '{}' }),
   API_TOKENS: Type.Optional(Type.String({ minLength: 1 })),
   SIGNATURE_TOLERANCE_S: Type.Integer({ minimum: 1, default: 300 }),
   MAX_BODY_BYTES: Type.Integer({ minimum: 1, default: 1048576 }),
+  HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30000 }),
+  HTTP_HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10000 }),
+  HTTP_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 60000 }),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 72000 }),
   QUIET_PERIOD_MS: Type.Integer({ minimum: 1, default: 2000 }),
   MAX_WAIT_MS: Type.Integer({ minimum: 1, default: 30000 }),
   LATE_WINDOW_MS: Type.Integer({ minimum: 0, default: 86400000 }),
@@ -63,6 +66,18 @@ export interface IngestLimits {
   concurrentBatches: number;
   /** Deliveries waiting for their commit beyond which new ones are answered 503. */
   maxPending: number;
+}
+
+/** How long the HTTP server waits for a client; none can be switched off, so no connection is held forever. */
+export interface HttpTimeouts {
+  /** The whole request, headers and body, must have arrived by then (else 408 and the socket is closed). */
+  requestTimeoutMs: number;
+  /** The request's headers must have arrived by then (at most `requestTimeoutMs`). */
+  headersTimeoutMs: number;
+  /** A socket on which nothing is sent or received for this long is closed. */
+  idleTimeoutMs: number;
+  /** A kept-alive connection waits this long for its next request. */
+  keepAliveTimeoutMs: number;
 }
 
 /** One bot of TELEGRAM_BOTS. */
@@ -117,11 +132,6 @@ export interface Config {
     /** Where the worker serves Temporal's own metrics (Prometheus); a free port when unset. */
     workerMetricsPort: number | undefined;
     maxCachedWorkflows: number;
-    /**
-     * TEMPORAL_COST_BASELINE, for the bench's comparison only: one signal per child (the dispatcher
-     * coalesces nothing) and one download activity per attachment, the Temporal cost albumflow is judged against.
-     */
-    costBaseline: boolean;
   };
   workspaceSecrets: ReadonlyMap<string, readonly string[]>;
   /**
@@ -131,6 +141,7 @@ export interface Config {
   apiTokens: ReadonlyMap<string, readonly string[]> | undefined;
   signatureToleranceS: number;
   maxBodyBytes: number;
+  http: HttpTimeouts;
   album: AlbumTimings;
   media: { dir: string; maxBytes: number; allowPrivateNetworks: boolean };
   notify: { url: string | undefined; secret: string | undefined };
@@ -172,12 +183,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         (raw.TEMPORAL_ADDRESS || raw.TEMPORAL_UI_PORT === 0 ? undefined : `http://127.0.0.1:${raw.TEMPORAL_UI_PORT}`),
       workerMetricsPort: raw.WORKER_METRICS_PORT,
       maxCachedWorkflows: raw.WORKER_MAX_CACHED_WORKFLOWS,
-      costBaseline: raw.TEMPORAL_COST_BASELINE,
     },
     workspaceSecrets: parseWorkspaceSecrets(raw.WORKSPACE_SECRETS),
     apiTokens: raw.API_TOKENS === undefined ? undefined : parseApiTokens(raw.API_TOKENS),
     signatureToleranceS: raw.SIGNATURE_TOLERANCE_S,
     maxBodyBytes: raw.MAX_BODY_BYTES,
+    http: parseHttpTimeouts(raw),
     album: {
       quietPeriodMs: raw.QUIET_PERIOD_MS,
       maxWaitMs: raw.MAX_WAIT_MS,
@@ -197,6 +208,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxPending: raw.INGEST_MAX_PENDING,
     },
     telegram: { apiRoot: parseTelegramApiRoot(raw.TELEGRAM_API_ROOT), bots: parseTelegramBots(raw.TELEGRAM_BOTS) },
+  };
+}
+
+function parseHttpTimeouts(raw: Static<typeof Env>): HttpTimeouts {
+  // Node refuses to create a server whose headers may take longer than the whole request.
+  if (raw.HTTP_HEADERS_TIMEOUT_MS > raw.HTTP_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError(
+      `HTTP_HEADERS_TIMEOUT_MS (${raw.HTTP_HEADERS_TIMEOUT_MS}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${raw.HTTP_REQUEST_TIMEOUT_MS})`,
+    );
+  }
+  return {
+    requestTimeoutMs: raw.HTTP_REQUEST_TIMEOUT_MS,
+    headersTimeoutMs: raw.HTTP_HEADERS_TIMEOUT_MS,
+    idleTimeoutMs: raw.HTTP_IDLE_TIMEOUT_MS,
+    keepAliveTimeoutMs: raw.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   };
 }
 

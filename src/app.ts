@@ -1,24 +1,26 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Client } from '@temporalio/client';
-import type { Config } from '../config.js';
-import type { Pool } from '../db/pool.js';
-import type { EmbeddedServer } from '../embedded/server.js';
-import type { Logger } from '../log.js';
-import { httpRequestDuration, registry } from '../metrics.js';
-import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from './access/plugin.js';
-import { ConsoleSessions } from './access/session.js';
-import { signInRoutes } from './access/sign-in.js';
-import { TokenTable } from './access/tokens.js';
-import { actionRoutes } from './actions.js';
-import { handleError } from './errors.js';
-import { healthRoutes } from './health.js';
-import { statusRoutes } from './status.js';
-import { webhookIngress } from './webhook-ingress.js';
-import { consolePlugin } from '../ui/console.js';
+import type { Config } from './common/config.js';
+import type { Pool } from './db/pool.js';
+import type { EmbeddedServer } from './embedded/server.js';
+import type { Logger } from './common/log.js';
+import { httpRequestDuration, registry } from './common/metrics.js';
+import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from './http/access/plugin.js';
+import { ConsoleSessions } from './http/access/session.js';
+import { signInRoutes } from './http/access/sign-in.js';
+import { TokenTable } from './http/access/tokens.js';
+import { actionRoutes } from './http/actions.js';
+import { errorBody, handleError } from './http/errors.js';
+import { healthRoutes } from './http/health.js';
+import { statusRoutes } from './http/status.js';
+import { textKindPlugin } from './http/text-schemas.js';
+import { webhookIngress } from './http/webhook-ingress.js';
+import { consolePlugin } from './ui/console.js';
 
 export interface AppDeps {
   config: Config;
@@ -38,23 +40,64 @@ export interface AppDeps {
   consoleSessions?: ConsoleSessions;
   /** The servers this process runs itself (DATABASE_URL or TEMPORAL_ADDRESS unset), reported by `/readyz`. */
   embeddedServers?: readonly EmbeddedServer[];
+  /** Told of every route as it is registered, with its schema (a test walks them all with hostile input). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
+/**
+ * A request Node's parser gave up on (a timeout, headers too large, bytes that are not HTTP), answered
+ * with albumflow's error body before the socket is closed; nothing of it reached a route.
+ */
+function answerClientError(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'the request did not arrive within HTTP_REQUEST_TIMEOUT_MS (its headers within HTTP_HEADERS_TIMEOUT_MS)']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'the request headers are too large']
+        : [400, 'bad_request', 'the request is not valid HTTP'];
+  this.log.debug({ err: { code: err.code } }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(errorBody(code, message));
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
 /** The HTTP application without a listening socket: tests use `app.inject`, servers call `listen`. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const loggerInstance: FastifyBaseLogger = deps.logger;
+  const timeouts = deps.config.http;
   const app = Fastify({
     loggerInstance,
     bodyLimit: deps.config.maxBodyBytes,
+    // No client holds a connection forever: not by trickling its request, not by sending nothing.
+    requestTimeout: timeouts.requestTimeoutMs,
+    connectionTimeout: timeouts.idleTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    http: {
+      requestTimeout: timeouts.requestTimeoutMs,
+      headersTimeout: timeouts.headersTimeoutMs,
+      // How often Node looks for requests past those timeouts (its default, 30 s, would let them run that much longer).
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
+    },
+    clientErrorHandler: answerClientError,
+    // A URL the router cannot decode (invalid percent-encoding) or a path segment past maxParamLength.
+    frameworkErrors: (error, request, reply) => handleError(error, request, reply),
     return503OnClosing: true,
     // TRUST_PROXY: the X-Forwarded-* of these peers give the client's address and the request's scheme.
     trustProxy: deps.config.trustProxy,
     // Key segments longer than this are refused by the route schemas with a 400, not by the router.
     routerOptions: { maxParamLength: 2048 },
+    // Strings of the request schemas that PostgreSQL must be able to store carry this keyword.
+    ajv: { plugins: [textKindPlugin] },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  if (deps.onRoute) app.addHook('onRoute', deps.onRoute);
   app.setErrorHandler(handleError);
   app.addHook('onResponse', async (request, reply) => {
     // The route pattern, never the raw URL: ids in paths would make a series per album.

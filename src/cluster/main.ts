@@ -3,10 +3,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { claimDataDir } from '../../embedded/ownership.js';
-import { onStopSignals } from '../../stop-signals.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../embedded/postgres.js';
-import { connectClient, prepareNamespace } from '../connection.js';
+import { claimDataDir } from '../embedded/ownership.js';
+import { onStopSignals } from '../common/stop-signals.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../embedded/postgres.js';
+import { connectClient, prepareNamespace } from '../temporal/connection.js';
 import { setUpSchemas, temporalDatabase } from './database.js';
 import { defaultClusterPorts, temporalCluster, type TemporalCluster } from './cluster.js';
 import { locateClusterTools } from './tools.js';

@@ -1,0 +1,73 @@
+// The import rules `npm run lint` checks (dependency-cruiser): no import cycle between modules or between
+// folders, a domain that imports nothing of the app, and workflow code that imports only what a
+// deterministic sandbox may run. Type-only imports count like any other.
+
+const npm = (name) => `(^|/)node_modules/${name}/`;
+
+/** Workflow code: bundled for Temporal's sandbox, replayed from histories. */
+const workflowCode = ['^workflows/', '^bench/baseline/workflows\\.ts$'];
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+export default {
+  forbidden: [
+    {
+      name: 'no-module-cycle',
+      comment: 'Two modules that import each other (directly or through others) are one module in two files.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-folder-cycle',
+      comment: 'A folder imports nothing of a folder that imports it (a folder counts with everything under it).',
+      severity: 'error',
+      scope: 'folder',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'domain-imports-nothing-of-the-app',
+      comment:
+        'src/domain is what every layer shares: it imports only itself and TypeBox, never a Node built-in, ' +
+        'pg, Fastify, the Temporal SDK or another part of albumflow.',
+      severity: 'error',
+      from: { path: '^src/domain/' },
+      to: { pathNot: ['^src/domain/', npm('typebox')] },
+    },
+    {
+      name: 'workflow-code-is-deterministic',
+      comment:
+        'Workflow code imports only @temporalio/workflow, @temporalio/common, src/domain and workflows/ ' +
+        '(no Node built-in, no I/O, no activity code).',
+      severity: 'error',
+      from: { path: workflowCode },
+      to: { pathNot: ['^workflows/', '^src/domain/', npm('@temporalio/workflow'), npm('@temporalio/common')] },
+    },
+    {
+      name: 'db-imports-no-layer-above-it',
+      comment: 'src/db serves the layers above it (HTTP, the console, the dispatcher, the activities, the workflows).',
+      severity: 'error',
+      from: { path: '^src/db/' },
+      to: { path: ['^workflows/', '^activities/', '^src/(http|ui|dispatcher|temporal|cli|cluster|embedded)/', '^src/(app|service)\\.ts$'] },
+    },
+    {
+      name: 'activities-only-in-the-worker',
+      comment: "The activities are the worker's: the service binds them, and nothing else of the app imports them.",
+      severity: 'error',
+      from: { path: '^(src|workflows)/', pathNot: ['^src/service\\.ts$'] },
+      to: { path: '^activities/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|coverage|\\.data)/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    skipAnalysisNotInRules: true,
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'],
+    },
+  },
+};

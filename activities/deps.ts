@@ -1,0 +1,10 @@
+import type { Config } from '../src/common/config.js';
+import type { Pool } from '../src/db/pool.js';
+import type { Logger } from '../src/common/log.js';
+
+/** What the worker's activities are bound to. */
+export interface ActivityDeps {
+  pool: Pool;
+  config: Config;
+  logger: Logger;
+}

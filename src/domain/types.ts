@@ -1,0 +1,147 @@
+// The domain's types: children, their attachments, albums, decisions and their views, as every layer
+// (the ingress, PostgreSQL's queries, the dispatcher, the workflows, the activities, the console) names
+// them. Types only, but for the one list of late-item policies that the configuration validates against.
+
+import type {
+  AlbumKey,
+  AttachmentStatus,
+  AttachmentView,
+  DecisionView,
+  EarlierVersion,
+  MessageKey,
+  ReviewReason,
+  ReviewResolution,
+} from './schemas.js';
+
+export type {
+  AlbumKey,
+  AlbumPhase,
+  AlbumView,
+  AttachmentStatus,
+  AttachmentView,
+  ChildView,
+  ConversationScope,
+  DecisionTrigger,
+  DecisionView,
+  EarlierVersion,
+  MediaSummary,
+  MessageKey,
+  ReviewReason,
+  ReviewResolution,
+  ReviewView,
+} from './schemas.js';
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+export const lateItemPolicies = ['refresh', 'reanalyze', 'review'] as const;
+export type LateItemPolicy = (typeof lateItemPolicies)[number];
+export type NotificationType = 'album.ready' | 'album.updated' | 'album.media_settled' | 'message.ready';
+
+export interface AlbumTimings {
+  quietPeriodMs: number;
+  maxWaitMs: number;
+  lateWindowMs: number;
+  lateItemPolicy: LateItemPolicy;
+}
+
+/**
+ * An attachment as stored with its child; `url` may be absent (file too large for the platform). A
+ * Telegram file never has one: it is downloaded by its file id.
+ */
+export interface AttachmentRef {
+  position: number;
+  url: string | null;
+  mimeType: string | null;
+  /** The Telegram file's `file_unique_id`; null for anything but Telegram media. */
+  telegramFileUniqueId: string | null;
+}
+
+/**
+ * What the platform of an album promises about it, carried in the workflow input so that the rules
+ * never look at a provider name.
+ */
+export interface AlbumProfile {
+  /** An album holds at most this many children (Telegram: 10): it is decided (`album_full`) once that many are present. Null: no limit. */
+  maxChildren: number | null;
+  /**
+   * How children are ordered: `index` — usable index, then sentAt, then message id; `message_id` —
+   * message ids as numbers (Telegram's grow within a chat), then sentAt.
+   */
+  childOrder: 'index' | 'message_id';
+}
+
+export type ChildOrder = AlbumProfile['childOrder'];
+
+/** One edit of a child that some decision included, as the workflow notifies it with `album.updated` (`"change": "edited"`). */
+export interface ChildEdit {
+  messageId: string;
+  /** 1 for the message's first edit, 2 for its second, … */
+  version: number;
+  caption: string | null;
+  previousCaption: string | null;
+  mediaReplaced: boolean;
+}
+
+/**
+ * One committed child message as the dispatcher hands it to its workflow. `index` and `total` are the
+ * usable values (non-negative integers) or null; `albumMeta` keeps the album object as received.
+ */
+export interface ChildArrival {
+  messageId: string;
+  index: number | null;
+  total: number | null;
+  /** `index` or `total` was present but of the wrong type, negative or fractional. */
+  metadataInvalid: boolean;
+  albumMeta: { index?: JsonValue; total?: JsonValue } | null;
+  caption: string | null;
+  sentAt: string | null;
+  /** When the child was first stored (ISO 8601). */
+  receivedAt: string;
+  attachments: AttachmentRef[];
+  /** Versions that edits replaced, oldest first: a longer history is a newer version of the child. */
+  history: EarlierVersion[];
+}
+
+/** A child with its attachments' outcomes, as a run keeps it and as PostgreSQL gives it back. */
+export interface ChildRecord {
+  arrival: ChildArrival;
+  attachments: AttachmentView[];
+}
+
+/** One attachment a download activity is asked for. */
+export interface DownloadRequest {
+  key: MessageKey;
+  position: number;
+  /** An operator's retry: an attachment PostgreSQL still records as failed or expired is tried again. */
+  retry: boolean;
+}
+
+/** Outcome of one attachment's download attempts, as the download activity reports it. */
+export interface DownloadResult {
+  status: Exclude<AttachmentStatus, 'pending'>;
+  contentType: string | null;
+  bytes: number | null;
+  sha256: string | null;
+  error: string | null;
+}
+
+/** An album's review as its workflow records it with a decision and when it closes. */
+export interface RecordedReview {
+  reviewReasons: ReviewReason[];
+  reviewResolved: ReviewResolution | null;
+}
+
+/** Whose stored state a fresh run loads: an album's, or one standalone message's. */
+export type StoredScope = { kind: 'album'; key: AlbumKey } | { kind: 'message'; key: MessageKey };
+
+/** Everything PostgreSQL knows about an album (or a standalone message) when a fresh run starts. */
+export interface PriorAlbum {
+  decisions: DecisionView[];
+  children: ChildRecord[];
+  reviewReasons: ReviewReason[];
+  reviewResolved: ReviewResolution | null;
+  /** `album.media_settled` notices already sent for the latest decision. */
+  mediaSettledNotices: number;
+  /** By message id, the last version whose edit an `album.updated` notified. */
+  editNotices: Record<string, number>;
+}
