@@ -4,8 +4,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool, withDatabase } from '../src/db/pool.js';
 import type { AppPhase } from './phases/context.js';
-import type { RequestRecord } from './load.js';
-import { albumReadyCounts, attachmentOutcomes, recordedDecisions, storedChildren, type RecordedDecision } from './queries.js';
+import type { RequestRecord } from '../test/harness/load.js';
+import { albumReadyCounts, attachmentOutcomes, recordedDecisions, storedChildren, type RecordedDecision } from '../test/harness/rows.js';
 import { acceptedChildren, childCount, notStored, undecided } from './records.js';
 import type { Correctness } from './report.js';
 import type { Stack } from './stack.js';

@@ -1,8 +1,8 @@
 // End to end, per complete album of a phase: the last new child's acknowledgement at the load generator → the
 // album's first decision recorded in PostgreSQL, and → the `album.media_settled` notification of that
 // decision stored (every attachment of its children downloaded or given up). Pure.
-import type { RequestRecord } from './load.js';
-import type { AttachmentOutcomes, RecordedDecision } from './queries.js';
+import type { RequestRecord } from '../test/harness/load.js';
+import type { AttachmentOutcomes, RecordedDecision } from '../test/harness/rows.js';
 import { newChildren, workflowIdOf } from './records.js';
 import { percentiles, round, roundPercentiles, stepStats, type EndToEnd } from './report.js';
 

@@ -1,7 +1,7 @@
 // What the load generator's request records say about a phase: which children were accepted, under
 // which album workflow, and which of them no recorded decision includes yet. Pure.
-import type { RequestRecord } from './load.js';
-import type { RecordedDecision } from './queries.js';
+import type { RequestRecord } from '../test/harness/load.js';
+import type { RecordedDecision } from '../test/harness/rows.js';
 
 export function workflowIdOf(record: RequestRecord): string | null {
   return record.albumKey === null ? null : `album:${record.albumKey}`;

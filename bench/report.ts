@@ -1,7 +1,7 @@
 // What a bench run reports: the figures of each section and the targets they are held to
 // (bench/markdown.ts writes them for BENCHMARKS.md). Pure (no I/O).
 import type { PhaseCounts } from './temporal-counts.js';
-import type { RequestRecord } from './load.js';
+import type { RequestRecord } from '../test/harness/load.js';
 
 export interface Percentiles {
   count: number;

@@ -17,12 +17,13 @@ import { runKnee } from './phases/knee.js';
 import { runScale } from './phases/scale.js';
 import { runBaseline, runSustained } from './phases/sustained.js';
 import { runTelegram } from './phases/telegram.js';
-import { countLogProblems } from './processes.js';
-import { attachmentOutcomes, mediaSettledOf } from './queries.js';
+import { countLogProblems } from '../test/harness/processes.js';
+import { Cleanups } from '../test/harness/cleanups.js';
+import { attachmentOutcomes, mediaSettledOf } from '../test/harness/rows.js';
 import { acceptedChildren } from './records.js';
 import { renderMarkdown, withRunSection } from './markdown.js';
 import { evaluateTargets, round, type BenchReport } from './report.js';
-import { Closers, startStack } from './stack.js';
+import { startStack } from './stack.js';
 import { sourceVersion, stackVersions } from './versions.js';
 
 export interface BenchOutcome {
@@ -38,7 +39,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
   const runDir = path.join(options.resultsDir, runTag);
   const measuredSource = sourceVersion().catch(() => 'unknown');
   fs.mkdirSync(runDir, { recursive: true });
-  const closers = new Closers(options.log);
+  const closers = new Cleanups((line) => options.log(`bench: ${line}`));
 
   try {
     const stack = await startStack(options, runTag, runDir, closers);

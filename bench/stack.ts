@@ -1,7 +1,8 @@
-// Everything a run measures, started on this machine: the run's databases, a Temporal dev server (or the
-// given frontend), the worker, the ingress, the ceiling, the ingress alone, the media server and the load
-// generator, each its own process. Each piece is pushed on the closers as it starts, so a failure or a
-// Ctrl-C stops what was started, in reverse order.
+// Everything a run measures, started on this machine from the harness's building blocks
+// (test/harness/): the run's databases, a Temporal dev server (or the given frontend), the worker, the
+// ingress, the ceiling, the ingress alone, the media server and the load generator, each its own process.
+// Each piece is pushed on the cleanups as it starts, so a failure or a Ctrl-C stops what was started, in
+// reverse order.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,33 +11,17 @@ import type pg from 'pg';
 import { defaultTelegramApiRoot } from '../src/common/config.js';
 import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } from '../src/db/pool.js';
 import { pickPort } from '../src/embedded/ports.js';
-import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
-import { devServerDbFile, startDevServer } from '../src/embedded/temporal.js';
-import type { MediaFile } from './media/catalogue.js';
-import { repoRoot, type BenchOptions, type PhaseName } from './options.js';
-import { childPids, MemorySampler, pidsListeningOn, spawnNode, type ManagedProcess } from './processes.js';
+import { devServerDbFile } from '../src/embedded/temporal.js';
+import type { Cleanups } from '../test/harness/cleanups.js';
+import { appEnvironment, userEnvironment } from '../test/harness/environment.js';
+import { appProcess, childPids, MemorySampler, NodeProcess, pidsListeningOn } from '../test/harness/processes.js';
+import type { MediaFile } from '../test/harness/servers/catalogue.js';
+import { connectAdmin, startPrivateCluster } from '../test/harness/servers/postgres.js';
+import { devServer } from '../test/harness/servers/temporal.js';
+import type { BenchOptions, PhaseName } from './options.js';
 import { recordPerf } from './perf.js';
 import { describePerfSummary } from './perf-summary.js';
-import { connectAdmin } from './queries.js';
 import type { ServedMedia } from './workload.js';
-
-/** What was started, stopped in reverse order. */
-export class Closers {
-  private readonly stack: Array<{ name: string; close: () => Promise<unknown> }> = [];
-
-  constructor(private readonly log: (line: string) => void) {}
-
-  push(name: string, close: () => Promise<unknown>): void {
-    this.stack.push({ name, close });
-  }
-
-  async closeAll(): Promise<void> {
-    for (const { name, close } of this.stack.reverse()) {
-      await close().catch((err: unknown) => this.log(`bench: could not stop ${name}: ${(err as Error).message}`));
-    }
-    this.stack.length = 0;
-  }
-}
 
 /** A second app, in the cost baseline's configuration, on a database and task queue of its own. */
 export interface BaselineApp {
@@ -58,11 +43,11 @@ export interface Stack {
   secret: string;
   /** The bot of TELEGRAM_BOTS[workspace] the Telegram step posts to. */
   telegram: { bot: string; botId: string; secretToken: string };
-  worker: ManagedProcess;
-  ingress: ManagedProcess;
-  ceiling: ManagedProcess;
-  load: ManagedProcess;
-  ingressAlone: ManagedProcess | undefined;
+  worker: NodeProcess;
+  ingress: NodeProcess;
+  ceiling: NodeProcess;
+  load: NodeProcess;
+  ingressAlone: NodeProcess | undefined;
   media: ServedMedia | undefined;
   /** Pids whose CPU and memory the run reads, by process name. */
   watched: Record<string, number>;
@@ -81,19 +66,16 @@ async function getJson<T>(url: string): Promise<T> {
   return (await response.json()) as T;
 }
 
-export async function startStack(options: BenchOptions, runTag: string, runDir: string, closers: Closers): Promise<Stack> {
+export async function startStack(options: BenchOptions, runTag: string, runDir: string, closers: Cleanups): Promise<Stack> {
   const { log } = options;
   const runs = (phase: PhaseName) => options.phases.includes(phase);
   let databaseUrl = options.databaseUrl;
   if (!databaseUrl) {
     // No PostgreSQL given: one of the run's own, as `npm start` runs one (its processes count as PostgreSQL's CPU).
     log('bench: starting an embedded PostgreSQL');
-    const postgres = await startEmbeddedPostgres({ dataDir: path.join(runDir, 'postgres'), settings: { max_connections: '300' } });
-    closers.push('the embedded PostgreSQL', async () => {
-      await postgres.stop();
-      await fs.promises.rm(path.join(runDir, 'postgres'), { recursive: true, force: true });
-    });
-    databaseUrl = postgres.url;
+    const postgres = await startPrivateCluster({ dataDir: path.join(runDir, 'postgres'), settings: { max_connections: '300' } });
+    closers.push('the embedded PostgreSQL', () => postgres.remove());
+    databaseUrl = postgres.databaseUrl;
   }
   const base = connectionConfig(databaseUrl);
   const appDatabase = `albumflow_bench_${process.pid}_${Date.now()}`;
@@ -115,12 +97,13 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     log('bench: starting the Temporal dev server');
     // Its state in a file of the run, as `npm start` keeps it (in memory, SQLite never writes to disk).
     const devServerDir = path.join(runDir, 'temporal');
-    const devServer = await startDevServer({ port: 0, uiPort: false, dbFile: devServerDbFile(devServerDir) });
+    const server = await devServer({ dbFile: devServerDbFile(devServerDir) });
+    await server.start();
     closers.push('the Temporal dev server', async () => {
-      await devServer.stop();
+      await server.stop();
       await fs.promises.rm(devServerDir, { recursive: true, force: true });
     });
-    temporalAddress = devServer.address;
+    temporalAddress = server.address;
     startedDevServer = true;
   }
   const connection = await Connection.connect({ address: temporalAddress });
@@ -131,71 +114,54 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const secret = crypto.randomBytes(24).toString('hex');
   const taskQueue = `bench-${runTag}`;
   const workerMetricsPort = await pickPort();
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('TEMPORAL_') && name !== 'DATABASE_URL' && !name.startsWith('PG')),
-  );
+  const inherited = userEnvironment();
   const mediaDir = path.join(runDir, 'media');
   closers.push('the downloaded media', () => fs.promises.rm(mediaDir, { recursive: true, force: true }));
   const metricsToken = crypto.randomBytes(32).toString('base64url');
   const telegram = { bot: 'bench', botId: '7000000099', secretToken: crypto.randomBytes(24).toString('hex') };
   const telegramToken = `${telegram.botId}:${crypto.randomBytes(24).toString('base64url')}`;
-  const albumEnv = {
+  /** The app's environment on one of the run's databases. */
+  const albumEnv = (db: pg.ClientConfig, overrides: { taskQueue?: string; mediaDir?: string } = {}): NodeJS.ProcessEnv => ({
     ...inherited,
+    ...appEnvironment({
+      databaseUrl: connectionUrl(db),
+      temporalAddress,
+      taskQueue: overrides.taskQueue ?? taskQueue,
+      workspaces: { [workspace]: [secret] },
+      quietPeriodMs: options.quietPeriodMs,
+      maxWaitMs: options.maxWaitMs,
+      lateWindowMs: options.lateWindowMs,
+      dataDir: path.join(runDir, 'data'),
+      mediaDir: overrides.mediaDir ?? mediaDir,
+      logLevel: 'warn',
+    }),
     API_TOKENS: JSON.stringify({ [metricsToken]: ['*'] }),
-    HOST: '127.0.0.1',
     PORT: '0',
-    TEMPORAL_ADDRESS: temporalAddress,
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }),
     // The cloud Bot API (unreachable here): the Telegram step's files are over its 20 MB limit, so none is fetched.
     TELEGRAM_BOTS: JSON.stringify({ [workspace]: { [telegram.bot]: { token: telegramToken, secretToken: telegram.secretToken } } }),
     TELEGRAM_API_ROOT: defaultTelegramApiRoot,
-    QUIET_PERIOD_MS: String(options.quietPeriodMs),
-    MAX_WAIT_MS: String(options.maxWaitMs),
-    LATE_WINDOW_MS: String(options.lateWindowMs),
-    LOG_LEVEL: 'warn',
-    DATA_DIR: path.join(runDir, 'data'),
-    MEDIA_DIR: mediaDir,
-    // The media server listens on the loopback address, which the download guard refuses unless told.
-    MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
-  };
+  });
   const profileArgs = (name: string) => (options.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles', name)}`] : []);
-  const start = async (name: string, script: string, env: NodeJS.ProcessEnv, ready: RegExp, extraArgs: string[] = [], ipc = false) => {
-    const started = await spawnNode({
-      name,
-      args: [...extraArgs, '--import', 'tsx', script],
-      cwd: repoRoot,
-      env,
-      ready,
-      readyTimeoutMs: 180_000,
-      logFile: path.join(runDir, `${name}.log`),
-      ipc,
-    });
-    closers.push(name, () => started.stop());
+  const logFile = (name: string) => path.join(runDir, `${name}.log`);
+  const launch = async (started: NodeProcess) => {
+    await started.start();
+    closers.push(started.name, () => started.stop());
     return started;
   };
+  const start = (name: string, script: string, env: NodeJS.ProcessEnv, ready: RegExp, nodeArgs: string[] = [], ipc = false) =>
+    launch(new NodeProcess({ name, script, nodeArgs, env, ready, readyTimeoutMs: 180_000, logFile: logFile(name), ipc, detached: true }));
+  const startApp = (name: string, role: 'ingress' | 'worker', env: NodeJS.ProcessEnv, nodeArgs: string[] = [], script?: string) =>
+    launch(appProcess({ name, role, script, nodeArgs, env, readyTimeoutMs: 180_000, logFile: logFile(name), detached: true }));
 
   const withMedia = options.media && (runs('sustained') || runs('burst'));
   log(`bench: starting the worker, the ingress, the ceiling${withMedia ? ', the media server' : ''} and the load generator`);
   const startups = await Promise.allSettled([
-    start(
-      'worker',
-      'src/worker.ts',
-      { ...albumEnv, DATABASE_URL: connectionUrl(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) },
-      /albumflow worker polling/,
-      profileArgs('worker'),
-    ),
-    start(
-      'ingress',
-      'src/ingress.ts',
-      { ...albumEnv, DATABASE_URL: connectionUrl(appDb) },
-      /listening on (http:\/\/\S+?),/,
-      profileArgs('ingress'),
-    ),
+    startApp('worker', 'worker', { ...albumEnv(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, profileArgs('worker')),
+    startApp('ingress', 'ingress', albumEnv(appDb), profileArgs('ingress')),
     start(
       'ceiling',
       'bench/ceiling.ts',
-      { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ceilingDatabase)) },
+      albumEnv(withDatabase(base, ceilingDatabase)),
       /ceiling listening on (\S+)/,
       profileArgs('ceiling'),
     ),
@@ -204,7 +170,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
       ? start(
           'ingress alone',
           'bench/ingress-alone.ts',
-          { ...albumEnv, DATABASE_URL: connectionUrl(withDatabase(base, ingressAloneDatabase)) },
+          albumEnv(withDatabase(base, ingressAloneDatabase)),
           /listening on (http:\/\/\S+)/,
           profileArgs('ingress-alone'),
         )
@@ -228,8 +194,8 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const failed = startups.find((startup) => startup.status === 'rejected');
   if (failed) throw failed.reason;
   const [worker, ingress, ceiling, load, ingressAlone, mediaProcess] = startups.map(
-    (startup) => (startup as PromiseFulfilledResult<ManagedProcess | undefined>).value,
-  ) as [ManagedProcess, ManagedProcess, ManagedProcess, ManagedProcess, ManagedProcess | undefined, ManagedProcess | undefined];
+    (startup) => (startup as PromiseFulfilledResult<NodeProcess | undefined>).value,
+  ) as [NodeProcess, NodeProcess, NodeProcess, NodeProcess, NodeProcess | undefined, NodeProcess | undefined];
 
   let media: ServedMedia | undefined;
   if (mediaProcess) {
@@ -237,9 +203,9 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     media = { baseUrl, files: await getJson<MediaFile[]>(`${baseUrl}/catalogue`) };
   }
 
-  const watched: Record<string, number> = { ingress: ingress.pid, worker: worker.pid, ceiling: ceiling.pid, load: load.pid };
-  if (ingressAlone) watched['ingress alone'] = ingressAlone.pid;
-  if (mediaProcess) watched.media = mediaProcess.pid;
+  const watched: Record<string, number> = { ingress: ingress.pid!, worker: worker.pid!, ceiling: ceiling.pid!, load: load.pid! };
+  if (ingressAlone) watched['ingress alone'] = ingressAlone.pid!;
+  if (mediaProcess) watched.media = mediaProcess.pid!;
   // A server of the run's own is its child; a given one is whatever listens on the frontend's port here.
   const temporalPid = startedDevServer
     ? childPids(process.pid, 'temporal')[0]
@@ -269,22 +235,15 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     const db = withDatabase(base, database);
     const baselinePool = createPool(db, { max: 3, applicationName: 'albumflow-bench' });
     closers.push('the baseline pool', () => baselinePool.end());
+    const baselineMedia = path.join(runDir, 'baseline-media');
     const env = {
-      ...albumEnv,
-      DATABASE_URL: connectionUrl(db),
-      TEMPORAL_TASK_QUEUE: `${taskQueue}-baseline`,
-      MEDIA_DIR: path.join(runDir, 'baseline-media'),
+      ...albumEnv(db, { taskQueue: `${taskQueue}-baseline`, mediaDir: baselineMedia }),
     };
-    closers.push('the baseline media', () => fs.promises.rm(env.MEDIA_DIR, { recursive: true, force: true }));
+    closers.push('the baseline media', () => fs.promises.rm(baselineMedia, { recursive: true, force: true }));
     const metricsPort = await pickPort();
     const [baselineWorker, baselineIngress] = await Promise.all([
-      start(
-        'baseline worker',
-        'bench/baseline/worker.ts',
-        { ...env, WORKER_METRICS_PORT: String(metricsPort) },
-        /albumflow worker polling/,
-      ),
-      start('baseline ingress', 'bench/baseline/ingress.ts', env, /listening on (http:\/\/\S+?),/),
+      startApp('baseline worker', 'worker', { ...env, WORKER_METRICS_PORT: String(metricsPort) }, [], 'bench/baseline/worker.ts'),
+      startApp('baseline ingress', 'ingress', env, [], 'bench/baseline/ingress.ts'),
     ]);
     return {
       pool: baselinePool,

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { locateTemporalCli } from '../src/temporal/cli.js';
 import { readGoBuildInfo, type GoBuildInfo } from './go-build-info.js';
 import { repoRoot } from './options.js';
-import { serverVersion } from './queries.js';
+import { serverVersion } from '../test/harness/rows.js';
 import type { Stack } from './stack.js';
 
 function packageVersion(name: string): string {

@@ -1,9 +1,11 @@
 // The bench's traffic: UnifyPort `message.received` events for albums of several children, in
 // shuffled order, some redelivered, each child's attachment on the bench's media server or without a
-// URL; or the same albums as a Telegram bot's webhook receives them. Deterministic for a seed; pure
-// (no I/O, no clock).
-import type { MediaFile } from './media/catalogue.js';
-import { seededRandom } from './random.js';
+// URL; or the same albums as a Telegram bot's webhook receives them (the events built by
+// test/harness/events.ts). Deterministic for a seed; pure (no I/O, no clock).
+import { telegramMessage, telegramUpdate, unifyportEvent } from '../test/harness/events.js';
+import type { ChildRequest, Traffic, Unit } from '../test/harness/load.js';
+import { seededRandom } from '../test/harness/random.js';
+import type { MediaFile } from '../test/harness/servers/catalogue.js';
 
 export interface AlbumShape {
   minChildren: number;
@@ -46,21 +48,6 @@ export interface ServedMedia {
   files: MediaFile[];
 }
 
-export interface ChildRequest {
-  body: string;
-  albumId: string;
-  messageId: string;
-  /** Children of the album and whether they carry `album.total`. */
-  albumSize: number;
-  albumHasTotal: boolean;
-  redelivery: boolean;
-  /** A Telegram Update's album key (its answer is an empty body); null for UnifyPort events, whose 202 names it. */
-  albumKey: string | null;
-}
-
-/** Requests sent at the same intended instant. */
-export type Unit = ChildRequest[];
-
 interface OpenAlbum {
   pending: ChildRequest[];
 }
@@ -86,7 +73,7 @@ export interface ChildMedia {
  * "too large" case), so no download runs; with media it names the file's type, size and URL, as a
  * platform's event does.
  */
-export function childEvent(input: {
+function childEvent(input: {
   eventId: string;
   provider: string;
   conversationId: string;
@@ -102,22 +89,21 @@ export function childEvent(input: {
   const attachment = media
     ? { type: media.file.kind, mime_type: media.file.mimeType, size: media.file.bytes, file_name: media.file.name, url: media.url }
     : { type: 'image', mime_type: 'image/jpeg', size: 180_000 + input.index, file_name: `photo-${input.index}.jpg` };
-  return JSON.stringify({
-    id: input.eventId,
-    type: 'message.received',
-    provider: input.provider,
-    account_id: 'bench-account',
-    data: {
-      conversation: { id: input.conversationId },
+  return JSON.stringify(
+    unifyportEvent({
+      id: input.eventId,
+      provider: input.provider,
+      accountId: 'bench-account',
+      conversationId: input.conversationId,
       message: {
         id: input.messageId,
-        ...(input.index === 0 ? { text: `album ${input.albumId}` } : {}),
+        text: input.index === 0 ? `album ${input.albumId}` : undefined,
         sent_at: new Date(sentAtBase + input.index * 1000).toISOString(),
         attachments: [attachment],
         album,
       },
-    },
-  });
+    }),
+  );
 }
 
 /** A number of the phase's id prefix, below 100,000 (FNV-1a). */
@@ -131,31 +117,33 @@ function phaseNumber(idPrefix: string): number {
  * A Telegram Update of one album item: a document over the cloud Bot API's 20 MB download limit, so it is
  * `unavailable` at once and no download reaches the network.
  */
-export function telegramUpdate(input: { updateId: number; chatId: number; albumId: string; messageId: number; index: number }): string {
-  return JSON.stringify({
-    update_id: input.updateId,
-    message: {
-      message_id: input.messageId,
-      chat: { id: input.chatId, type: 'private' },
-      date: Math.floor(sentAtBase / 1000) + input.index,
-      media_group_id: input.albumId,
-      document: {
-        file_id: `${input.albumId}-${input.messageId}`,
-        file_unique_id: `u-${input.albumId}-${input.messageId}`,
-        file_name: `scan-${input.index}.pdf`,
-        mime_type: 'application/pdf',
-        file_size: 25 * 1024 * 1024,
-      },
-      ...(input.index === 0 ? { caption: `album ${input.albumId}` } : {}),
-    },
-  });
+function documentUpdate(input: { updateId: number; chatId: number; albumId: string; messageId: number; index: number }): string {
+  return JSON.stringify(
+    telegramUpdate(
+      input.updateId,
+      telegramMessage({
+        messageId: input.messageId,
+        chatId: input.chatId,
+        date: Math.floor(sentAtBase / 1000) + input.index,
+        mediaGroupId: input.albumId,
+        document: {
+          file_id: `${input.albumId}-${input.messageId}`,
+          file_unique_id: `u-${input.albumId}-${input.messageId}`,
+          file_name: `scan-${input.index}.pdf`,
+          mime_type: 'application/pdf',
+          file_size: 25 * 1024 * 1024,
+        },
+        caption: input.index === 0 ? `album ${input.albumId}` : undefined,
+      }),
+    ),
+  );
 }
 
 /**
  * Produces the phase's units lazily. `next(false)` opens new albums as needed; `next(true)` only
  * finishes the albums already opened (so every album of a phase is sent whole), then returns null.
  */
-export class Workload {
+export class Workload implements Traffic {
   private readonly random: () => number;
   private readonly open: OpenAlbum[] = [];
   private readonly redeliveries: Array<{ due: number; request: ChildRequest }> = [];
@@ -267,7 +255,7 @@ export class Workload {
     for (let index = 0; index < size; index++) {
       const messageId = index + 1;
       children.push({
-        body: telegramUpdate({ updateId: chatId * 100 + messageId, chatId, albumId, messageId, index }),
+        body: documentUpdate({ updateId: chatId * 100 + messageId, chatId, albumId, messageId, index }),
         albumId,
         messageId: String(messageId),
         albumSize: size,

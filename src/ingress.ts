@@ -1,7 +1,5 @@
 // The ingress alone (HTTP + outbox dispatcher); scale it horizontally. Needs TEMPORAL_ADDRESS.
+import { ingressReadyLine } from './ready-lines.js';
 import { run } from './serve.js';
 
-await run(
-  { http: true, dispatcher: true, worker: false },
-  ({ urls }) => `albumflow ingress listening on ${urls.http}, Temporal at ${urls.temporal}\n`,
-);
+await run({ http: true, dispatcher: true, worker: false }, ({ urls }) => ingressReadyLine(urls.http, urls.temporal));

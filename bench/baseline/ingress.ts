@@ -1,9 +1,8 @@
 // The cost baseline's ingress: albumflow's ingress whose dispatcher sends every child at once in a
 // signal of its own (no interval, no coalescing).
+import { ingressReadyLine } from '../../src/ready-lines.js';
 import { run } from '../../src/serve.js';
 
-await run(
-  { http: true, dispatcher: true, worker: false },
-  ({ urls }) => `albumflow ingress listening on ${urls.http}, Temporal at ${urls.temporal}, one signal per child\n`,
-  { dispatcher: { minSignalIntervalMs: 0, maxChildrenPerSignal: 1 } },
-);
+await run({ http: true, dispatcher: true, worker: false }, ({ urls }) => ingressReadyLine(urls.http, urls.temporal), {
+  dispatcher: { minSignalIntervalMs: 0, maxChildrenPerSignal: 1 },
+});

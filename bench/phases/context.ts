@@ -5,13 +5,14 @@
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { outboxStats } from '../../src/db/outbox.js';
-import type { LoadMessage, LoadPhase, LoadReply, PhaseResult, RequestRecord } from '../load.js';
+import type { PhaseResult, RequestRecord } from '../../test/harness/load.js';
+import type { LoadMessage, LoadPhase, LoadReply } from '../load.js';
 import { delta, scrape } from '../metrics.js';
 import { countPhase } from '../histories.js';
 import type { PhaseCounts } from '../temporal-counts.js';
 import type { BenchOptions, PhaseName } from '../options.js';
-import { cpuSeconds, machineCpu, postgresCpuSeconds } from '../processes.js';
-import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type RecordedDecision } from '../queries.js';
+import { cpuSeconds, machineCpu, postgresCpuSeconds } from '../../test/harness/processes.js';
+import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type RecordedDecision } from '../../test/harness/rows.js';
 import { acceptedChildren, newChildren, undecided } from '../records.js';
 import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
 import type { Pool } from '../../src/db/pool.js';
@@ -69,7 +70,7 @@ export class PhaseContext {
     const { signal } = this.options;
     const generator = this.stack.load;
     return new Promise((resolve, reject) => {
-      const child = generator.child;
+      const child = generator.child();
       const onMessage = (reply: LoadReply) => {
         finish();
         if (reply.type === 'result') resolve(reply.result);

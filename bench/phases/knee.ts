@@ -2,7 +2,7 @@
 // --no-media), each settled before the next; the highest rate whose completion p99 (total known) holds
 // its target. The first step's CPU per child is the CPU target's figure when it starts at that rate.
 import { endToEnd } from '../end-to-end.js';
-import { attachmentOutcomes, mediaSettledOf, recordedDecisions } from '../queries.js';
+import { attachmentOutcomes, mediaSettledOf, recordedDecisions } from '../../test/harness/rows.js';
 import { acceptedChildren, newChildren } from '../records.js';
 import { appCpuMsPerChild, kneePhase, kneeStepMet, type Knee, type KneeStep } from '../report.js';
 import type { PhaseContext } from './context.js';

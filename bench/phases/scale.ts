@@ -2,15 +2,15 @@
 // the processes' resident memory is read with all of them open.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { scrape, type Metrics } from '../metrics.js';
-import { readMemory } from '../processes.js';
-import { openAlbums } from '../queries.js';
+import { readMemory } from '../../test/harness/processes.js';
+import { albums } from '../../test/harness/rows.js';
 import { megabytes, type ProcessMemory, type Scale } from '../report.js';
 import type { PhaseContext } from './context.js';
 
 /** The top-up when the scale phase runs; the memory reading whatever the phases. */
 export async function runScale(ctx: PhaseContext): Promise<Scale> {
   const { options, stack } = ctx;
-  const missingAlbums = options.openAlbums - (await openAlbums(stack.pool));
+  const missingAlbums = options.openAlbums - (await albums.count(stack.pool, { open: true }));
   if (ctx.runs('scale') && missingAlbums > 0) {
     await ctx.runAppPhase(
       'scale top-up',
@@ -47,7 +47,7 @@ export async function runScale(ctx: PhaseContext): Promise<Scale> {
     };
   }
   return {
-    openAlbums: await openAlbums(stack.pool),
+    openAlbums: await albums.count(stack.pool, { open: true }),
     runningWorkflows,
     processes,
     workerCachedWorkflows: workerMetrics.get('temporal_sticky_cache_size') ?? null,

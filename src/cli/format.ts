@@ -16,7 +16,7 @@ function childrenLine(album: AlbumView): string {
 }
 
 /** A table's lines; its cells are escaped before they are measured, so the columns line up as printed. */
-function table(header: string[], rows: string[][]): string[] {
+export function table(header: string[], rows: string[][]): string[] {
   const cells = rows.map((row) => row.map(terminalText));
   const widths = header.map((title, column) => Math.max(title.length, ...cells.map((row) => (row[column] ?? '').length)));
   const line = (values: string[]) =>

@@ -5,11 +5,12 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/common/paths.js';
 import { consolePaths } from '../../src/ui/paths.js';
-import { unique } from '../helpers/env.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { settled, testAlbum, workspaceInbox, type TestAlbum } from './albums.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { settled, testAlbum, workspaceInbox, type TestAlbum } from '../harness/albums.js';
 import { artifactsDir, launchBrowser, type Browser } from './browser.js';
-import { jpeg, png, startMediaServer, type MediaServer } from './media-files.js';
+import { jpeg, png } from '../harness/images.js';
+import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 
 const xssCaption = '<img src=x onerror=alert(1)>';
 

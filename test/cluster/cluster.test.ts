@@ -13,8 +13,10 @@ import { temporalServerVersion } from '../../src/cluster/versions.js';
 import { prepareNamespace } from '../../src/temporal/connection.js';
 import { searchAttributes, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
-import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions } from '../helpers/albums.js';
-import { startTestWorker, testClient, testConfig, testPool, unique } from '../helpers/env.js';
+import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren } from '../harness/albums.js';
+import { storedDecisions } from '../harness/rows.js';
+import { startTestWorker, testClient, testConfig, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 /** Every search attribute albumflow keeps, with a value, as the dispatcher and the workflow set them. */
 const allAttributes = [

@@ -2,11 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { freeClusterPorts, startTemporalCluster } from '../../src/cluster/cluster.js';
-import { setUpSchemas, temporalDatabase } from '../../src/cluster/database.js';
-import { locateClusterTools } from '../../src/cluster/tools.js';
 import { connectClient, prepareNamespace } from '../../src/temporal/connection.js';
-import { startPrivateCluster } from '../faults/harness/postgres.js';
+import { startPrivateCluster, warningsLog } from '../harness/servers/postgres.js';
+import { realServer } from '../harness/servers/temporal.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -26,28 +24,28 @@ declare module 'vitest' {
  * albumflow prepares it at start.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const tools = await locateClusterTools({ log: (message) => console.log(message) });
-  const postgres = await startPrivateCluster();
+  const postgres = await startPrivateCluster({
+    settings: { max_connections: '300', fsync: 'off', full_page_writes: 'off' },
+    log: warningsLog,
+  });
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-cluster-logs-'));
   const cleanUp = async () => {
     await postgres.remove();
     fs.rmSync(logDir, { recursive: true, force: true });
   };
   try {
-    const database = temporalDatabase(postgres.databaseUrl);
-    await setUpSchemas(tools.sqlTool, database);
-    const ports = await freeClusterPorts(false);
-    const cluster = await startTemporalCluster({ tools, database, ports, logDir, logLevel: 'warn' });
-    const client = await connectClient({ address: cluster.address }, 'default');
+    const server = await realServer({ postgresUrl: postgres.databaseUrl, logDir, ui: true });
+    await server.start();
+    const client = await connectClient({ address: server.address }, 'default');
     await prepareNamespace(client, 'default');
     await client.connection.close();
 
-    process.env.TEMPORAL_ADDRESS = cluster.address;
+    process.env.TEMPORAL_ADDRESS = server.address;
     project.provide('clusterPostgresUrl', postgres.databaseUrl);
-    project.provide('clusterUiUrl', cluster.uiUrl!);
-    project.provide('clusterMetricsUrl', Object.values(cluster.metricsUrls)[0]!);
+    project.provide('clusterUiUrl', server.uiUrl!);
+    project.provide('clusterMetricsUrl', Object.values(server.metricsUrls)[0]!);
     return async () => {
-      await cluster.stop();
+      await server.stop();
       await cleanUp();
     };
   } catch (err) {

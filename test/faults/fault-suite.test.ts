@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
-import { checkInvariants, isQuiet, type CheckReport } from './harness/invariants.js';
-import { LoadGenerator } from './harness/load.js';
-import { MemoryWatch } from './harness/memory.js';
-import { formatTable, megabytes, seconds, waitFor } from './harness/report.js';
-import { startStack, webhookSecret, workspace, type Stack } from './harness/stack.js';
+import { fileContent } from '../harness/events.js';
+import { LoadGenerator } from '../harness/load.js';
+import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
+import { startProcessStack, type ProcessStack } from '../harness/stack.js';
+import { checkInvariants, isQuiet, type CheckReport } from './invariants.js';
+import { formatTable, megabytes, seconds, waitFor } from './report.js';
 
 interface Fault {
   name: string;
@@ -27,9 +27,8 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<boole
 }
 
 describe('fault suite: two ingresses and two workers under signed load while their dependencies break', () => {
-  let stack: Stack;
+  let stack: ProcessStack;
   let load: LoadGenerator;
-  let memory: MemoryWatch;
   let botApi: FakeBotApi;
   const faults: Fault[] = [];
   let startedAt = 0;
@@ -38,19 +37,19 @@ describe('fault suite: two ingresses and two workers under signed load while the
   beforeAll(async () => {
     botApi = await startFakeBotApi();
     botApi.addBot(bot.token);
-    stack = await startStack({
+    stack = await startProcessStack({
       ingresses: 2,
       workers: 2,
       media: { bytes: 96 * 1024, durationMs: () => 400 + Math.random() * 1_200 },
       notifyDelayMs: () => 150 + Math.random() * 500,
-      env: {
+      env: (workspace) => ({
         TELEGRAM_API_ROOT: botApi.url,
         TELEGRAM_BOTS: JSON.stringify({ [workspace]: { faults: { token: bot.token, secretToken: bot.secretToken } } }),
-      },
+      }),
     });
     load = new LoadGenerator({
-      workspace,
-      secret: webhookSecret,
+      workspace: stack.workspace,
+      secret: stack.secret,
       targets: stack.ingressUrls,
       mediaUrl: (path) => stack.media.url(path),
       albumsPerSecond: 3,
@@ -60,15 +59,13 @@ describe('fault suite: two ingresses and two workers under signed load while the
         botId: bot.id,
         secretToken: bot.secretToken,
         share: 0.3,
-        serveFile: (fileId) => botApi.addFile(bot.token, fileId, { content: crypto.createHash('sha256').update(fileId).digest() }),
+        serveFile: (fileId) => botApi.addFile(bot.token, fileId, { content: fileContent(fileId) }),
       },
     });
-    memory = new MemoryWatch([...stack.ingresses, ...stack.workers]);
   }, 300_000);
 
   afterAll(async () => {
     load?.stop();
-    memory?.stop();
     await stack?.teardown();
     await botApi?.close();
   }, 120_000);
@@ -83,7 +80,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
 
   it('keeps every acknowledged child (UnifyPort and Telegram), decides it, notifies album.ready once and downloads each file once', async () => {
     startedAt = Date.now();
-    memory.start();
+    stack.memory.start(1_000);
     load.start();
     await pause(8_000);
 
@@ -138,15 +135,8 @@ describe('fault suite: two ingresses and two workers under signed load while the
     load.stopGenerating();
     await load.drain(180_000);
     const quiet = await waitFor(async () => isQuiet(stack.pool, load), 360_000, 2_000);
-    memory.stop();
-    const report: CheckReport = await checkInvariants({
-      pool: stack.pool,
-      workspace,
-      load,
-      media: stack.media,
-      receiver: stack.receiver,
-      botApi,
-    });
+    stack.memory.stop();
+    const report: CheckReport = await checkInvariants({ stack, load, botApi });
     const elapsed = Date.now() - startedAt;
 
     const phases = ['warm-up', ...faults.map((f) => f.name), 'cool-down and redeliveries'];
@@ -195,7 +185,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
           `notifications ${stack.receiver.deliveries.length} (${report.notificationRedeliveries} same-id redeliveries)`,
         `of them Telegram: children ${telegramChildren.length} (checked ${telegramChildren.filter((c) => report.checked.has(c.childKey)).length}), ` +
           `caption edits ${telegramChildren.filter((c) => c.editedCaption !== null).length}, getFile calls ${botApi.calls('getFile').length}`,
-        `peak memory: ingress ${megabytes(memory.peakOf('ingress'))}, worker ${megabytes(memory.peakOf('worker'))}; ` +
+        `peak memory: ingress ${megabytes(stack.peakMemory('ingress'))}, worker ${megabytes(stack.peakMemory('worker'))}; ` +
           `unexpected process exits ${[...stack.ingresses, ...stack.workers].reduce((n, p) => n + p.unexpectedExits, 0)}`,
         ...report.violations.slice(0, 40).map((v) => `  [${v.phase}] ${v.message}`),
         '',

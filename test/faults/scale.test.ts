@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkInvariants, isQuiet } from './harness/invariants.js';
-import { LoadGenerator } from './harness/load.js';
-import { MemoryWatch } from './harness/memory.js';
-import { formatTable, megabytes, seconds, waitFor } from './harness/report.js';
-import { startStack, webhookSecret, workspace, type Stack } from './harness/stack.js';
+import { LoadGenerator } from '../harness/load.js';
+import { decisions, outbox } from '../harness/rows.js';
+import { startProcessStack, type ProcessStack } from '../harness/stack.js';
+import { checkInvariants, isQuiet } from './invariants.js';
+import { formatTable, megabytes, seconds, waitFor } from './report.js';
 
 const bigAlbumSize = 10_000;
 const albumsAtOnce = 10_000;
@@ -20,21 +20,20 @@ afterAll(() => {
 
 /** A stack of two ingresses and two workers with its memory watched, for one describe block. */
 function useStack(env: Record<string, string> = {}) {
-  const context = {} as { stack: Stack; memory: MemoryWatch; load: () => LoadGenerator };
+  const context = {} as { stack: ProcessStack; load: () => LoadGenerator };
   beforeAll(async () => {
-    context.stack = await startStack({
+    context.stack = await startProcessStack({
       ingresses: 2,
       workers: 2,
       env,
       media: { bytes: 2 * 1024, durationMs: () => 0 },
       notifyDelayMs: () => 0,
     });
-    context.memory = new MemoryWatch([...context.stack.ingresses, ...context.stack.workers]);
-    context.memory.start();
+    context.stack.memory.start(1_000);
     context.load = () =>
       new LoadGenerator({
-        workspace,
-        secret: webhookSecret,
+        workspace: context.stack.workspace,
+        secret: context.stack.secret,
         targets: context.stack.ingressUrls,
         mediaUrl: (path) => context.stack.media.url(path),
         albumsPerSecond: 0,
@@ -42,7 +41,6 @@ function useStack(env: Record<string, string> = {}) {
       });
   }, 300_000);
   afterAll(async () => {
-    context.memory?.stop();
     await context.stack?.teardown();
   }, 120_000);
   return context;
@@ -52,7 +50,7 @@ describe(`${albumsAtOnce.toLocaleString('en')} albums at once`, () => {
   const context = useStack();
 
   it('stores every acknowledged child with bounded memory, keeps dispatching to Temporal and keeps serving', async () => {
-    const { stack, memory } = context;
+    const { stack } = context;
     const startedAt = Date.now();
     const load = context.load();
     load.phase = 'albums at once';
@@ -62,24 +60,24 @@ describe(`${albumsAtOnce.toLocaleString('en')} albums at once`, () => {
     load.stopGenerating();
     await load.drain(300_000);
     const acceptedIn = Date.now() - startedAt;
-    const report = await checkInvariants({ pool: stack.pool, workspace, load, media: stack.media, receiver: stack.receiver });
+    const report = await checkInvariants({ stack, load });
     const notStored = report.violations.filter((v) => v.message.endsWith('acknowledged with 202 but not stored'));
-    const outboxDepth = async () => (await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox`)).rows[0]!.n;
+    const outboxDepth = () => outbox.count(stack.pool, {});
     const depthBefore = await outboxDepth();
     await new Promise((resolve) => setTimeout(resolve, 30_000));
     const depthAfter = await outboxDepth();
     const ready = await fetch(`${stack.ingressUrls[0]}/readyz`);
     const acknowledged = [...load.children.values()].filter((c) => c.acked).length;
     const statuses = [...new Set(load.attempts.map((a) => a.status))].sort();
-    memory.stop();
+    stack.memory.stop();
     rows.push([
       `${albumsAtOnce} albums at once`,
       String(load.children.size),
       String(acknowledged),
       `${acknowledged - notStored.length}/${acknowledged} stored`,
       `${seconds(acceptedIn)} to accept`,
-      megabytes(memory.peakOf('ingress')),
-      megabytes(memory.peakOf('worker')),
+      megabytes(stack.peakMemory('ingress')),
+      megabytes(stack.peakMemory('worker')),
       `answers ${statuses.join(', ')}; outbox ${depthBefore} → ${depthAfter} in 30 s`,
     ]);
 
@@ -88,8 +86,8 @@ describe(`${albumsAtOnce.toLocaleString('en')} albums at once`, () => {
     expect(statuses.filter((status) => status !== 202 && status !== 503)).toEqual([]);
     expect(depthAfter === 0 || depthAfter < depthBefore).toBe(true);
     expect(ready.status).toBe(200);
-    expect(memory.peakOf('ingress')).toBeLessThan(memoryLimitBytes.ingress);
-    expect(memory.peakOf('worker')).toBeLessThan(memoryLimitBytes.worker);
+    expect(stack.peakMemory('ingress')).toBeLessThan(memoryLimitBytes.ingress);
+    expect(stack.peakMemory('worker')).toBeLessThan(memoryLimitBytes.worker);
     expect([...stack.ingresses, ...stack.workers].map((p) => p.unexpectedExits)).toEqual([0, 0, 0, 0]);
   });
 });
@@ -98,7 +96,7 @@ describe(`one album of ${bigAlbumSize.toLocaleString('en')} children`, () => {
   const context = useStack({ QUIET_PERIOD_MS: '2000', MAX_WAIT_MS: '10000' });
 
   it('decides it with every child, notifies album.ready once and downloads each of its 1,000 files once', async () => {
-    const { stack, memory } = context;
+    const { stack } = context;
     const startedAt = Date.now();
     const load = context.load();
     load.phase = 'big album';
@@ -107,17 +105,17 @@ describe(`one album of ${bigAlbumSize.toLocaleString('en')} children`, () => {
     load.stopGenerating();
     await load.drain(300_000);
     const quiet = await waitFor(async () => isQuiet(stack.pool, load), 360_000, 2_000);
-    const report = await checkInvariants({ pool: stack.pool, workspace, load, media: stack.media, receiver: stack.receiver });
+    const report = await checkInvariants({ stack, load });
     const acknowledged = [...load.children.values()].filter((c) => c.acked).length;
-    memory.stop();
+    stack.memory.stop();
     rows.push([
       `one album of ${bigAlbumSize} children`,
       String(load.children.size),
       String(acknowledged),
       `${report.checked.size}/${acknowledged}`,
       seconds(Date.now() - startedAt),
-      megabytes(memory.peakOf('ingress')),
-      megabytes(memory.peakOf('worker')),
+      megabytes(stack.peakMemory('ingress')),
+      megabytes(stack.peakMemory('worker')),
       quiet.done && report.violations.length === 0 ? 'ok' : `${report.violations.length} violation(s); ${quiet.detail}`,
     ]);
 
@@ -125,12 +123,9 @@ describe(`one album of ${bigAlbumSize.toLocaleString('en')} children`, () => {
     expect(report.violations.slice(0, 10)).toEqual([]);
     expect(report.checked.size).toBe(bigAlbumSize);
     const albumKey = [...load.children.values()][0]!.albumKey!;
-    const { rows: decisions } = await stack.pool.query<{ n: number }>(
-      `SELECT cardinality(child_message_ids) AS n FROM decisions WHERE workflow_id = $1 ORDER BY seq`,
-      [`album:${albumKey}`],
-    );
-    expect(decisions.at(-1)?.n).toBe(bigAlbumSize);
-    expect(memory.peakOf('ingress')).toBeLessThan(memoryLimitBytes.ingress);
-    expect(memory.peakOf('worker')).toBeLessThan(memoryLimitBytes.worker);
+    const recorded = await decisions.read(stack.pool, { workflowId: `album:${albumKey}` }, ['children']);
+    expect(recorded.at(-1)?.children).toBe(bigAlbumSize);
+    expect(stack.peakMemory('ingress')).toBeLessThan(memoryLimitBytes.ingress);
+    expect(stack.peakMemory('worker')).toBeLessThan(memoryLimitBytes.worker);
   });
 });

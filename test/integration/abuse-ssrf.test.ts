@@ -1,6 +1,4 @@
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,33 +8,17 @@ import { isPublicAddress, networkPolicy, type NetworkPolicy } from '../../activi
 import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { DownloadResult } from '../../src/domain/types.js';
-import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { storeAttachment as storeAttachmentRow } from '../harness/albums.js';
+import { testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
+import { startMediaServer, type Handler, type MediaServer } from '../harness/servers/media.js';
 
 // Attachment URLs aimed at the machine's own network, directly, through redirects and through names that
 // resolve there. download.test.ts covers literal loopback, IPv4-mapped, metadata, private and CGNAT targets
 // and a redirect to a private name with a fake resolver; this file adds the rest with the system resolver.
 
 /** What an attacker wants to reach: a server on 127.0.0.1 that counts every request it gets. */
-interface Listener {
-  port: number;
-  hits: number;
-  close(): Promise<void>;
-}
-
-async function listenOn(host: string, handler: http.RequestListener): Promise<Listener> {
-  const listener = { port: 0, hits: 0, close: () => Promise.resolve() };
-  const server = http.createServer((req, res) => {
-    listener.hits += 1;
-    handler(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  listener.port = (server.address() as AddressInfo).port;
-  listener.close = () => {
-    server.closeAllConnections();
-    return new Promise((resolve) => server.close(() => resolve()));
-  };
-  return listener;
-}
+const listenOn = (host: string, handler: Handler): Promise<MediaServer> => startMediaServer({ host, fallback: handler });
 
 const quietSdkLogger = new DefaultLogger('ERROR');
 
@@ -44,9 +26,9 @@ describe('attachment URLs aimed at loopback, private, link-local and metadata ad
   const guarded = testConfig({ MEDIA_ALLOW_PRIVATE_NETWORKS: 'false' });
   const open = testConfig({ MEDIA_ALLOW_PRIVATE_NETWORKS: 'true', MEDIA_DIR: guarded.media.dir });
   let pool: Pool;
-  let internal: Listener;
+  let internal: MediaServer;
   /** Stands in for a public CDN: 127.0.0.2, reachable as `cdn.test` and permitted by the test policy only. */
-  let cdn: Listener;
+  let cdn: MediaServer;
   let redirectTo = '';
 
   beforeAll(async () => {
@@ -64,11 +46,7 @@ describe('attachment URLs aimed at loopback, private, link-local and metadata ad
 
   async function storeAttachment(url: string): Promise<DownloadInput> {
     const key = { workspace: unique('ssrf'), provider: 'whatsapp', accountId: 'acc', conversationId: 'conv', messageId: unique('msg') };
-    const { rows } = await pool.query<{ id: string }>(
-      `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, raw) VALUES ($1, $2, $3, $4, $5, '{}') RETURNING id`,
-      [key.workspace, key.provider, key.accountId, key.conversationId, key.messageId],
-    );
-    await pool.query(`INSERT INTO attachments (message_pk, position, url) VALUES ($1, 0, $2)`, [rows[0]!.id, url]);
+    await storeAttachmentRow(pool, key, { url });
     return { attachments: [{ key, position: 0, retry: false }], finalAttempt: 1 };
   }
 
@@ -98,10 +76,10 @@ describe('attachment URLs aimed at loopback, private, link-local and metadata ad
     'never connects to %s with the system resolver and MEDIA_ALLOW_PRIVATE_NETWORKS=false',
     async (_shown, i) => {
       const url = loopbackForms(internal.port)[i]!;
-      const before = internal.hits;
+      const before = internal.totalHits();
       const result = await download(guarded, url);
       expect(result.status).toBe('failed');
-      expect(internal.hits).toBe(before);
+      expect(internal.totalHits()).toBe(before);
     },
   );
 
@@ -127,23 +105,23 @@ describe('attachment URLs aimed at loopback, private, link-local and metadata ad
       ['an IPv6 link-local address', () => 'http://[fe80::1]/', /linkLocal address/],
     ])('refuses %s after the redirect, without connecting', async (_name, target, message) => {
       redirectTo = target();
-      const cdnHits = cdn.hits;
-      const internalHits = internal.hits;
+      const cdnHits = cdn.totalHits();
+      const internalHits = internal.totalHits();
       const result = await download(guarded, `http://cdn.test:${cdn.port}/photo.jpg`, cdnPolicy);
       expect(result.status).toBe('failed');
       expect(result.error).toMatch(message);
-      expect(cdn.hits).toBe(cdnHits + 1);
-      expect(internal.hits).toBe(internalHits);
+      expect(cdn.totalHits()).toBe(cdnHits + 1);
+      expect(internal.totalHits()).toBe(internalHits);
     });
   });
 
   it('fetches the same loopback URLs when MEDIA_ALLOW_PRIVATE_NETWORKS=true', async () => {
-    const before = internal.hits;
+    const before = internal.totalHits();
     const direct = await download(open, `http://localhost:${internal.port}/`);
     redirectTo = `http://127.0.0.1:${internal.port}/secret`;
     const redirected = await download(open, `http://127.0.0.2:${cdn.port}/photo.jpg`);
     expect(direct).toMatchObject({ status: 'downloaded', bytes: 'internal secret'.length });
     expect(redirected).toMatchObject({ status: 'downloaded', bytes: 'internal secret'.length });
-    expect(internal.hits).toBe(before + 2);
+    expect(internal.totalHits()).toBe(before + 2);
   });
 });

@@ -7,8 +7,11 @@ import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/app.js';
 import { maxNestingDepth } from '../../src/ingest/json-body.js';
-import { maxSignatureEntries, signatureHeader } from '../../src/common/signature.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { maxSignatureEntries } from '../../src/common/signature.js';
+import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
+import { unifyportEvent, unifyportHeaders } from '../harness/events.js';
+import { events, messages, quarantine, webhookRows } from '../harness/rows.js';
+import { unique } from '../harness/random.js';
 
 // Hostile and malformed traffic against the webhook route. What webhook.test.ts already covers (a secret
 // of another workspace, a changed field, stale and future timestamps, 413 by length and by stream) is not
@@ -51,29 +54,22 @@ afterAll(async () => {
 const nowS = () => Math.floor(Date.now() / 1000);
 
 function event(overrides: { account?: string; message?: string; extra?: unknown } = {}): string {
-  return JSON.stringify({
-    id: unique('evt'),
-    type: 'message.received',
-    provider: 'whatsapp',
-    account_id: overrides.account ?? unique('acc'),
-    data: {
-      conversation: { id: 'conv-1' },
+  return JSON.stringify(
+    unifyportEvent({
+      accountId: overrides.account ?? unique('acc'),
+      conversationId: 'conv-1',
       message: {
         id: overrides.message ?? unique('msg'),
         attachments: [{ type: 'image', url: 'https://media.example/a.jpg' }],
         album: { id: 'alb-1', index: 0 },
-        ...(overrides.extra === undefined ? {} : { extra: overrides.extra }),
+        extra: overrides.extra,
       },
-    },
-  });
+    }),
+  );
 }
 
 function signedHeaders(body: string | Buffer, timestamp = String(nowS())): Record<string, string> {
-  return {
-    'content-type': 'application/json',
-    'x-unifyport-timestamp': timestamp,
-    'x-unifyport-signature': signatureHeader(secret, timestamp, body),
-  };
+  return unifyportHeaders(secret, body, timestamp);
 }
 
 function post(target: App, body: string | Buffer, headers: Record<string, string>) {
@@ -81,21 +77,12 @@ function post(target: App, body: string | Buffer, headers: Record<string, string
 }
 
 /** Rows of every table the webhook writes, for this test's workspace. */
-async function storedRows(): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>(
-    `SELECT (SELECT count(*) FROM events WHERE workspace = $1) + (SELECT count(*) FROM messages WHERE workspace = $1)
-          + (SELECT count(*) FROM quarantine WHERE workspace = $1) AS n`,
-    [signed],
-  );
-  return Number(rows[0]!.n);
+function storedRows(): Promise<number> {
+  return webhookRows(pool, signed);
 }
 
 async function deliveryCount(eventId: string): Promise<number | undefined> {
-  const { rows } = await pool.query<{ delivery_count: number }>(
-    `SELECT delivery_count FROM events WHERE workspace = $1 AND event_id = $2`,
-    [signed, eventId],
-  );
-  return rows[0]?.delivery_count;
+  return (await events.read(pool, { workspace: signed, eventId }, ['delivery_count']))[0]?.delivery_count;
 }
 
 describe('fuzzing the webhook route (fast-check)', () => {
@@ -173,9 +160,10 @@ describe('fuzzing the webhook route (fast-check)', () => {
         const answer = response.json<{ status?: string; childKey?: string }>();
         if (response.statusCode === 202 && answer.status === 'accepted') {
           const [workspace, provider, account, conversation, message] = answer.childKey!.split(':').map(decodeURIComponent);
-          const { rows } = await pool.query(
-            `SELECT 1 FROM messages WHERE workspace = $1 AND provider = $2 AND account_id = $3 AND conversation_id = $4 AND message_id = $5`,
-            [workspace, provider, account, conversation, message],
+          const rows = await messages.read(
+            pool,
+            { workspace, provider, accountId: account, conversationId: conversation, messageId: message },
+            ['id'],
           );
           expect(rows).toHaveLength(1);
         }
@@ -275,13 +263,10 @@ describe('deep JSON nesting', () => {
     const response = await post(app, body, signedHeaders(body));
     expect(response.statusCode).toBe(400);
     expect(response.json()).toEqual({ error: { code: 'invalid_event', message: `the event nests deeper than ${maxNestingDepth} levels` } });
-    const { rows } = await pool.query<{ raw: Buffer }>(
-      `SELECT raw FROM quarantine WHERE workspace = $1 AND reason = 'invalid_event' ORDER BY id DESC LIMIT 1`,
-      [signed],
-    );
+    const rows = await quarantine.read(pool, { workspace: signed, reason: 'invalid_event' }, ['raw'], { descending: true, limit: 1 });
     expect(rows[0]!.raw.toString()).toBe(body);
-    const { rows: messages } = await pool.query(`SELECT 1 FROM messages WHERE workspace = $1 AND account_id = $2`, [signed, account]);
-    expect(messages).toEqual([]);
+    const stored = await messages.read(pool, { workspace: signed, accountId: account }, ['id']);
+    expect(stored).toEqual([]);
   });
 
   it('refuses a body that is nothing but brackets up to MAX_BODY_BYTES', async () => {

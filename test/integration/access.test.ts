@@ -15,7 +15,9 @@ import { ConsoleSessions, sessionCookie } from '../../src/http/access/session.js
 import { tokenHash } from '../../src/http/access/tokens.js';
 import { buildApp, type App } from '../../src/app.js';
 import { startService } from '../../src/service.js';
-import { capturedLogger, testClient, testConfig, testPool, unique } from '../helpers/env.js';
+import { capturedLogger, testClient, testConfig, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
+import { consoleSessions } from '../harness/rows.js';
 
 const workspaceA = unique('ws-a');
 const workspaceB = unique('ws-b');
@@ -583,14 +585,16 @@ describe('console sessions', () => {
     const value = signedIn.cookies.find((c) => c.name === sessionCookie)!.value;
     sessionOf(signedIn);
     expect(value).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const { rows } = await pool.query<{ id_digest: Buffer; token_digest: Buffer; expires_at: Date; created_at: Date }>(
-      `SELECT id_digest, token_digest, expires_at, created_at FROM console_sessions WHERE id_digest = $1`,
-      [crypto.createHash('sha256').update(value).digest()],
-    );
+    const rows = await consoleSessions.read(pool, { idDigest: crypto.createHash('sha256').update(value).digest() }, [
+      'id_digest',
+      'token_digest',
+      'expires_at',
+      'created_at',
+    ]);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.token_digest.toString('hex').slice(0, 12)).toBe(tokenHash(tokenB));
     expect(rows[0]!.expires_at.getTime() - rows[0]!.created_at.getTime()).toBe(43_200_000);
-    const everything = JSON.stringify((await pool.query(`SELECT * FROM console_sessions`)).rows);
+    const everything = JSON.stringify(await consoleSessions.read(pool, {}));
     expect(everything).not.toContain(value);
 
     const albums = (cookie: string) => app.inject({ method: 'GET', url: `/workspaces/${workspaceB}/albums`, headers: { cookie } });
@@ -621,10 +625,10 @@ describe('console sessions', () => {
           .createHash('sha256')
           .update(cookie.slice(`${sessionCookie}=`.length))
           .digest();
-      const stored = () => pool.query(`SELECT 1 FROM console_sessions WHERE id_digest = $1`, [digestOf(expired)]);
-      expect((await stored()).rowCount).toBe(1);
+      const stored = () => consoleSessions.count(pool, { idDigest: digestOf(expired) });
+      expect(await stored()).toBe(1);
       sessionOf(await app.inject({ method: 'POST', url: '/ui/sign-in', payload: { token: tokenB } }));
-      expect((await stored()).rowCount).toBe(0);
+      expect(await stored()).toBe(0);
     } finally {
       await brief.close();
     }

@@ -3,12 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenHash } from '../../src/http/access/tokens.js';
 import type { AlbumListBody } from '../../src/http/schemas.js';
 import type { AlbumView } from '../../src/domain/types.js';
-import { eventually, startFlakyMediaServer, storedNotifications, type FlakyMediaServer } from '../helpers/albums.js';
-import { unique } from '../helpers/env.js';
-import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../harness/albums.js';
+import { operatorActions, storedNotifications } from '../harness/rows.js';
+import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { albumEvent } from '../harness/events.js';
 
 let stack: Stack;
-let media: FlakyMediaServer;
+let media: MediaServer;
 const token = unique('operator-token');
 const headers = { authorization: `Bearer ${token}` };
 
@@ -19,7 +22,7 @@ beforeAll(async () => {
     LATE_WINDOW_MS: '6000',
     API_TOKENS: JSON.stringify({ [token]: ['*'] }),
   });
-  media = await startFlakyMediaServer();
+  media = await startMediaServer();
 });
 
 afterAll(async () => {
@@ -50,7 +53,7 @@ describe('a redelivery that brings the URL an earlier delivery lacked', () => {
   it('downloads it at once and notifies media settled again, in the workflow and in PostgreSQL alike', async () => {
     const conversation = unique('conv');
     const path = `/${unique('late-url')}.jpg`;
-    media.fix(path);
+    media.serve(path, `photo ${path}`);
     const first = albumEvent({
       conversationId: conversation,
       albumId: 'alb',
@@ -96,7 +99,7 @@ describe('a redelivery that brings the URL an earlier delivery lacked', () => {
     expect(notices).toEqual([`${workflowId}/1/album.media_settled`, `${workflowId}/1/album.media_settled/2`]);
     const settled = (await storedNotifications(stack.pool, workflowId)).find((n) => n.id === notices[1]);
     expect(settled?.payload.album?.media).toMatchObject({ downloaded: 1, pending: 0 });
-    expect(media.fetches.filter((p) => p === path)).toHaveLength(1);
+    expect(media.fetches.filter((f) => f.path === path)).toHaveLength(1);
   });
 });
 
@@ -135,7 +138,7 @@ describe('retry-downloads', () => {
       return body;
     });
 
-    media.fix(path);
+    media.serve(path, `photo ${path}`);
     const response = await post(`${albumPath(conversation)}/actions/retry-downloads`);
     expect(response.statusCode).toBe(202);
     expect(response.json()).toEqual({ status: 'accepted', retried: 1 });
@@ -145,13 +148,10 @@ describe('retry-downloads', () => {
       expect(body.children[0]?.attachments[0]).toMatchObject({ status: 'downloaded', error: null });
       expect(await status(conversation, 'database')).toEqual(body);
     });
-    expect(media.fetches.filter((p) => p === path)).toHaveLength(2);
+    expect(media.fetches.filter((f) => f.path === path)).toHaveLength(2);
     const types = await historyEventTypes(expired.workflowId);
     expect(types).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED');
-    const { rows } = await stack.pool.query<{ action: string; requested_by: string }>(
-      `SELECT action, requested_by FROM operator_actions WHERE workflow_id = $1`,
-      [expired.workflowId],
-    );
+    const rows = await operatorActions.read(stack.pool, { workflowId: expired.workflowId }, ['action', 'requested_by']);
     expect(rows).toEqual([{ action: 'retry-downloads', requested_by: tokenHash(token) }]);
   });
 

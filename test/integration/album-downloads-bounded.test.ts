@@ -1,12 +1,13 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
 import { maxAttachmentsPerActivity, maxDownloadsInFlight } from '../../workflows/downloads.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
-import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren } from '../helpers/albums.js';
-import { startTestWorker, testClient, testConfig, testPool, unique, type TestWorker } from '../helpers/env.js';
+import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren } from '../harness/albums.js';
+import { startTestWorker, testClient, testConfig, testPool, type TestWorker } from '../harness/env.js';
+import { unique } from '../harness/random.js';
+import { attachments, decisions } from '../harness/rows.js';
+import { sendBody, startMediaServer, type MediaServer } from '../harness/servers/media.js';
 
 describe('an album with more attachments than downloads allowed in flight', () => {
   const config = testConfig({ MAX_WAIT_MS: '60000', QUIET_PERIOD_MS: '60000' });
@@ -14,8 +15,7 @@ describe('an album with more attachments than downloads allowed in flight', () =
   let pool: Pool;
   let client: Client;
   let worker: TestWorker;
-  let server: http.Server;
-  let base = '';
+  let media: MediaServer;
   let requests = 0;
   let release: () => void = () => undefined;
   const released = new Promise<void>((resolve) => (release = resolve));
@@ -24,18 +24,17 @@ describe('an album with more attachments than downloads allowed in flight', () =
     pool = testPool(config);
     client = await testClient(config);
     worker = await startTestWorker(config, pool);
-    server = http.createServer((_req, res) => {
-      requests += 1;
-      void released.then(() => res.writeHead(200, { 'content-type': 'image/jpeg' }).end('photo'));
+    media = await startMediaServer({
+      fallback: (req, res, hit) => {
+        requests += 1;
+        void released.then(() => sendBody('photo')(req, res, hit));
+      },
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
 
   afterAll(async () => {
     release();
-    server.closeAllConnections();
-    server.close();
+    await media?.close();
     await worker?.stop();
     await client?.connection.close();
     await pool?.end();
@@ -46,7 +45,7 @@ describe('an album with more attachments than downloads allowed in flight', () =
     const arrivals = await storeAlbumChildren(
       pool,
       key,
-      Array.from({ length: children }, (_, i) => ({ messageId: `m${i}`, index: i, total: children, urls: [`${base}/m${i}.jpg`] })),
+      Array.from({ length: children }, (_, i) => ({ messageId: `m${i}`, index: i, total: children, urls: [media.url(`/m${i}.jpg`)] })),
     );
     const handle = await signalAlbum(client, config, key, arrivals);
 
@@ -63,17 +62,10 @@ describe('an album with more attachments than downloads allowed in flight', () =
 
     release();
     await eventually(async () => {
-      const { rows } = await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM attachments a JOIN messages m ON m.id = a.message_pk
-          WHERE m.workspace = $1 AND a.status = 'downloaded'`,
-        [key.workspace],
-      );
-      expect(rows[0]!.n).toBe(children);
+      const downloaded = await attachments.count(pool, { workspace: key.workspace, status: 'downloaded' });
+      expect(downloaded).toBe(children);
     }, 120_000);
-    const { rows: decisions } = await pool.query<{ trigger: string }>(`SELECT trigger FROM decisions WHERE workflow_id = $1`, [
-      albumWorkflowId(key),
-    ]);
-    expect(decisions).toEqual([{ trigger: 'expected_count_reached' }]);
+    expect(await decisions.read(pool, { workflowId: albumWorkflowId(key) }, ['trigger'])).toEqual([{ trigger: 'expected_count_reached' }]);
     await handle.terminate('test done').catch(() => undefined);
   }, 180_000);
 });

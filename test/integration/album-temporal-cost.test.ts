@@ -9,8 +9,10 @@ import { countHistory } from '../../bench/temporal-counts.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
 import type { DownloadRequest } from '../../src/domain/types.js';
-import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, storedDecisions, workflowTestBed } from '../helpers/albums.js';
-import { testConfig, unique } from '../helpers/env.js';
+import { eventually, newAlbumKey, signalAlbum, storeAlbumChildren, workflowTestBed } from '../harness/albums.js';
+import { storedDecisions } from '../harness/rows.js';
+import { testConfig } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 const { EventType } = proto.temporal.api.enums.v1;
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;

@@ -5,19 +5,18 @@ import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
 import type { AlbumView } from '../../src/domain/types.js';
 import {
-  albumRow,
   eventually,
   newAlbumKey,
   saveHistory,
   signalAlbum,
   signalMessage,
   storeAlbumChildren,
-  storedDecisions,
-  storedNotifications,
   storeStandaloneMessage,
   workflowTestBed,
-} from '../helpers/albums.js';
-import { startTestWorker, testConfig, unique } from '../helpers/env.js';
+} from '../harness/albums.js';
+import { albumRow, storedDecisions, storedNotifications } from '../harness/rows.js';
+import { startTestWorker, testConfig } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 const { EventType } = temporal.api.enums.v1;
 

@@ -4,18 +4,10 @@ import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
 import type { AlbumView } from '../../src/domain/types.js';
-import {
-  albumRow,
-  eventually,
-  newAlbumKey,
-  saveHistory,
-  signalAlbum,
-  storeAlbumChildren,
-  storedDecisions,
-  storedNotifications,
-  workflowTestBed,
-} from '../helpers/albums.js';
-import { testConfig, unique } from '../helpers/env.js';
+import { eventually, newAlbumKey, saveHistory, signalAlbum, storeAlbumChildren, workflowTestBed } from '../harness/albums.js';
+import { albumRow, storedDecisions, storedNotifications } from '../harness/rows.js';
+import { testConfig } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 describe('album workflow against the real PostgreSQL and Temporal', () => {
   const config = testConfig();

@@ -9,13 +9,15 @@ import { devServerDbFile } from '../../src/embedded/temporal.js';
 import { loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
 import { messageWorkflowId } from '../../src/domain/keys.js';
 import type { AlbumView } from '../../src/domain/types.js';
-import { eventually, startFlakyMediaServer, type FlakyMediaServer } from '../helpers/albums.js';
-import { runCli, type CliRun } from '../helpers/cli.js';
-import { unique } from '../helpers/env.js';
-import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../harness/albums.js';
+import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
+import { runCli, type CliRun } from '../harness/cli.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { albumEvent } from '../harness/events.js';
 
 let stack: Stack;
-let media: FlakyMediaServer;
+let media: MediaServer;
 let url: string;
 const conversation = unique('conv');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-cli-'));
@@ -32,7 +34,7 @@ beforeAll(async () => {
   stack = await startStack({ QUIET_PERIOD_MS: '300', MAX_WAIT_MS: '600000', LATE_WINDOW_MS: '600000', API_TOKENS });
   await stack.app.listen({ port: 0, host: '127.0.0.1' });
   url = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
-  media = await startFlakyMediaServer();
+  media = await startMediaServer();
 });
 
 afterAll(async () => {
@@ -248,7 +250,7 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
       expect((await statusOf(albumId)).children[0]?.attachments[0]).toMatchObject({ status: 'expired', error: 'HTTP 404' }),
     );
 
-    media.fix(file);
+    media.serve(file, `photo ${file}`);
     const retried = await albumflow(['retry-downloads', stack.workspace, 'whatsapp', 'acc_1', conversation, albumId]);
     expect(retried.stderr).toBe('');
     expect(retried.code).toBe(0);
@@ -259,7 +261,7 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
       return body;
     });
     expect(downloaded.media).toMatchObject({ downloaded: 1, expired: 0 });
-    expect(media.fetches.filter((fetched) => fetched === file)).toHaveLength(2);
+    expect(media.fetches.filter((fetched) => fetched.path === file)).toHaveLength(2);
   }, 120_000);
 
   it('resolve-review takes an album out of the review queue with its note', async () => {

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/app.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 const workspace = unique('ws-pages');
 const otherWorkspace = unique('ws-pages-other');

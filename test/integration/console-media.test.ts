@@ -4,10 +4,11 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ErrorBody } from '../../src/http/schemas.js';
 import { templatesDir } from '../../src/ui/views.js';
-import { unique } from '../helpers/env.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { settled, testAlbum, workspaceInbox } from '../browser/albums.js';
-import { jpeg, png, pngBomb, startMediaServer, type MediaServer } from '../browser/media-files.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { settled, testAlbum, workspaceInbox } from '../harness/albums.js';
+import { jpeg, png, pngBomb } from '../harness/images.js';
+import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 
 const iconsDir = path.join(path.dirname(templatesDir), 'assets/icons');
 const icon = (name: string) => fs.readFileSync(path.join(iconsDir, `${name}.svg`));

@@ -9,11 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { mediaPath, projectRoot } from '../../src/common/paths.js';
 import { decodeCost, thumbnailLimits } from '../../src/ui/thumbnails.js';
-import { unique } from '../helpers/env.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-import type { ThumbnailMemoryReport } from '../helpers/thumbnail-memory.js';
-import { settled, testAlbum, workspaceInbox } from '../browser/albums.js';
-import { pngBomb, startMediaServer, variant, type MediaServer } from '../browser/media-files.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import type { ThumbnailMemoryReport } from '../harness/thumbnail-memory.js';
+import { settled, testAlbum, workspaceInbox } from '../harness/albums.js';
+import { pngBomb, variant } from '../harness/images.js';
+import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
 
 const photos = 100;
 const MiB = 1024 * 1024;
@@ -169,7 +170,7 @@ describe('thumbnails of the images hardest to decode, at the limits, all asked f
   it('refuses what would take too much memory and keeps the process within its target while making the rest', async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ['--expose-gc', '--import', 'tsx', path.join(projectRoot, 'test/helpers/thumbnail-memory.ts'), mediaDir, ...hashes],
+      ['--expose-gc', '--import', 'tsx', path.join(projectRoot, 'test/harness/thumbnail-memory.ts'), mediaDir, ...hashes],
       { cwd: projectRoot, env: { ...process.env, ...ingressAllocatorEnv() }, timeout: 240_000 },
     );
     const report = JSON.parse(stdout) as ThumbnailMemoryReport;

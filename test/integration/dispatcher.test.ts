@@ -5,10 +5,13 @@ import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatcher/dispatcher.js';
 import { buildApp, type App } from '../../src/app.js';
 import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src/common/metrics.js';
-import { startDevServer, type DevServer } from '../../src/embedded/temporal.js';
 import { searchAttributes } from '../../workflows/definitions.js';
 import type { ChildrenBatch } from '../../workflows/types.js';
-import { freshDatabase, testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { freshDatabase, testClient, testConfig, testLogger, testPool } from '../harness/env.js';
+import { telegramHeaders, telegramMessage, telegramUpdate, unifyportEvent } from '../harness/events.js';
+import { unique } from '../harness/random.js';
+import { messages, outbox } from '../harness/rows.js';
+import { devServer, type TemporalServer } from '../harness/servers/temporal.js';
 
 const prefix = unique('disp');
 const workspaces = [
@@ -95,13 +98,11 @@ async function postChild(workspace: string, spec: ChildSpec) {
     method: 'POST',
     url: `/webhooks/unifyport/${workspace}`,
     headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify({
-      id: unique('evt'),
-      type: 'message.received',
-      provider: 'telegram',
-      account_id: spec.account ?? 'acc',
-      data: {
-        conversation: { id: spec.conversation ?? 'conv' },
+    payload: JSON.stringify(
+      unifyportEvent({
+        provider: 'telegram',
+        accountId: spec.account ?? 'acc',
+        conversationId: spec.conversation ?? 'conv',
         message: {
           id: spec.message,
           text: spec.text,
@@ -109,8 +110,8 @@ async function postChild(workspace: string, spec: ChildSpec) {
           attachments: spec.attachments ?? [{ type: 'image', url: `https://media.example/${spec.message}.jpg`, mime_type: 'image/jpeg' }],
           album: spec.album,
         },
-      },
-    }),
+      }),
+    ),
   });
   expect(response.statusCode).toBe(202);
   return response.json<{ childKey: string; albumKey: string | null }>();
@@ -139,14 +140,8 @@ async function signalledIds(temporal: Client, workflowId: string): Promise<strin
   }
 }
 
-async function outboxRows(workspace: string) {
-  const { rows } = await pool.query<{ id: string; attempts: number; last_error: string | null; available_at: Date }>(
-    `SELECT o.id, o.attempts, o.last_error, o.available_at
-       FROM outbox o JOIN messages m ON m.id = o.message_pk
-      WHERE m.workspace = $1 ORDER BY o.id`,
-    [workspace],
-  );
-  return rows;
+function outboxRows(workspace: string) {
+  return outbox.read(pool, { workspace }, ['id', 'attempts', 'last_error', 'available_at']);
 }
 
 const grpcNotFound = 5;
@@ -172,10 +167,7 @@ describe('dispatcher', () => {
     const children = signals[0]!.children;
     expect(children.map((c) => c.messageId).sort()).toEqual(['m0', 'm1', 'm2']);
 
-    const { rows } = await pool.query<{ message_id: string; first_received_at: Date }>(
-      `SELECT message_id, first_received_at FROM messages WHERE workspace = $1`,
-      [w],
-    );
+    const rows = await messages.read(pool, { workspace: w }, ['message_id', 'first_received_at']);
     const receivedAt = new Map(rows.map((r) => [r.message_id, r.first_received_at.toISOString()]));
     expect(children.find((c) => c.messageId === 'm2')).toEqual({
       messageId: 'm2',
@@ -291,20 +283,20 @@ describe('dispatcher', () => {
     const w = ws.telegram;
     const d = dispatcher({ minSignalIntervalMs: 60_000 });
     const post = async (messageId: number, group: string) => {
-      const update = {
-        update_id: messageId,
-        message: {
-          message_id: messageId,
-          chat: { id: 42, type: 'private' },
+      const update = telegramUpdate(
+        messageId,
+        telegramMessage({
+          messageId,
+          chatId: 42,
           date: 1790676000,
-          media_group_id: group,
-          photo: [{ file_id: `f${messageId}`, file_unique_id: `u${messageId}`, width: 9, height: 9 }],
-        },
-      };
+          mediaGroupId: group,
+          photo: { fileId: `f${messageId}`, uniqueId: `u${messageId}`, width: 9, height: 9 },
+        }),
+      );
       const response = await app.inject({
         method: 'POST',
         url: `/webhooks/telegram/${w}/bot`,
-        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'dispatcher-secret' },
+        headers: telegramHeaders('dispatcher-secret'),
         payload: JSON.stringify(update),
       });
       expect(response.statusCode).toBe(200);
@@ -527,7 +519,7 @@ describe('dispatcher', () => {
 });
 
 describe('dispatcher while Temporal is down', () => {
-  let server: DevServer | undefined;
+  let server: TemporalServer | undefined;
 
   afterAll(async () => {
     await server?.stop();
@@ -535,8 +527,8 @@ describe('dispatcher while Temporal is down', () => {
 
   it('keeps accepting webhooks into the outbox and delivers everything once Temporal is back', async () => {
     const w = ws.down;
-    server = await startDevServer({ port: 0, uiPort: false });
-    const port = Number(server.address.split(':').at(-1));
+    server = await devServer();
+    await server.start();
     const connection = Connection.lazy({ address: server.address });
     const ownClient = new Client({ connection, namespace: 'default' });
     extraClients.push(ownClient);
@@ -548,7 +540,6 @@ describe('dispatcher while Temporal is down', () => {
     await vi.waitFor(async () => expect(await signalledIds(ownClient, albumId(w, 'a'))).toEqual(['before']), eventually);
 
     await server.stop();
-    server = undefined;
     const during = ['d1', 'd2', 'd3'];
     for (const message of during) await postChild(w, { message, album: { id: 'a' } });
     await postChild(w, { message: 'd-solo' });
@@ -556,7 +547,7 @@ describe('dispatcher while Temporal is down', () => {
     await vi.waitFor(async () => expect((await outboxRows(w)).some((r) => r.attempts > 0)).toBe(true), eventually);
     expect((await outboxRows(w)).length).toBe(4);
 
-    server = await startDevServer({ port, uiPort: false });
+    await server.start();
     await vi.waitFor(
       async () => {
         expect(await outboxRows(w)).toEqual([]);

@@ -1,7 +1,5 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -14,51 +12,11 @@ import type { DownloadRequest, DownloadResult } from '../../src/domain/types.js'
 import type { Pool } from '../../src/db/pool.js';
 import type { DownloadInput } from '../../workflows/activity-types.js';
 import { downloadsTotal } from '../../src/common/metrics.js';
-import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
-
-type Handler = (req: http.IncomingMessage, res: http.ServerResponse, hit: number) => void;
-
-interface MediaServer {
-  /** Serves `handler` at a fresh path of 127.0.0.1 and returns its URL. */
-  route(handler: Handler): string;
-  /** Requests the server received for this URL's path. */
-  hits(url: string): number;
-  totalHits(): number;
-  close(): Promise<void>;
-}
-
-async function startMediaServer(): Promise<MediaServer> {
-  const handlers = new Map<string, Handler>();
-  const hits = new Map<string, number>();
-  const server = http.createServer((req, res) => {
-    const route = new URL(req.url ?? '/', 'http://media').pathname;
-    const hit = (hits.get(route) ?? 0) + 1;
-    hits.set(route, hit);
-    const handler = handlers.get(route);
-    if (handler) handler(req, res, hit);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    route(handler) {
-      const route = `/${unique('media')}`;
-      handlers.set(route, handler);
-      return `http://127.0.0.1:${port}${route}`;
-    },
-    hits: (url) => hits.get(new URL(url).pathname) ?? 0,
-    totalHits: () => [...hits.values()].reduce((sum, n) => sum + n, 0),
-    close() {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-const sendBody =
-  (body: Buffer, headers: http.OutgoingHttpHeaders = {}): Handler =>
-  (_req, res) =>
-    res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length, ...headers }).end(body);
+import { storeAttachment as storeAttachmentRow } from '../harness/albums.js';
+import { testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
+import { attachments } from '../harness/rows.js';
+import { sendBody, startMediaServer, type Handler, type MediaServer } from '../harness/servers/media.js';
 
 const sha256 = (body: Buffer) => crypto.createHash('sha256').update(body).digest('hex');
 
@@ -91,15 +49,6 @@ async function runIn(
 
 function attemptDownload(download: Download, input: OneAttachment, attempt = 1): Promise<DownloadResult> {
   return runIn(activityEnvironment(attempt), download, input);
-}
-
-interface AttachmentState {
-  status: string;
-  attempts: number;
-  error: string | null;
-  bytes: string | null;
-  sha256: string | null;
-  content_type: string | null;
 }
 
 async function retryableFailure(promise: Promise<unknown>): Promise<ApplicationFailure> {
@@ -154,24 +103,19 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
       conversationId: 'conv_1',
       messageId: unique('msg'),
     };
-    const { rows } = await pool.query<{ id: string }>(
-      `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, raw)
-       VALUES ($1, $2, $3, $4, $5, '{}') RETURNING id`,
-      [key.workspace, key.provider, key.accountId, key.conversationId, key.messageId],
-    );
-    const messagePk = rows[0]!.id;
-    await pool.query(`INSERT INTO attachments (message_pk, position, kind, url, file_name) VALUES ($1, 0, 'image', $2, '../../evil.jpg')`, [
-      messagePk,
-      url,
-    ]);
+    const messagePk = await storeAttachmentRow(pool, key, { url, kind: 'image', fileName: '../../evil.jpg' });
     return { input: { key, position: 0, finalAttempt: 3, retry: false }, messagePk };
   }
 
-  async function attachmentState(messagePk: string): Promise<AttachmentState> {
-    const { rows } = await pool.query<AttachmentState>(
-      'SELECT status, attempts, error, bytes, sha256, content_type FROM attachments WHERE message_pk = $1 AND position = 0',
-      [messagePk],
-    );
+  async function attachmentState(messagePk: string) {
+    const rows = await attachments.read(pool, { messagePk, position: 0 }, [
+      'status',
+      'attempts',
+      'error',
+      'bytes',
+      'sha256',
+      'content_type',
+    ]);
     return rows[0]!;
   }
 
@@ -526,12 +470,7 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
       const results = await runBatch(activityEnvironment(2, progress), download, input);
       expect(results.map((result) => result.status)).toEqual(['downloaded', 'downloaded', 'expired']);
       expect(results[1]).toMatchObject({ sha256: sha256(bodies[1]!), bytes: 4000 });
-      const urls = await Promise.all(
-        stored.map(
-          async ({ messagePk }) =>
-            (await pool.query<{ url: string }>('SELECT url FROM attachments WHERE message_pk = $1', [messagePk])).rows[0]!.url,
-        ),
-      );
+      const urls = await Promise.all(stored.map(async ({ messagePk }) => (await attachments.read(pool, { messagePk }, ['url']))[0]!.url!));
       expect(urls.map((url) => server.hits(url))).toEqual([1, 2, 1]);
     });
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../../src/db/pool.js';
-import { testClient, testConfig, testLogger, testPool } from '../helpers/env.js';
+import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
 
 describe('health endpoints against the real PostgreSQL and Temporal', () => {
   const config = testConfig();

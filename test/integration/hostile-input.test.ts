@@ -7,9 +7,10 @@ import { startSearchAttributes } from '../../src/temporal/workflow-start.js';
 import { resolveReviewUpdate, workflowTypes } from '../../workflows/definitions.js';
 import type { AlbumView } from '../../src/domain/types.js';
 import type { AlbumWorkflowInput } from '../../workflows/types.js';
-import { eventually } from '../helpers/albums.js';
-import { unique } from '../helpers/env.js';
-import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../harness/albums.js';
+import { albumEvent } from '../harness/events.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
 
 // The reported cases of hostile text and numbers: each is a 4xx naming the field, never a 5xx, and a
 // note the workflow could not have stored never reaches its history. The property test of every route

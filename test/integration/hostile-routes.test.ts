@@ -5,9 +5,12 @@ import { buildApp, type App } from '../../src/app.js';
 import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
 import { signatureHeader } from '../../src/common/signature.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
-import { eventually, storedNotifications } from '../helpers/albums.js';
-import { testLogger, unique } from '../helpers/env.js';
-import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../harness/albums.js';
+import { testLogger } from '../harness/env.js';
+import { albumEvent } from '../harness/events.js';
+import { unique } from '../harness/random.js';
+import { notifications } from '../harness/rows.js';
+import { startStack, type Stack } from '../harness/stack.js';
 
 // Every route of the app, walked with hostile values in each path segment, query parameter and body field
 // (and each field of the webhooks' signed bodies): NUL, unpaired surrogates, control characters,
@@ -55,7 +58,7 @@ beforeAll(async () => {
     albumId: 'alb',
   });
   await eventually(async () => {
-    const types = (await storedNotifications(stack.pool, workflowId)).map((n) => n.type);
+    const types = (await notifications.read(stack.pool, { workflowId }, ['type'])).map((n) => n.type);
     expect(types).toEqual(expect.arrayContaining(['album.ready', 'album.media_settled']));
     const description = await stack.client.workflow.getHandle(workflowId).describe();
     expect(description.raw.pendingActivities ?? []).toEqual([]);

@@ -4,7 +4,8 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/app.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 // A client that never finishes its request must not hold its connection: the listener's request, header
 // and idle timeouts close it (408 or a closed socket). Small timeouts here; the test's own timeout is only

@@ -12,7 +12,10 @@ import {
 import type { Pool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { parseEvent } from '../../src/ingest/unifyport.js';
-import { testConfig, testPool, unique } from '../helpers/env.js';
+import { testConfig, testPool } from '../harness/env.js';
+import { unifyportEvent } from '../harness/events.js';
+import { unique } from '../harness/random.js';
+import { albums as albumRows, attachments, deliveredColumns, events, messages } from '../harness/rows.js';
 
 const config = testConfig();
 let pool: Pool;
@@ -35,16 +38,16 @@ interface ChildOptions {
 }
 
 function body(options: ChildOptions): string {
-  const message: Record<string, unknown> = { id: options.message, attachments: options.attachments ?? [] };
-  if (options.album) message.album = options.album;
-  if (options.caption !== undefined) message.text = options.caption;
-  return JSON.stringify({
-    id: options.eventId ?? unique('evt'),
-    type: options.type ?? 'message.received',
-    provider: 'telegram',
-    account_id: 'acc',
-    data: { conversation: { id: 'conv' }, message },
-  });
+  return JSON.stringify(
+    unifyportEvent({
+      id: options.eventId,
+      type: options.type,
+      provider: 'telegram',
+      accountId: 'acc',
+      conversationId: 'conv',
+      message: { id: options.message, attachments: options.attachments ?? [], album: options.album, text: options.caption },
+    }),
+  );
 }
 
 function delivery(workspace: string, options: ChildOptions): Delivery {
@@ -83,21 +86,12 @@ function batcher(options: { maxRows: number; maxWaitMs?: number; maxPending?: nu
   return { writer, calls };
 }
 
-async function messageRows(workspace: string) {
-  const { rows } = await pool.query<{ message_id: string; delivery_count: number; caption: string | null; txid: string; outbox: number }>(
-    `SELECT m.message_id, m.delivery_count, m.caption, m.xmin::text AS txid,
-            (SELECT count(*)::int FROM outbox o WHERE o.message_pk = m.id) AS outbox
-       FROM messages m WHERE m.workspace = $1 ORDER BY m.message_id`,
-    [workspace],
-  );
-  return rows;
+function messageRows(workspace: string) {
+  return messages.read(pool, { workspace }, ['message_id', 'delivery_count', 'caption', 'txid', 'outbox'], { orderBy: ['message_id'] });
 }
 
 async function eventCounts(workspace: string): Promise<Record<string, number>> {
-  const { rows } = await pool.query<{ event_id: string; delivery_count: number }>(
-    `SELECT event_id, delivery_count FROM events WHERE workspace = $1`,
-    [workspace],
-  );
+  const rows = await events.read(pool, { workspace }, ['event_id', 'delivery_count']);
   return Object.fromEntries(rows.map((row) => [row.event_id, row.delivery_count]));
 }
 
@@ -178,12 +172,9 @@ describe('the ingest batcher', () => {
       ['b', 1, null, 1],
     ]);
     expect(new Set(rows.map((r) => r.txid)).size).toBe(1);
-    const { rows: attachments } = await pool.query(
-      `SELECT a.position, a.url, a.status FROM attachments a JOIN messages m ON m.id = a.message_pk
-        WHERE m.workspace = $1 AND m.message_id = 'a'`,
-      [workspace],
-    );
-    expect(attachments).toEqual([{ position: 0, url: 'https://media.example/a.jpg', status: 'pending' }]);
+    expect(await attachments.read(pool, { workspace, messageId: 'a' }, ['position', 'url', 'status'])).toEqual([
+      { position: 0, url: 'https://media.example/a.jpg', status: 'pending' },
+    ]);
     expect(await eventCounts(workspace)).toEqual({ 'evt-a': 3, 'evt-a2': 1, 'evt-b': 1 });
     expect(calls.wakes).toBe(1);
   });
@@ -269,12 +260,7 @@ describe('the ingest batcher', () => {
     await Promise.all(writers.map((w) => w.close()));
 
     expect(results.filter((r) => !r.duplicate)).toHaveLength(albums.length * 6);
-    const { rows } = await pool.query<{ album_id: string; children: number; deliveries: number }>(
-      `SELECT al.album_id, count(m.id)::int AS children, sum(m.delivery_count)::int AS deliveries
-         FROM albums al JOIN messages m ON m.album_pk = al.id
-        WHERE al.workspace = $1 GROUP BY al.album_id ORDER BY al.album_id`,
-      [workspace],
-    );
+    const rows = await albumRows.read(pool, { workspace }, ['album_id', 'children', 'deliveries'], { orderBy: ['album_id'] });
     expect(rows).toEqual([...albums].sort().map((album_id) => ({ album_id, children: 6, deliveries: 12 })));
     expect(processes.flatMap((p) => p.calls.warnings)).toEqual([]);
   });
@@ -302,22 +288,12 @@ describe('storeDeliveries', () => {
   );
 
   async function snapshot(workspace: string) {
-    const messages = await pool.query<Record<string, unknown> & { outbox: number }>(
-      `SELECT m.message_id, al.album_id, m.album_meta, m.album_index, m.album_total, m.metadata_invalid, m.caption,
-              m.sent_at, m.delivery_count, m.raw,
-              (SELECT count(*)::int FROM outbox o WHERE o.message_pk = m.id) AS outbox,
-              (SELECT json_agg(json_build_object('position', a.position, 'kind', a.kind, 'url', a.url, 'status', a.status)
-                               ORDER BY a.position)
-                 FROM attachments a WHERE a.message_pk = m.id) AS attachments
-         FROM messages m LEFT JOIN albums al ON al.id = m.album_pk
-        WHERE m.workspace = $1 ORDER BY m.message_id`,
-      [workspace],
-    );
-    const events = await pool.query(`SELECT event_id, type, delivery_count, raw FROM events WHERE workspace = $1 ORDER BY event_id`, [
-      workspace,
-    ]);
-    const albums = await pool.query(`SELECT album_id FROM albums WHERE workspace = $1 ORDER BY album_id`, [workspace]);
-    return { messages: messages.rows, events: events.rows, albums: albums.rows };
+    const columns = ['message_id', 'album_id', ...deliveredColumns, 'outbox', 'attachments'] as const;
+    return {
+      messages: await messages.read(pool, { workspace }, columns, { orderBy: ['message_id'] }),
+      events: await events.read(pool, { workspace }, ['event_id', 'type', 'delivery_count', 'raw'], { orderBy: ['event_id'] }),
+      albums: await albumRows.read(pool, { workspace }, ['album_id'], { orderBy: ['album_id'] }),
+    };
   }
 
   it('stores a batch as the same deliveries stored one by one, each changed child queued once', async () => {

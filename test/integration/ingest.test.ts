@@ -3,7 +3,10 @@ import { ingestChild, storeDeliveries, type ChildDelivery, type IngestResult } f
 import { outboxChannel } from '../../src/db/outbox.js';
 import type { Pool } from '../../src/db/pool.js';
 import { parseEvent } from '../../src/ingest/unifyport.js';
-import { testConfig, testPool, unique } from '../helpers/env.js';
+import { testConfig, testPool } from '../harness/env.js';
+import { unifyportEvent } from '../harness/events.js';
+import { unique } from '../harness/random.js';
+import { albums as albumRows, messages, outbox } from '../harness/rows.js';
 
 const config = testConfig();
 let pool: Pool;
@@ -36,13 +39,12 @@ async function sessionsBlockedBy(pid: number): Promise<number> {
 }
 
 function childEvent(messageId: string, albumId: string) {
-  return {
-    id: unique('evt'),
-    type: 'message.received',
+  return unifyportEvent({
     provider: 'telegram',
-    account_id: 'acc',
-    data: { conversation: { id: 'conv' }, message: { id: messageId, album: { id: albumId } } },
-  };
+    accountId: 'acc',
+    conversationId: 'conv',
+    message: { id: messageId, album: { id: albumId } },
+  });
 }
 
 describe('ingestChild under concurrency', () => {
@@ -54,13 +56,7 @@ describe('ingestChild under concurrency', () => {
     );
     expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
 
-    const { rows } = await pool.query<{ album_id: string; children: number }>(
-      `SELECT al.album_id, count(m.id)::int AS children
-         FROM albums al JOIN messages m ON m.album_pk = al.id
-        WHERE al.workspace = $1
-        GROUP BY al.album_id`,
-      [workspace],
-    );
+    const rows = await albumRows.read(pool, { workspace }, ['album_id', 'children']);
     expect(rows.sort((a, b) => a.album_id.localeCompare(b.album_id))).toEqual(
       [...albums].sort().map((album_id) => ({ album_id, children: 8 })),
     );
@@ -70,12 +66,7 @@ describe('ingestChild under concurrency', () => {
     const workspace = unique('ingest');
     const results = await Promise.all(Array.from({ length: 12 }, () => ingest(workspace, childEvent('same', 'alb'))));
     expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
-    const { rows } = await pool.query<{ delivery_count: number; outbox: number }>(
-      `SELECT m.delivery_count, (SELECT count(*)::int FROM outbox o WHERE o.message_pk = m.id) AS outbox
-         FROM messages m WHERE m.workspace = $1`,
-      [workspace],
-    );
-    expect(rows).toEqual([{ delivery_count: 12, outbox: 1 }]);
+    expect(await messages.read(pool, { workspace }, ['delivery_count', 'outbox'])).toEqual([{ delivery_count: 12, outbox: 1 }]);
   });
 
   it('finds the album another transaction created while this one waited to insert it', async () => {
@@ -94,12 +85,13 @@ describe('ingestChild under concurrency', () => {
     }
     expect(await second).toMatchObject({ duplicate: false, albumKey: `${workspace}:telegram:acc:conv:raced` });
 
-    const { rows: albums } = await pool.query<{ album_pk: string; children: number }>(
-      `SELECT m.album_pk, count(*)::int AS children FROM messages m WHERE m.workspace = $1 GROUP BY m.album_pk`,
-      [workspace],
-    );
-    expect(albums).toHaveLength(1);
-    expect(albums[0]!.children).toBe(2);
+    const children = await messages.read(pool, { workspace }, ['album_pk']);
+    const byAlbum = [...new Set(children.map((child) => child.album_pk))].map((album_pk) => ({
+      album_pk,
+      children: children.filter((child) => child.album_pk === album_pk).length,
+    }));
+    expect(byAlbum).toHaveLength(1);
+    expect(byAlbum[0]!.children).toBe(2);
   });
 });
 
@@ -134,10 +126,7 @@ describe('announcing queued children', () => {
         expect(fromWriter).toHaveLength(2);
       });
 
-      const { rows } = await pool.query<{ message_id: string }>(
-        `SELECT m.message_id FROM outbox o JOIN messages m ON m.id = o.message_pk WHERE m.workspace = $1 ORDER BY m.message_id`,
-        [workspace],
-      );
+      const rows = await outbox.read(pool, { workspace }, ['message_id'], { orderBy: ['message_id'] });
       expect(rows.map((row) => row.message_id)).toEqual(['announced', 'announced-too']);
     } finally {
       await listener.query('UNLISTEN *').catch(() => undefined);

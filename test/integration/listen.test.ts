@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { listen, type Listener } from '../../src/db/listen.js';
 import { connectionConfig, type Pool } from '../../src/db/pool.js';
-import { testConfig, testPool, unique } from '../helpers/env.js';
+import { testConfig, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
 
 const config = testConfig();
 let pool: Pool;

@@ -6,8 +6,10 @@ import type { NotifyInput } from '../../workflows/activity-types.js';
 import type { Pool } from '../../src/db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
-import { newAlbumKey, storeAlbumChildren } from '../helpers/albums.js';
-import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
+import { testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
+import { notifications } from '../harness/rows.js';
 
 describe('a notification whose album body is too large to pass through Temporal', () => {
   const config = testConfig();
@@ -47,10 +49,9 @@ describe('a notification whose album body is too large to pass through Temporal'
     const outcome = await env.run(notify, input);
 
     expect(outcome).toEqual({ id: `${workflowId}/1`, outcome: 'recorded' });
-    const { rows } = await pool.query<{ payload: { album: unknown; decision: unknown } }>(
-      `SELECT payload FROM notifications WHERE id = $1`,
-      [`${workflowId}/1`],
-    );
+    const rows = (await notifications.read(pool, { id: `${workflowId}/1` }, ['payload'])) as Array<{
+      payload: { album: unknown; decision: unknown };
+    }>;
     const expected = await albumStatusFromDatabase(pool, (await findAlbum(pool, key))!, key);
     expect(rows[0]!.payload.album).toEqual(JSON.parse(JSON.stringify(expected)));
     expect(expected).toMatchObject({ distinctChildren: 2, decisions: [{ seq: 1, childMessageIds: ['m0', 'm1'] }] });

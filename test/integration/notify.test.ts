@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -13,42 +11,12 @@ import type { Pool } from '../../src/db/pool.js';
 import { notificationsTotal } from '../../src/common/metrics.js';
 import { verifySignature } from '../../src/common/signature.js';
 import type { AlbumView } from '../../src/domain/types.js';
-import { testConfig, testPool, unique } from '../helpers/env.js';
+import { testConfig, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
+import { startNotifyReceiver, type NotifyReceiver, type ReceivedRequest } from '../harness/servers/notify.js';
 
-interface ReceivedRequest {
-  method: string;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-interface Receiver {
-  url: string;
-  requests: ReceivedRequest[];
-  /** Status codes to answer, in order; 200 once they run out. */
-  answers: number[];
-  close(): Promise<void>;
-}
-
-async function startReceiver(): Promise<Receiver> {
-  const requests: ReceivedRequest[] = [];
-  const answers: number[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      requests.push({ method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks) });
-      res.writeHead(answers.shift() ?? 200).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hooks/albumflow`,
-    requests,
-    answers,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
+/** The NOTIFY_URL receiver; the tests check the signatures themselves. */
+const startReceiver = () => startNotifyReceiver({ path: '/hooks/albumflow' });
 
 /** A pino logger whose lines the test can read. */
 function capturingLogger() {
@@ -117,7 +85,7 @@ async function thrown(promise: Promise<unknown>): Promise<ApplicationFailure> {
 
 describe('the notify activity against a local receiver and the real PostgreSQL', () => {
   const secret = 'notify-secret-that-never-appears-in-logs';
-  let receiver: Receiver;
+  let receiver: NotifyReceiver;
   let pool: Pool;
   let config: Config;
 

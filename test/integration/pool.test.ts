@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectionConfig, createPool, isUnavailable, type Pool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
-import { eventually } from '../helpers/albums.js';
-import { capturedLogger, testConfig, testPool } from '../helpers/env.js';
+import { eventually } from '../harness/albums.js';
+import { capturedLogger, testConfig, testPool } from '../harness/env.js';
 
 describe('a pool client that loses its connection while checked out (PostgreSQL restarting)', () => {
   const config = testConfig();

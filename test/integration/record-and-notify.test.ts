@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
@@ -10,8 +8,11 @@ import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
 import type { AlbumView } from '../../src/domain/types.js';
-import { newAlbumKey, storeAlbumChildren } from '../helpers/albums.js';
-import { testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
+import { testConfig, testLogger, testPool } from '../harness/env.js';
+import { unique } from '../harness/random.js';
+import { albums, decisions, notifications } from '../harness/rows.js';
+import { startNotifyReceiver, type NotifyReceiver } from '../harness/servers/notify.js';
 
 interface Delivery {
   type: string;
@@ -22,36 +23,24 @@ interface Delivery {
 describe('recordAndNotify: one activity records a decision and sends its notifications, in order', () => {
   let pool: Pool;
   let config: Config;
-  let server: http.Server;
+  let receiver: NotifyReceiver;
   const deliveries: Delivery[] = [];
-  /** Status codes to answer, in order; 200 once they run out. */
-  const answers: number[] = [];
   let workflowIdOfTest = '';
 
   beforeAll(async () => {
-    server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        const { type } = JSON.parse(Buffer.concat(chunks).toString()) as { type: string };
-        void pool
-          .query<{ n: number }>('SELECT count(*)::int AS n FROM decisions WHERE workflow_id = $1', [workflowIdOfTest])
-          .then(({ rows }) => {
-            deliveries.push({ type, recordedDecisions: rows[0]!.n });
-            res.writeHead(answers.shift() ?? 200).end();
-          });
-      });
+    receiver = await startNotifyReceiver({
+      path: '/hook',
+      onRequest: async (request) => {
+        const { type } = JSON.parse(request.body.toString()) as { type: string };
+        deliveries.push({ type, recordedDecisions: await decisions.count(pool, { workflowId: workflowIdOfTest }) });
+      },
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    config = testConfig({
-      NOTIFY_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-      NOTIFY_SECRET: 'record-notify-secret',
-    });
+    config = testConfig({ NOTIFY_URL: receiver.url, NOTIFY_SECRET: 'record-notify-secret' });
     pool = testPool(config);
   });
 
   afterAll(async () => {
-    await new Promise((resolve) => server.close(resolve));
+    await receiver.close();
     await pool.end();
   });
 
@@ -88,16 +77,11 @@ describe('recordAndNotify: one activity records a decision and sends its notific
   }
 
   async function stored(workflowId: string) {
-    const decisions = await pool.query<{ seq: number; child_message_ids: string[] }>(
-      'SELECT seq, child_message_ids FROM decisions WHERE workflow_id = $1',
-      [workflowId],
-    );
-    const notifications = await pool.query<{ id: string; status: string }>(
-      'SELECT id, status FROM notifications WHERE workflow_id = $1 ORDER BY id',
-      [workflowId],
-    );
-    const albums = await pool.query<{ state: string }>('SELECT state FROM albums WHERE workflow_id = $1', [workflowId]);
-    return { decisions: decisions.rows, notifications: notifications.rows, albumState: albums.rows[0]?.state };
+    return {
+      decisions: await decisions.read(pool, { workflowId }, ['seq', 'child_message_ids']),
+      notifications: await notifications.read(pool, { workflowId }, ['id', 'status'], { orderBy: ['id'] }),
+      albumState: (await albums.read(pool, { workflowId }, ['state']))[0]?.state,
+    };
   }
 
   it('stores the decision before album.ready, then sends album.media_settled with the same body', async () => {
@@ -121,7 +105,7 @@ describe('recordAndNotify: one activity records a decision and sends its notific
 
   it('goes on after a notification refused for good, and a retry repeats nothing that took effect', async () => {
     const input = await newAlbum();
-    answers.push(400, 503);
+    receiver.answers.push(400, 503);
 
     const failure = await recordAndNotify(input).then(
       () => expect.fail('a 503 must fail the attempt'),

@@ -1,6 +1,6 @@
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
-import { loadHistories } from '../helpers/albums.js';
+import { loadHistories } from '../harness/albums.js';
 
 // Histories of real runs (regenerate with `UPDATE_HISTORIES=1 npx vitest run test/integration/album-workflow test/integration/telegram`).
 // Once a version is deployed, a workflow change that cannot replay one of them ships behind `patched()`

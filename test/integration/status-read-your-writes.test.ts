@@ -2,9 +2,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredScope } from '../../src/domain/types.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
 import type { AlbumView } from '../../src/domain/types.js';
-import { eventually, startMediaServer, type MediaServer } from '../helpers/albums.js';
-import { unique } from '../helpers/env.js';
-import { albumEvent, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../harness/albums.js';
+import { startMediaServer, type MediaServer } from '../harness/servers/media.js';
+import { unique } from '../harness/random.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { albumEvent } from '../harness/events.js';
 
 let stack: Stack;
 let media: MediaServer;

@@ -8,11 +8,13 @@ import { buildApp } from '../../src/app.js';
 import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
 import type { AlbumView, AttachmentView } from '../../src/domain/types.js';
-import { eventually, saveHistory, storedDecisions, storedNotifications } from '../helpers/albums.js';
-import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
-import { capturedLogger, testPool } from '../helpers/env.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { editOf, fileContent, fileIdOf, messageOf, serveFiles, telegramFixture, variant, type Update } from '../helpers/telegram.js';
+import { eventually, saveHistory } from '../harness/albums.js';
+import * as stored from '../harness/rows.js';
+import { storedDecisions, storedNotifications } from '../harness/rows.js';
+import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
+import { capturedLogger, testPool } from '../harness/env.js';
+import { startStack, type Stack } from '../harness/stack.js';
+import { editOf, fileContent, fileIdOf, messageOf, serveFiles, telegramFixture, variant, type Update } from '../harness/events.js';
 
 const shopToken = `7000000001:AAH${crypto.randomBytes(16).toString('hex')}`;
 const otherToken = `7000000002:AAH${crypto.randomBytes(16).toString('hex')}`;
@@ -119,9 +121,8 @@ const downloadedAs = (contentType: string, fileId: string) => ({
 
 const errorCode = (body: string) => (JSON.parse(body) as { error: { code: string } }).error.code;
 
-async function count(stack: Stack, table: 'events' | 'messages' | 'quarantine'): Promise<number> {
-  const { rows } = await stack.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
-  return rows[0]!.n;
+function count(stack: Stack, table: 'events' | 'messages' | 'quarantine'): Promise<number> {
+  return stored[table].count(stack.pool, {});
 }
 
 /** albumflow_signature_failures_total by its `reason` label, as /metrics shows it. */
@@ -233,9 +234,11 @@ describe('the Telegram webhook: answers', () => {
     const updates = [...telegramFixture('unknown-update'), { update_id: 810000802, message: location }];
     const messages = await count(fast, 'messages');
     await send(fast, updates);
-    const { rows } = await fast.pool.query<{ event_id: string; type: string }>(
-      `SELECT event_id, type FROM events WHERE source = 'telegram' AND event_id = ANY($1) ORDER BY event_id`,
-      [updates.map((u) => `${shop}:${u.update_id}`)],
+    const rows = await stored.events.read(
+      fast.pool,
+      { source: 'telegram', eventIds: updates.map((u) => `${shop}:${u.update_id}`) },
+      ['event_id', 'type'],
+      { orderBy: ['event_id'] },
     );
     expect(rows).toEqual([
       { event_id: `${shop}:810000802`, type: 'message' },
@@ -286,8 +289,11 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     expect(album.children.map((c) => c.attachments)).toEqual(updates.map((u) => [downloadedAs('image/jpeg', fileIdOf(u))]));
     expect(album.decisions.map((d) => [d.trigger, d.childMessageIds])).toEqual([['quiet_period', ['101', '102', '103']]]);
     for (const update of updates) expect(api.calls('getFile', shopToken).some((r) => r.body.includes(fileIdOf(update)))).toBe(true);
-    const notifications = await storedNotifications(fast.pool, albumWorkflowId(key));
-    expect(notifications.filter((n) => n.type === 'album.ready')).toHaveLength(1);
+    // The status shows a decision as soon as the workflow made it; its album.ready is stored by the activity that follows.
+    await eventually(async () => {
+      const notifications = await storedNotifications(fast.pool, albumWorkflowId(key));
+      expect(notifications.filter((n) => n.type === 'album.ready')).toHaveLength(1);
+    });
   });
 
   it('keeps the same media_group_id in two chats and for two bots as three albums', async () => {
@@ -577,7 +583,7 @@ describe('Telegram albums with a long quiet period', () => {
     ]);
     const workflowId = albumWorkflowId(key);
     await eventually(async () => {
-      const { rows } = await slow.pool.query<{ state: string }>(`SELECT state FROM albums WHERE workflow_id = $1`, [workflowId]);
+      const rows = await stored.albums.read(slow.pool, { workflowId }, ['state']);
       expect(rows[0]?.state).toBe('closed');
     });
 
@@ -631,14 +637,14 @@ describe('the bot token', () => {
     const histories: string[] = [];
     const notifications: string[] = [];
     for (const stack of [fast, slow, local]) {
-      const { rows: albums } = await stack.pool.query<{ workflow_id: string }>(`SELECT workflow_id FROM albums`);
-      const { rows: standalone } = await stack.pool.query<{
-        workspace: string;
-        provider: string;
-        account_id: string;
-        conversation_id: string;
-        message_id: string;
-      }>(`SELECT workspace, provider, account_id, conversation_id, message_id FROM messages WHERE album_pk IS NULL`);
+      const albums = await stored.albums.read(stack.pool, {}, ['workflow_id']);
+      const standalone = await stored.messages.read(stack.pool, { standalone: true }, [
+        'workspace',
+        'provider',
+        'account_id',
+        'conversation_id',
+        'message_id',
+      ]);
       const workflowIds = [
         ...albums.map((row) => row.workflow_id),
         ...standalone.map((row) =>
@@ -654,11 +660,9 @@ describe('the bot token', () => {
       for (const workflowId of workflowIds) {
         histories.push(historyToJSON(await stack.client.workflow.getHandle(workflowId).fetchHistory()));
       }
-      const { rows } = await stack.pool.query<{ payload: unknown; last_error: string | null }>(
-        `SELECT payload, last_error FROM notifications`,
-      );
+      const rows = await stored.notifications.read(stack.pool, {}, ['payload', 'last_error']);
       notifications.push(...rows.map((row) => JSON.stringify(row)));
-      const { rows: errors } = await stack.pool.query<{ error: string | null }>(`SELECT error FROM attachments WHERE error IS NOT NULL`);
+      const errors = await stored.attachments.read(stack.pool, { failed: true }, ['error']);
       notifications.push(...errors.map((row) => row.error!));
     }
     expect(histories.length).toBeGreaterThan(10);

@@ -6,7 +6,10 @@ import type { Pool } from '../../src/db/pool.js';
 import { buildApp, type App } from '../../src/app.js';
 import { webhooksTotal } from '../../src/common/metrics.js';
 import { signatureHeader } from '../../src/common/signature.js';
-import { testClient, testConfig, testLogger, testPool, unique } from '../helpers/env.js';
+import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
+import { unifyportEvent } from '../harness/events.js';
+import { albums, attachments, deliveredColumns, events, messages, outbox, quarantine, webhookRows } from '../harness/rows.js';
+import { unique } from '../harness/random.js';
 
 const prefix = unique('wh');
 const signed = `${prefix}-signed`;
@@ -56,26 +59,24 @@ interface EventOptions {
 
 /** A UnifyPort event; `null` removes a field. */
 function event(options: EventOptions = {}): Record<string, unknown> {
-  const message: Record<string, unknown> = {
-    id: options.message === undefined ? unique('msg') : options.message,
-    sent_at: options.sentAt === undefined ? '2026-09-29T10:00:00Z' : options.sentAt,
-    attachments: options.attachments ?? [
-      { type: 'image', url: 'https://media.example/a.jpg', mime_type: 'image/jpeg', size: 1234, file_name: 'a.jpg' },
-    ],
-  };
-  if (options.text !== undefined) message.text = options.text;
-  if (options.caption !== undefined) message.caption = options.caption;
-  if (options.album !== undefined) message.album = options.album;
-  const result: Record<string, unknown> = {
-    id: options.id === undefined ? unique('evt') : options.id,
-    type: options.type ?? 'message.received',
-    provider: options.provider === undefined ? 'whatsapp' : options.provider,
-    account_id: options.account === undefined ? unique('acc') : options.account,
-    data: { conversation: { id: options.conversation === undefined ? 'conv-1' : options.conversation }, message },
-  };
-  for (const key of Object.keys(result)) if (result[key] === null) delete result[key];
-  for (const key of Object.keys(message)) if (message[key] === null) delete message[key];
-  return result;
+  const given = <T>(value: T | null | undefined, fallback?: T) => (value === null ? undefined : (value ?? fallback));
+  return unifyportEvent({
+    id: options.id,
+    type: options.type,
+    provider: options.provider,
+    accountId: options.account === undefined ? unique('acc') : options.account,
+    conversationId: options.conversation === undefined ? 'conv-1' : options.conversation,
+    message: {
+      id: given(options.message, unique('msg')),
+      sent_at: given(options.sentAt, '2026-09-29T10:00:00Z'),
+      attachments: options.attachments ?? [
+        { type: 'image', url: 'https://media.example/a.jpg', mime_type: 'image/jpeg', size: 1234, file_name: 'a.jpg' },
+      ],
+      text: given(options.text),
+      caption: given(options.caption),
+      album: given(options.album),
+    },
+  });
 }
 
 interface PostOptions {
@@ -101,69 +102,28 @@ async function post(workspace: string, body: unknown, options: PostOptions = {})
   return (options.to ?? app).inject({ method: 'POST', url: `/webhooks/unifyport/${encodeURIComponent(workspace)}`, headers, payload });
 }
 
-interface MessageRow {
-  id: string;
-  message_id: string;
-  album_pk: string | null;
-  album_meta: unknown;
-  album_index: number | null;
-  album_total: number | null;
-  metadata_invalid: boolean;
-  caption: string | null;
-  sent_at: Date | null;
-  delivery_count: number;
-  raw: Record<string, unknown>;
+function messagesOf(workspace: string, accountId: string) {
+  return messages.read(pool, { workspace, accountId }, ['id', 'message_id', 'album_pk', ...deliveredColumns]);
 }
 
-async function messagesOf(workspace: string, accountId: string): Promise<MessageRow[]> {
-  const { rows } = await pool.query<MessageRow>(
-    `SELECT id, message_id, album_pk, album_meta, album_index, album_total, metadata_invalid, caption, sent_at,
-            delivery_count, raw
-       FROM messages WHERE workspace = $1 AND account_id = $2 ORDER BY id`,
-    [workspace, accountId],
-  );
-  return rows;
+function attachmentsOf(messagePk: string) {
+  return attachments.read(pool, { messagePk }, ['position', 'url', 'status', 'kind', 'declared_size']);
 }
 
-async function attachmentsOf(messagePk: string) {
-  const { rows } = await pool.query<{
-    position: number;
-    url: string | null;
-    status: string;
-    kind: string | null;
-    declared_size: string | null;
-  }>(`SELECT position, url, status, kind, declared_size FROM attachments WHERE message_pk = $1 ORDER BY position`, [messagePk]);
-  return rows;
+function outboxCount(messagePk: string): Promise<number> {
+  return outbox.count(pool, { messagePk });
 }
 
-async function outboxCount(messagePk: string): Promise<number> {
-  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE message_pk = $1`, [messagePk]);
-  return rows[0]!.n;
+function eventsOf(workspace: string) {
+  return events.read(pool, { workspace }, ['event_id', 'type', 'delivery_count', 'raw']);
 }
 
-async function eventsOf(workspace: string) {
-  const { rows } = await pool.query<{ event_id: string; type: string; delivery_count: number; raw: unknown }>(
-    `SELECT event_id, type, delivery_count, raw FROM events WHERE workspace = $1 ORDER BY id`,
-    [workspace],
-  );
-  return rows;
-}
-
-async function quarantineOf(workspace: string) {
-  const { rows } = await pool.query<{ reason: string; detail: string; raw: Buffer }>(
-    `SELECT reason, detail, raw FROM quarantine WHERE workspace = $1 ORDER BY id`,
-    [workspace],
-  );
-  return rows;
+function quarantineOf(workspace: string) {
+  return quarantine.read(pool, { workspace }, ['reason', 'detail', 'raw']);
 }
 
 async function storedAnything(workspace: string): Promise<boolean> {
-  const { rows } = await pool.query<{ n: number }>(
-    `SELECT (SELECT count(*) FROM events WHERE workspace = $1) + (SELECT count(*) FROM messages WHERE workspace = $1)
-          + (SELECT count(*) FROM quarantine WHERE workspace = $1) AS n`,
-    [workspace],
-  );
-  return Number(rows[0]!.n) > 0;
+  return (await webhookRows(pool, workspace)) > 0;
 }
 
 describe('POST /webhooks/unifyport/:workspace — accepted children', () => {
@@ -210,11 +170,8 @@ describe('POST /webhooks/unifyport/:workspace — accepted children', () => {
     ]);
     expect(await outboxCount(message!.id)).toBe(1);
 
-    const { rows: albums } = await pool.query<{ id: string; workflow_id: string; state: string }>(
-      `SELECT id, workflow_id, state FROM albums WHERE workspace = $1 AND account_id = $2`,
-      [signed, account],
-    );
-    expect(albums).toEqual([
+    const albumRows = await albums.read(pool, { workspace: signed, accountId: account }, ['id', 'workflow_id', 'state']);
+    expect(albumRows).toEqual([
       { id: message!.album_pk, workflow_id: `album:${signed}:whatsapp:${account}:conv-1:alb-1`, state: 'collecting' },
     ]);
     expect((await eventsOf(signed)).filter((e) => e.event_id === body.id)).toMatchObject([
@@ -299,11 +256,7 @@ describe('POST /webhooks/unifyport/:workspace — accepted children', () => {
     const albumKeys = responses.map((r) => r.json<{ albumKey: string }>().albumKey);
     expect(responses.map((r) => r.json<{ duplicate: boolean }>().duplicate)).toEqual([false, false, false, false]);
     expect(new Set(albumKeys).size).toBe(4);
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(DISTINCT id)::int AS n FROM albums WHERE album_id = 'shared' AND account_id IN ($1, $2)`,
-      [account, otherAccount],
-    );
-    expect(rows[0]!.n).toBe(4);
+    expect(await albums.count(pool, { albumId: 'shared', accountIds: [account, otherAccount] })).toBe(4);
   });
 
   it('stores children that arrive out of index order under one album', async () => {
@@ -513,8 +466,7 @@ describe('POST /webhooks/unifyport/:workspace — refusals', () => {
       });
       const row = (await quarantineOf(signed)).find((q) => q.raw.toString() === raw);
       expect(row).toMatchObject({ reason: 'missing_identity' });
-      const { rows } = await pool.query(`SELECT 1 FROM events WHERE workspace = $1 AND event_id = $2`, [signed, body.id]);
-      expect(rows).toEqual([]);
+      expect(await events.read(pool, { workspace: signed, eventId: body.id as string }, ['id'])).toEqual([]);
     });
 
     it('quarantines a body that is JSON but not an event object', async () => {
@@ -625,11 +577,7 @@ describe('group commit: concurrent requests share one transaction', () => {
   });
 
   async function transactionsOf(workspace: string, accountId: string): Promise<number> {
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(DISTINCT xmin::text)::int AS n FROM messages WHERE workspace = $1 AND account_id = $2`,
-      [workspace, accountId],
-    );
-    return rows[0]!.n;
+    return new Set((await messages.read(pool, { workspace, accountId }, ['txid'])).map((row) => row.txid)).size;
   }
 
   it('answers each request after the shared commit, with its own duplicate flag, and wakes the dispatcher once', async () => {

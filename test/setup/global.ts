@@ -1,13 +1,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { connectionConfig, connectionUrl, withDatabase } from '../../src/db/pool.js';
-import { migrate } from '../../src/db/migrate.js';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../src/embedded/postgres.js';
-import { startDevServer, type DevServer } from '../../src/embedded/temporal.js';
 import { bundleWorkflows } from '../../src/temporal/worker.js';
+import { connectAdmin, startPrivateCluster, type PrivateCluster } from '../harness/servers/postgres.js';
+import { devServer, type TemporalServer } from '../harness/servers/temporal.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -27,42 +25,35 @@ declare module 'vitest' {
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-test-run-'));
-  // As root, the embedded PostgreSQL runs as the postgres user, which must reach its directory.
-  fs.chmodSync(scratch, 0o755);
-  const postgres: EmbeddedPostgres | undefined = process.env.DATABASE_URL
+  const postgres: PrivateCluster | undefined = process.env.DATABASE_URL
     ? undefined
-    : await startEmbeddedPostgres({ dataDir: path.join(scratch, 'postgres'), settings: { fsync: 'off' }, log: console });
-  const base = connectionConfig(process.env.DATABASE_URL ?? postgres?.url);
+    : await startPrivateCluster({ settings: { fsync: 'off' }, log: console });
+  const base = connectionConfig(process.env.DATABASE_URL ?? postgres?.databaseUrl);
   const prefix = `albumflow_test_${process.pid}_${Date.now()}`;
-  const admin = new pg.Client(withDatabase(base, 'postgres'));
-  await admin.connect();
-  const migrated = async (database: string) => {
-    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
-    const config = withDatabase(base, database);
-    await migrate(config);
-    return config;
-  };
-  const dbConfig = await migrated(prefix);
-  const templateConfig = await migrated(`${prefix}_template`);
+  const admin = await connectAdmin(base);
+  await admin.createDatabase(prefix);
+  await admin.createDatabase(`${prefix}_template`);
 
-  let devServer: DevServer | undefined;
-  const temporalAddress = process.env.TEMPORAL_ADDRESS ?? (devServer = await startDevServer({ uiPort: false, log: console })).address;
+  let temporal: TemporalServer | undefined;
+  if (!process.env.TEMPORAL_ADDRESS) {
+    temporal = await devServer({ log: console });
+    await temporal.start();
+  }
 
   const bundle = await bundleWorkflows();
   const workflowBundlePath = path.join(scratch, 'workflows.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);
 
-  project.provide('databaseUrl', connectionUrl(dbConfig));
-  project.provide('templateDatabaseUrl', connectionUrl(templateConfig));
-  project.provide('temporalAddress', temporalAddress);
+  project.provide('databaseUrl', connectionUrl(withDatabase(base, prefix)));
+  project.provide('templateDatabaseUrl', connectionUrl(withDatabase(base, `${prefix}_template`)));
+  project.provide('temporalAddress', process.env.TEMPORAL_ADDRESS ?? temporal!.address);
   project.provide('workflowBundlePath', workflowBundlePath);
 
   return async () => {
-    await devServer?.stop();
-    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE starts_with(datname, $1)`, [prefix]);
-    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
+    await temporal?.stop();
+    await admin.dropDatabases(prefix);
     await admin.end();
-    await postgres?.stop();
+    await postgres?.remove();
     fs.rmSync(scratch, { recursive: true, force: true });
   };
 }

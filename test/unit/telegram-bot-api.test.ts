@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BotApiError, cloudDownloadLimitBytes, createBotApi, type BotApi, type TelegramDownload } from '../../src/telegram/bot-api.js';
 import { readUpdateTypes } from '../../src/ingest/telegram.js';
-import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
+import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
 
 const token = '7000000001:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw';
 const secretPart = token.split(':')[1]!;

@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/common/paths.js';
-import { runCli, type CliRun } from '../helpers/cli.js';
-import { startFakeBotApi, type FakeBotApi } from '../helpers/fake-bot-api.js';
+import { runCli, type CliRun } from '../harness/cli.js';
+import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
 
 // The Telegram commands of the CLI, run as users run it. `send --telegram` goes to a recording HTTP
 // server standing in for albumflow's Telegram route; `telegram set-webhook` to the fake Bot API.

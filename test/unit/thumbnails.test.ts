@@ -8,7 +8,7 @@ import sharp from 'sharp';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { mediaPath } from '../../src/common/paths.js';
 import { createThumbnailer, decodeCost, thumbnailLimits, type Thumbnailer } from '../../src/ui/thumbnails.js';
-import { jpeg, pngBomb } from '../browser/media-files.js';
+import { jpeg, pngBomb } from '../harness/images.js';
 
 /** Every input sharp was handed in this file (the thumbnailer's and the test's own), in order. */
 const sharpInputs = vi.hoisted((): unknown[] => []);

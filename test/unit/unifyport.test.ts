@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { maxWorkflowIdLength, type ChildMessage } from '../../src/ingest/child.js';
 import { isoTimestamp, parseEvent, type ParsedEvent } from '../../src/ingest/unifyport.js';
+import { unifyportEvent } from '../harness/events.js';
 
 const workspace = 'ws';
 
@@ -11,14 +12,7 @@ function body(value: unknown): Buffer {
 }
 
 function childEvent(message: Record<string, unknown> = {}, top: Record<string, unknown> = {}) {
-  return {
-    id: 'evt_1',
-    type: 'message.received',
-    provider: 'whatsapp',
-    account_id: 'acc_1',
-    data: { conversation: { id: 'conv_1' }, message: { id: 'msg_1', ...message } },
-    ...top,
-  };
+  return { ...unifyportEvent({ id: 'evt_1', message: { id: 'msg_1', ...message } }), ...top };
 }
 
 function child(parsed: ParsedEvent): ChildMessage {

@@ -4,18 +4,9 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import type { ProcessIdentity, ServerRecord } from '../../../src/embedded/ownership.js';
 import { outsideClusterDir } from '../../../src/embedded/postgres.js';
-import { eventually } from '../../helpers/albums.js';
+import { eventually } from '../../harness/albums.js';
 
 // `npm start` in a child process, in a process group of its own as in a terminal.
-
-/** The environment of this process without anything of albumflow's: no DATABASE_URL, TEMPORAL_*, PG*, … */
-export function userEnvironment(): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([name]) => name !== 'DATABASE_URL' && !['TEMPORAL_', 'PG', 'ALBUMFLOW_', 'TELEGRAM_'].some((prefix) => name.startsWith(prefix)),
-    ),
-  );
-}
 
 export interface Instance {
   /** npm's process, the leader of the instance's process group. */

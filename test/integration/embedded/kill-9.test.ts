@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findProcess, isRunning, type ServerRecord } from '../../../src/embedded/ownership.js';
 import { pickPort } from '../../../src/embedded/ports.js';
 import { projectRoot } from '../../../src/common/paths.js';
-import { eventually } from '../../helpers/albums.js';
-import { adminToken, interrupt, removeOutsideCluster, serve, serverRecord, userEnvironment, type Serving } from './instance.js';
+import { eventually } from '../../harness/albums.js';
+import { adminToken, interrupt, removeOutsideCluster, serve, serverRecord, type Serving } from './instance.js';
+import { userEnvironment } from '../../harness/environment.js';
 
 // `npm start` on a data directory it creates, killed as a whole with kill -9 (its process group: npm and
 // albumflow) and started again at once, on fixed Temporal ports as a user who leaves TEMPORAL_PORT at 7233.

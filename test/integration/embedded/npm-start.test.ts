@@ -1,4 +1,4 @@
-import { execFile as execFileCallback, spawn, type ChildProcess } from 'node:child_process';
+import { execFile as execFileCallback } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -6,14 +6,15 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedStatus } from '../../../src/embedded/server.js';
-import { findProcess, isRunning, type ProcessIdentity, type ServerRecord } from '../../../src/embedded/ownership.js';
+import { findProcess, isRunning, type ProcessIdentity } from '../../../src/embedded/ownership.js';
 import { projectRoot } from '../../../src/common/paths.js';
-import { signatureHeader } from '../../../src/common/signature.js';
 import type { AlbumView } from '../../../src/domain/types.js';
-import { eventually } from '../../helpers/albums.js';
-import { startFakeBotApi, type FakeBotApi } from '../../helpers/fake-bot-api.js';
-import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos, type ServedPhoto } from '../../helpers/fake-bot-api-demo.js';
-import { albumEvent } from '../../helpers/stack.js';
+import { eventually } from '../../harness/albums.js';
+import { startFakeBotApi, type FakeBotApi } from '../../harness/servers/fake-bot-api.js';
+import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos, type ServedPhoto } from '../../harness/servers/fake-bot-api-demo.js';
+import { albumEvent, webhookRequest } from '../../harness/events.js';
+import { adminToken, interrupt, ownerOf, serve, serverRecord, startInstance, type Serving } from './instance.js';
+import { userEnvironment } from '../../harness/environment.js';
 import { killWatchdog } from './orphan.js';
 
 const execFile = promisify(execFileCallback);
@@ -30,13 +31,8 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-embedded-'));
 fs.chmodSync(dataDir, 0o755);
 
 // Nothing of albumflow's from this process: the CLI finds its API token in the data directory.
-const inherited = Object.fromEntries(
-  Object.entries(process.env).filter(
-    ([name]) => name !== 'DATABASE_URL' && !['TEMPORAL_', 'PG', 'ALBUMFLOW_', 'TELEGRAM_'].some((prefix) => name.startsWith(prefix)),
-  ),
-);
 const env: NodeJS.ProcessEnv = {
-  ...inherited,
+  ...userEnvironment(),
   DATA_DIR: dataDir,
   PORT: '0',
   TEMPORAL_PORT: '0',
@@ -62,52 +58,6 @@ async function npx(args: string[]): Promise<{ stdout: string; stderr: string }> 
   return execFile('npx', ['albumflow', ...args], { cwd: projectRoot, env, timeout: 60_000 });
 }
 
-interface Instance {
-  /** npm's process, the leader of the instance's process group. */
-  npm: ChildProcess;
-  output: () => string;
-  /** Resolves with npm's exit code, or the signal's name. */
-  exited: Promise<number | string>;
-}
-
-function startInstance(): Instance {
-  const npm = spawn('npm', ['start'], { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let output = '';
-  npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  npm.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | string>((resolve) => npm.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
-  return { npm, output: () => output, exited };
-}
-
-/** The albumflow process that owns the data directory (npm runs it as its child). */
-function owner(): ProcessIdentity {
-  return JSON.parse(fs.readFileSync(path.join(dataDir, 'albumflow.pid'), 'utf8')) as ProcessIdentity;
-}
-
-/** Starts an instance and waits for its banner; returns it with its HTTP address and the pid of its albumflow. */
-async function serve(): Promise<Instance & { url: string; pid: number }> {
-  const instance = startInstance();
-  const url = await Promise.race([
-    eventually(() => {
-      const match = /webhook\s+POST (http:\/\/\S+?)\/webhooks\//.exec(instance.output());
-      expect(match, instance.output()).not.toBeNull();
-      return match![1]!;
-    }, 180_000),
-    instance.exited.then((how) => {
-      throw new Error(`albumflow exited (${how}) before it served:\n${instance.output()}`);
-    }),
-  ]);
-  return { ...instance, url, pid: owner().pid };
-}
-
-/** Ctrl-C in a terminal: SIGINT to the whole process group, and npm relays it to albumflow once more. */
-async function interrupt(instance: Instance & { pid: number }): Promise<number | string> {
-  process.kill(-instance.npm.pid!, 'SIGINT');
-  await new Promise((resolve) => setTimeout(resolve, 200));
-  process.kill(instance.pid, 'SIGINT');
-  return instance.exited;
-}
-
 interface Readiness {
   status: string;
   embedded: Record<'postgres' | 'temporal', EmbeddedStatus>;
@@ -115,23 +65,14 @@ interface Readiness {
 
 /** `/readyz` as the admin token sees it: with the embedded servers' pids and restarts. */
 async function readiness(url: string): Promise<{ code: number; body: Readiness }> {
-  const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
-  const response = await fetch(`${url}/readyz`, { headers: { authorization: `Bearer ${token}` } });
+  const response = await fetch(`${url}/readyz`, { headers: { authorization: `Bearer ${adminToken(dataDir)}` } });
   return { code: response.status, body: (await response.json()) as Readiness };
 }
 
 async function post(url: string, event: Record<string, unknown>): Promise<number> {
-  const payload = JSON.stringify(event);
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const response = await fetch(`${url}/webhooks/unifyport/${workspace}`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-unifyport-timestamp': timestamp,
-      'x-unifyport-signature': signatureHeader(secret, timestamp, payload),
-    },
-    body: payload,
-  });
+  const delivery = { route: 'unifyport', workspace, secret, body: JSON.stringify(event) } as const;
+  const { path: route, headers } = webhookRequest(delivery);
+  const response = await fetch(`${url}${route}`, { method: 'POST', headers, body: delivery.body });
   return response.status;
 }
 
@@ -161,11 +102,7 @@ async function decided(url: string, albumId: string): Promise<AlbumView> {
   }, 90_000);
 }
 
-function record(name: 'postgres' | 'temporal.db'): ServerRecord {
-  return JSON.parse(fs.readFileSync(path.join(dataDir, `${name}.pid`), 'utf8')) as ServerRecord;
-}
-
-let instance: (Instance & { url: string; pid: number }) | undefined;
+let instance: Serving | undefined;
 
 afterAll(async () => {
   if (instance) await interrupt(instance);
@@ -178,7 +115,7 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     botApi = await startFakeBotApi();
     photos = await servePhotos(botApi, demoBot.token, [exampleAlbumFile]);
     env.TELEGRAM_API_ROOT = botApi.url;
-    instance = await serve();
+    instance = await serve(projectRoot, env, dataDir);
   }, 240_000);
 
   it('starts its embedded PostgreSQL and Temporal from nothing, and decides an album sent with the CLI', async () => {
@@ -294,7 +231,7 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
 
   it('refuses a second start on the same data directory at once, naming the running pid, and the first keeps working', async () => {
     const { url, pid } = instance!;
-    const second = startInstance();
+    const second = startInstance(projectRoot, env);
     expect(await second.exited).toBe(1);
     // Said once, in one line: a refusal that explains itself is not logged again as a fatal error with its stack.
     const said = second.output().split(`albumflow (pid ${pid}) is already running on ${dataDir}`).length - 1;
@@ -347,15 +284,15 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
 
     await postAlbum(url, 'after-snapshot');
     await decided(url, 'after-snapshot');
-    expect(isRunning(owner())).toBe(true);
-    expect(owner().pid).toBe(pid);
+    expect(isRunning(ownerOf(dataDir))).toBe(true);
+    expect(ownerOf(dataDir).pid).toBe(pid);
     expect((await readiness(url)).code).toBe(200);
   }, 120_000);
 
   it('exits 0 on Ctrl-C leaving no server running, and the next start finds its albums', async () => {
     await postAlbum(instance!.url, 'before-ctrl-c');
     await decided(instance!.url, 'before-ctrl-c');
-    const servers: ProcessIdentity[] = [record('postgres'), record('temporal.db')];
+    const servers: ProcessIdentity[] = [serverRecord(dataDir, 'postgres'), serverRecord(dataDir, 'temporal.db')];
     expect(servers.every(isRunning)).toBe(true);
     expect(await interrupt(instance!)).toBe(0);
     instance = undefined;
@@ -366,7 +303,7 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     ]);
     expect(fs.readdirSync(dataDir).filter((name) => name.endsWith('.pid'))).toEqual([]);
 
-    instance = await serve();
+    instance = await serve(projectRoot, env, dataDir);
     expect((await albumStatus(instance.url, 'before-ctrl-c'))?.decisions.at(-1)?.childMessageIds).toEqual([
       'before-ctrl-c-0',
       'before-ctrl-c-1',
@@ -375,10 +312,10 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
 
   it('recognises the servers of an instance killed with kill -9 by their dead owner, stops them, and serves the same data', async () => {
     const dead = instance!;
-    const postgres = record('postgres');
+    const postgres = serverRecord(dataDir, 'postgres');
     // With their watchdogs, as when every process but the servers is killed: else they stop the servers at once.
     killWatchdog(postgres.pid);
-    killWatchdog(record('temporal.db').pid);
+    killWatchdog(serverRecord(dataDir, 'temporal.db').pid);
     process.kill(dead.pid, 'SIGKILL');
     await dead.exited;
     instance = undefined;
@@ -386,7 +323,7 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     // The postmaster outlives its owner.
     expect(isRunning(postgres)).toBe(true);
 
-    instance = await serve();
+    instance = await serve(projectRoot, env, dataDir);
     expect(instance.output()).toContain(
       `stopping the embedded PostgreSQL (pid ${postgres.pid}) left running by albumflow pid ${dead.pid}, which is gone`,
     );
@@ -400,7 +337,7 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
 
   it('exits 1 saying why when its embedded PostgreSQL dies and cannot be restarted, leaving no server running', async () => {
     const dying = instance!;
-    const servers = [record('postgres'), record('temporal.db')];
+    const servers = [serverRecord(dataDir, 'postgres'), serverRecord(dataDir, 'temporal.db')];
     // Its data made unusable: every restart fails until albumflow gives up.
     const version = path.join(dataDir, 'postgres', 'PG_VERSION');
     const original = fs.readFileSync(version, 'utf8');

@@ -6,7 +6,7 @@ import { listen } from '../../../src/db/listen.js';
 import { connectionConfig, createPool, ensureDatabase, isUnavailable, standaloneClient, type Pool } from '../../../src/db/pool.js';
 import { identify, isRunning } from '../../../src/embedded/ownership.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../../src/embedded/postgres.js';
-import { eventually } from '../../helpers/albums.js';
+import { eventually } from '../../harness/albums.js';
 import { leaveOrphan } from './orphan.js';
 
 // The embedded PostgreSQL itself, whatever server the rest of the suite uses: what albumflow relies on

@@ -11,7 +11,18 @@ import { projectRoot } from '../../../src/common/paths.js';
  */
 export function makeClone(target: string): void {
   fs.mkdirSync(target);
-  for (const entry of ['package.json', 'tsconfig.json', 'src', 'workflows', 'activities', 'migrations', 'bin', 'deploy', 'test/setup']) {
+  for (const entry of [
+    'package.json',
+    'tsconfig.json',
+    'src',
+    'workflows',
+    'activities',
+    'migrations',
+    'bin',
+    'deploy',
+    'test/setup',
+    'test/harness',
+  ]) {
     fs.cpSync(path.join(projectRoot, entry), path.join(target, entry), { recursive: true });
   }
   const installed = fs.realpathSync(path.join(projectRoot, 'node_modules'));

@@ -4,16 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  adminToken,
-  clusterDirOf,
-  interrupt,
-  removeOutsideCluster,
-  serve,
-  serverRecord,
-  userEnvironment,
-  type Serving,
-} from './instance.js';
+import { adminToken, clusterDirOf, interrupt, removeOutsideCluster, serve, serverRecord, type Serving } from './instance.js';
+import { userEnvironment } from '../../harness/environment.js';
 import { makeClone } from './private-clone.js';
 
 const execFile = promisify(execFileCallback);

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../../src/db/pool.js';
 import { startEmbeddedServer, type EmbeddedServer, type EmbeddedStatus } from '../../../src/embedded/server.js';
 import { buildApp, type App } from '../../../src/app.js';
-import { eventually } from '../../helpers/albums.js';
-import { testClient, testConfig, testLogger, testPool } from '../../helpers/env.js';
+import { eventually } from '../../harness/albums.js';
+import { testClient, testConfig, testLogger, testPool } from '../../harness/env.js';
 
 // The supervisor of the embedded servers (src/embedded/server.ts) with a tiny server of its own: a
 // node process listening on a port, which a test can kill with kill -9 and keep from coming back.

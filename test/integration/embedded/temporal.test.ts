@@ -9,7 +9,7 @@ import { isRunning } from '../../../src/embedded/ownership.js';
 import { startDevServer } from '../../../src/embedded/temporal.js';
 import { projectRoot } from '../../../src/common/paths.js';
 import { downloadWithSdk, locateTemporalCli } from '../../../src/temporal/cli.js';
-import { eventually } from '../../helpers/albums.js';
+import { eventually } from '../../harness/albums.js';
 import { leaveOrphan } from './orphan.js';
 
 // The embedded Temporal dev server on its own: its ports, its owner, and the SDK's download of it.

@@ -1,9 +1,10 @@
-import type { DecisionRow } from '../../../src/db/decisions.js';
-import type { Pool } from '../../../src/db/pool.js';
-import type { FakeBotApi } from '../../helpers/fake-bot-api.js';
-import { childKeyString } from '../../../src/domain/keys.js';
-import type { LoadGenerator, SentChild } from './load.js';
-import type { Fetch, MediaServer, NotifyReceiver } from './servers.js';
+import type { Pool } from '../../src/db/pool.js';
+import type { FakeBotApi } from '../harness/servers/fake-bot-api.js';
+import { childKeyString } from '../../src/domain/keys.js';
+import type { LoadGenerator, SentChild } from '../harness/load.js';
+import type { Fetch } from '../harness/servers/media.js';
+import type { ProcessStack } from '../harness/stack.js';
+import * as stored from '../harness/rows.js';
 
 export interface Violation {
   /** The phase the child was first acknowledged in; `final` for whole-run checks. */
@@ -33,29 +34,17 @@ interface CheckedChild {
   versions: number;
 }
 
-interface AttachmentRow {
-  key: string;
-  url: string | null;
-  status: string;
-  updated_at: Date;
-}
-
 async function storedMessages(pool: Pool, workspace: string): Promise<Map<string, CheckedChild>> {
-  const { rows } = await pool.query<{
-    workspace: string;
-    provider: string;
-    account_id: string;
-    conversation_id: string;
-    message_id: string;
-    album_workflow_id: string | null;
-    caption: string | null;
-    versions: number;
-  }>(
-    `SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, al.workflow_id AS album_workflow_id, m.caption,
-            (SELECT count(*)::int FROM message_history h WHERE h.message_pk = m.id) AS versions
-       FROM messages m LEFT JOIN albums al ON al.id = m.album_pk WHERE m.workspace = $1`,
-    [workspace],
-  );
+  const rows = await stored.messages.read(pool, { workspace }, [
+    'workspace',
+    'provider',
+    'account_id',
+    'conversation_id',
+    'message_id',
+    'album_workflow_id',
+    'caption',
+    'versions',
+  ]);
   return new Map(
     rows.map((row) => {
       const key = childKeyString({
@@ -76,13 +65,7 @@ function workflowIdOf(child: SentChild): string {
 
 /** True once the run is quiet: outbox empty, nothing pending, every album closed, every acknowledged child decided. */
 export async function isQuiet(pool: Pool, load: LoadGenerator): Promise<{ done: boolean; detail: string }> {
-  const { rows } = await pool.query<{ outbox: number; pending: number; open: number; notifying: number }>(
-    `SELECT (SELECT count(*) FROM outbox)::int AS outbox,
-            (SELECT count(*) FROM attachments WHERE status = 'pending')::int AS pending,
-            (SELECT count(*) FROM albums WHERE state <> 'closed')::int AS open,
-            (SELECT count(*) FROM notifications WHERE status = 'pending')::int AS notifying`,
-  );
-  const counts = rows[0]!;
+  const counts = await stored.pipelineBacklog(pool);
   const latest = await latestDecisions(pool);
   let undecided = 0;
   for (const child of load.children.values()) {
@@ -90,19 +73,15 @@ export async function isQuiet(pool: Pool, load: LoadGenerator): Promise<{ done: 
   }
   let detail = `outbox ${counts.outbox}, pending downloads ${counts.pending}, open albums ${counts.open}, pending notifications ${counts.notifying}, undecided children ${undecided}`;
   if (counts.notifying > 0) {
-    const pending = await pool.query<{ id: string; attempts: number; last_error: string | null; age_s: number }>(
-      `SELECT id, attempts, last_error, extract(epoch FROM now() - created_at)::int AS age_s
-         FROM notifications WHERE status = 'pending' ORDER BY created_at LIMIT 5`,
-    );
-    detail += `; pending: ${pending.rows.map((n) => `${n.id} (${n.attempts} attempts, ${n.age_s} s old, last error ${n.last_error ?? 'none'})`).join('; ')}`;
+    const pending = await stored.notifications.read(pool, { status: 'pending' }, ['id', 'attempts', 'last_error', 'age_s'], { limit: 5 });
+    detail += `; pending: ${pending.map((n) => `${n.id} (${n.attempts} attempts, ${n.age_s} s old, last error ${n.last_error ?? 'none'})`).join('; ')}`;
   }
   return { done: counts.outbox + counts.pending + counts.open + counts.notifying + undecided === 0, detail };
 }
 
+/** The children of each workflow's latest decision. */
 async function latestDecisions(pool: Pool): Promise<Map<string, Set<string>>> {
-  const { rows } = await pool.query<{ workflow_id: string; child_message_ids: string[] }>(
-    `SELECT DISTINCT ON (workflow_id) workflow_id, child_message_ids FROM decisions ORDER BY workflow_id, seq DESC`,
-  );
+  const rows = await stored.decisions.read(pool, {}, ['workflow_id', 'child_message_ids']);
   return new Map(rows.map((row) => [row.workflow_id, new Set(row.child_message_ids)]));
 }
 
@@ -113,15 +92,14 @@ async function latestDecisions(pool: Pool): Promise<Map<string, Set<string>>> {
  * caption stored, the earlier one in the history; outbox empty; no refusal of valid traffic but 503.
  */
 export async function checkInvariants(input: {
-  pool: Pool;
-  workspace: string;
+  /** The stack's database, workspace, media server and NOTIFY_URL receiver. */
+  stack: Pick<ProcessStack, 'pool' | 'workspace' | 'media' | 'receiver'>;
   load: LoadGenerator;
-  media: MediaServer;
-  receiver: NotifyReceiver;
   /** The fake Bot API the Telegram traffic's files come from. */
   botApi?: FakeBotApi;
 }): Promise<CheckReport> {
-  const { pool, workspace, load, media, receiver, botApi } = input;
+  const { load, botApi } = input;
+  const { pool, workspace, media, receiver } = input.stack;
   const violations: Violation[] = [];
   const childFailures = new Map<string, string[]>();
   const fail = (child: SentChild, message: string) => {
@@ -132,20 +110,21 @@ export async function checkInvariants(input: {
   };
   const global = (message: string) => violations.push({ phase: 'final', message });
 
-  const stored = await storedMessages(pool, workspace);
-  const { rows: decisionRows } = await pool.query<Pick<DecisionRow, 'workflow_id' | 'seq' | 'trigger' | 'child_message_ids'>>(
-    `SELECT workflow_id, seq, trigger, child_message_ids FROM decisions ORDER BY workflow_id, seq`,
-  );
+  const storedByKey = await storedMessages(pool, workspace);
+  const decisionRows = await stored.decisions.read(pool, {}, ['workflow_id', 'seq', 'trigger', 'child_message_ids']);
   const decisions = new Map<string, (typeof decisionRows)[number][]>();
   for (const row of decisionRows) decisions.set(row.workflow_id, [...(decisions.get(row.workflow_id) ?? []), row]);
 
-  const { rows: attachmentRows } = await pool.query<
-    AttachmentRow & { workspace: string; provider: string; account_id: string; conversation_id: string; message_id: string }
-  >(
-    `SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, a.url, a.status, a.updated_at
-       FROM attachments a JOIN messages m ON m.id = a.message_pk WHERE m.workspace = $1 AND a.position = 0`,
-    [workspace],
-  );
+  const attachmentRows = await stored.attachments.read(pool, { workspace, position: 0 }, [
+    'workspace',
+    'provider',
+    'account_id',
+    'conversation_id',
+    'message_id',
+    'url',
+    'status',
+    'updated_at',
+  ]);
   const attachments = new Map(
     attachmentRows.map((row) => [
       childKeyString({
@@ -169,7 +148,7 @@ export async function checkInvariants(input: {
   for (const child of load.children.values()) {
     if (child.refusedWith !== null) fail(child, `valid traffic refused with HTTP ${child.refusedWith}`);
     if (!child.acked) continue;
-    const row = stored.get(child.childKey);
+    const row = storedByKey.get(child.childKey);
     if (!row) {
       fail(child, 'acknowledged with 202 but not stored');
       continue;
@@ -202,7 +181,7 @@ export async function checkInvariants(input: {
   }
 
   const albumChildren = new Map<string, Set<string>>();
-  for (const message of stored.values()) {
+  for (const message of storedByKey.values()) {
     if (message.albumWorkflowId === null) continue;
     const set = albumChildren.get(message.albumWorkflowId) ?? new Set<string>();
     set.add(message.messageId);
@@ -236,10 +215,7 @@ export async function checkInvariants(input: {
     });
   }
 
-  const { rows: readyRows } = await pool.query<{ workflow_id: string; n: number }>(
-    `SELECT workflow_id, count(*)::int AS n FROM notifications WHERE type = 'album.ready' GROUP BY workflow_id`,
-  );
-  const readyCount = new Map(readyRows.map((row) => [row.workflow_id, row.n]));
+  const readyCount = await stored.albumReadyCounts(pool);
   const receivedIds = new Map<string, Set<string>>();
   const deliveriesById = new Map<string, number>();
   for (const delivery of receiver.deliveries) {
@@ -257,8 +233,8 @@ export async function checkInvariants(input: {
   }
   if (receiver.badSignatures() > 0) global(`${receiver.badSignatures()} notifications with a bad signature`);
 
-  const { rows: outbox } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox`);
-  if (outbox[0]!.n !== 0) global(`outbox holds ${outbox[0]!.n} rows`);
+  const queued = await stored.outbox.count(pool, {});
+  if (queued !== 0) global(`outbox holds ${queued} rows`);
 
   for (const attempt of load.attempts) {
     if (attempt.status >= 500 && attempt.status !== 503) {

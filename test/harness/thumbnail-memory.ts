@@ -1,5 +1,5 @@
 // Run as a process of its own by test/integration/console-thumbnails.test.ts:
-//   node --expose-gc --import tsx test/helpers/thumbnail-memory.ts <MEDIA_DIR> <sha256>…
+//   node --expose-gc --import tsx test/harness/thumbnail-memory.ts <MEDIA_DIR> <sha256>…
 // asks one thumbnailer for the thumbnails of every file at once and prints, as one JSON line, what
 // each got and the process's resident memory before and at its peak (VmHWM, reset first, so no
 // sample can miss it).

@@ -1,22 +1,24 @@
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Client, WorkflowHandle, WorkflowHandleWithSignaledRunId } from '@temporalio/client';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { temporal } from '@temporalio/proto';
-import { afterAll, beforeAll, vi } from 'vitest';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
 import type { Config } from '../../src/common/config.js';
 import { loadChildren } from '../../src/db/children.js';
-import type { DecisionRow } from '../../src/db/decisions.js';
 import type { Pool } from '../../src/db/pool.js';
+import { albumStatusFromDatabase, findAlbum } from '../../src/db/status.js';
 import { startSearchAttributes } from '../../src/temporal/workflow-start.js';
 import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
-import type { AlbumKey, ChildArrival, JsonValue, MessageKey } from '../../src/domain/types.js';
+import type { AlbumKey, AlbumView, ChildArrival, JsonValue, MessageKey } from '../../src/domain/types.js';
 import type { AlbumWorkflowInput } from '../../workflows/types.js';
 import { albumProfileOf } from '../../src/ingest/sources.js';
-import { startTestWorker, testClient, testPool, unique, type TestWorker } from './env.js';
+import { startTestWorker, testClient, testPool, type TestWorker } from './env.js';
+import { albumEvent, webhookRequest, type AlbumEventOptions } from './events.js';
+import { startMediaServer, type MediaServer } from './servers/media.js';
+import { unique } from './random.js';
+import type { Stack } from './stack.js';
 
 export interface TestChild {
   messageId: string;
@@ -96,6 +98,30 @@ export async function storeAlbumChildren(pool: Pool, key: AlbumKey, children: Te
   return arrivalsOf(pool, pks);
 }
 
+/**
+ * Stores a message with nothing but one attachment (position 0), as a download activity finds it: `url`,
+ * and the `kind` and `file_name` given; answers the message's pk.
+ */
+export async function storeAttachment(
+  pool: Pool,
+  key: MessageKey,
+  attachment: { url: string | null; kind?: string; fileName?: string },
+): Promise<string> {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, raw)
+     VALUES ($1, $2, $3, $4, $5, '{}') RETURNING id`,
+    [key.workspace, key.provider, key.accountId, key.conversationId, key.messageId],
+  );
+  const messagePk = rows[0]!.id;
+  await pool.query(`INSERT INTO attachments (message_pk, position, kind, url, file_name) VALUES ($1, 0, $2, $3, $4)`, [
+    messagePk,
+    attachment.kind ?? null,
+    attachment.url,
+    attachment.fileName ?? null,
+  ]);
+  return messagePk;
+}
+
 export async function storeStandaloneMessage(pool: Pool, key: MessageKey, child: Omit<TestChild, 'messageId'>): Promise<ChildArrival> {
   const pk = await insertMessage(pool, key, null, { ...child, messageId: key.messageId });
   return (await arrivalsOf(pool, [pk]))[0]!;
@@ -136,111 +162,9 @@ export async function signalMessage(
   });
 }
 
-/** The decisions PostgreSQL recorded for one workflow, in order. */
-export async function storedDecisions(pool: Pool, workflowId: string) {
-  const { rows } = await pool.query<Pick<DecisionRow, 'seq' | 'trigger' | 'child_message_ids'>>(
-    `SELECT seq, trigger, child_message_ids FROM decisions WHERE workflow_id = $1 ORDER BY seq`,
-    [workflowId],
-  );
-  return rows;
-}
-
-export interface NotificationRow {
-  id: string;
-  type: string;
-  status: string;
-  payload: {
-    id: string;
-    type: string;
-    album?: { state: string; distinctChildren: number; media: Record<string, number>; review: { reasons: string[] } };
-    message?: { state: string; media: Record<string, number> };
-    decision: { seq: number; trigger: string; childMessageIds: string[]; lateChildMessageIds?: string[]; lateItemPolicy?: string };
-  };
-}
-
-export async function storedNotifications(pool: Pool, workflowId: string): Promise<NotificationRow[]> {
-  const { rows } = await pool.query<NotificationRow>(
-    `SELECT id, type, status, payload FROM notifications WHERE workflow_id = $1 ORDER BY created_at, id`,
-    [workflowId],
-  );
-  return rows;
-}
-
-export async function albumRow(pool: Pool, workflowId: string): Promise<{ state: string; review_reasons: string[] }> {
-  const { rows } = await pool.query<{ state: string; review_reasons: string[] }>(
-    `SELECT state, review_reasons FROM albums WHERE workflow_id = $1`,
-    [workflowId],
-  );
-  return rows[0]!;
-}
-
 /** Retries `check` until it passes; asynchronous outcomes on a busy machine take their time. */
 export function eventually<T>(check: () => Promise<T> | T, timeout = 45_000): Promise<T> {
   return vi.waitFor(check, { timeout, interval: 100 });
-}
-
-export interface MediaServer {
-  /** A URL that answers 200 with `body`. */
-  file(body: string): string;
-  /** A URL that answers 410 Gone. */
-  gone(): string;
-  close(): Promise<void>;
-}
-
-export async function startMediaServer(): Promise<MediaServer> {
-  const bodies = new Map<string, string>();
-  const server = http.createServer((req, res) => {
-    const body = bodies.get(req.url ?? '');
-    if (body === undefined) res.writeHead(410).end();
-    else res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': Buffer.byteLength(body) }).end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    file(body) {
-      const route = `/${unique('file')}`;
-      bodies.set(route, body);
-      return `${base}${route}`;
-    },
-    gone: () => `${base}/${unique('gone')}`,
-    close() {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-export interface FlakyMediaServer {
-  /** The URL of `path` on this server. */
-  url(path: string): string;
-  /** From now on `path` answers 200 with a photo. */
-  fix(path: string): void;
-  /** Every path fetched, in order. */
-  fetches: string[];
-  close(): Promise<void>;
-}
-
-/** Files that answer 404 until they are "fixed", then 200: an operator's retry must fetch them again. */
-export async function startFlakyMediaServer(): Promise<FlakyMediaServer> {
-  const fixed = new Set<string>();
-  const fetches: string[] = [];
-  const server = http.createServer((req, res) => {
-    const path = req.url ?? '';
-    fetches.push(path);
-    if (fixed.has(path)) res.writeHead(200, { 'content-type': 'image/jpeg' }).end(`photo ${path}`);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url: (path) => `${base}${path}`,
-    fix: (path) => void fixed.add(path),
-    fetches,
-    close() {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 export const historiesDir = path.resolve(import.meta.dirname, '../fixtures/histories');
@@ -306,4 +230,68 @@ export function workflowTestBed(config: Config): WorkflowTestBed {
     await bed.pool?.end();
   });
   return bed;
+}
+
+// Albums sent through a stack's webhook, and their status read back from PostgreSQL.
+
+export type WebhookChild = Omit<AlbumEventOptions, 'albumId' | 'conversationId' | 'accountId' | 'provider'>;
+
+/** Where albums of one workspace are sent: a stack's own workspace, or another one its app accepts. */
+export interface Inbox {
+  workspace: string;
+  pool: Pool;
+  post(event: unknown): Promise<{ statusCode: number }>;
+}
+
+/**
+ * A workspace of the stack's `WORKSPACE_SECRETS` other than its own (stacks sign for one workspace),
+ * so that one database holds albums of several workspaces.
+ */
+export function workspaceInbox(stack: Pick<Stack, 'app' | 'pool'>, workspace: string, secret: string): Inbox {
+  return {
+    workspace,
+    pool: stack.pool,
+    async post(event) {
+      const delivery = { route: 'unifyport', workspace, secret, body: JSON.stringify(event) } as const;
+      const { path, headers } = webhookRequest(delivery);
+      return stack.app.inject({ method: 'POST', url: path, headers, payload: delivery.body });
+    },
+  };
+}
+
+export interface TestAlbum {
+  key: AlbumKey;
+  /** Posts a child of this album (signed, through the webhook) and checks it was accepted. */
+  send(child: WebhookChild): Promise<void>;
+  status(): Promise<AlbumView | null>;
+  /** The status once `check` passes on it. */
+  until(check: (status: AlbumView) => void, timeoutMs?: number): Promise<AlbumView>;
+}
+
+export function testAlbum(inbox: Inbox, albumId: string, conversationId = `conv-${albumId}`): TestAlbum {
+  const key: AlbumKey = { workspace: inbox.workspace, provider: 'whatsapp', accountId: 'acc_1', conversationId, albumId };
+  const status = async () => {
+    const album = await findAlbum(inbox.pool, key);
+    return album ? albumStatusFromDatabase(inbox.pool, album, key) : null;
+  };
+  return {
+    key,
+    async send(child) {
+      const response = await inbox.post(albumEvent({ ...child, albumId, conversationId }));
+      expect(response.statusCode).toBe(202);
+    },
+    status,
+    until: (check, timeoutMs = 60_000) =>
+      eventually(async () => {
+        const current = await status();
+        expect(current).not.toBeNull();
+        check(current!);
+        return current!;
+      }, timeoutMs),
+  };
+}
+
+/** Every attachment of the album reached an outcome (none is pending). */
+export function settled(status: AlbumView): void {
+  expect(status.media.pending).toBe(0);
 }

@@ -1,4 +1,4 @@
-// A fake Bot API server of our own, for tests and the demo (test/helpers/fake-bot-api-main.ts); it never
+// A fake Bot API server of our own, for tests and the demo (test/harness/servers/fake-bot-api-main.ts); it never
 // talks to Telegram: getFile and the file route behind it, setWebhook, and the failures the real one
 // shows (too big, expired paths, server errors, throttling). It logs every request, so a test can count
 // calls and see where the token went.

@@ -5,7 +5,6 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
-import pg from 'pg';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
 import { loadConfig, type Config } from '../../src/common/config.js';
@@ -13,11 +12,9 @@ import { connectionConfig, connectionUrl, createPool, databaseName, withDatabase
 import { createLogger, type Logger } from '../../src/common/log.js';
 import { connectClient, connectWorker } from '../../src/temporal/connection.js';
 import { createAlbumWorker } from '../../src/temporal/worker.js';
-
-/** A name no other test of this run uses (task queues, workspaces, ids). */
-export function unique(prefix: string): string {
-  return `${prefix}-${crypto.randomBytes(5).toString('hex')}`;
-}
+import { unique } from './random.js';
+import { connectAdmin } from './servers/postgres.js';
+import { appEnvironment } from './environment.js';
 
 /**
  * A database of the test's own, copied from the run's migrated template: a dispatcher running on it
@@ -26,19 +23,9 @@ export function unique(prefix: string): string {
 export async function freshDatabase(): Promise<string> {
   const template = connectionConfig(inject('templateDatabaseUrl'));
   const name = `${databaseName(template)}_${crypto.randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client(withDatabase(template, 'postgres'));
-  await admin.connect();
+  const admin = await connectAdmin(template);
   try {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(databaseName(template))}`);
-        break;
-      } catch (err) {
-        // Two copies of one template at once: PostgreSQL refuses the second while the first reads it.
-        if ((err as { code?: string }).code !== '55006' || attempt === 20) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
-      }
-    }
+    await admin.createDatabase(name, { template: databaseName(template) });
   } finally {
     await admin.end();
   }
@@ -51,15 +38,16 @@ export async function freshDatabase(): Promise<string> {
  */
 export function testConfig(env: Record<string, string> = {}): Config {
   return loadConfig({
-    DATABASE_URL: inject('databaseUrl'),
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_TASK_QUEUE: unique('albums'),
-    QUIET_PERIOD_MS: '400',
-    MAX_WAIT_MS: '4000',
-    LATE_WINDOW_MS: '3000',
-    MEDIA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-media-')),
-    MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...appEnvironment({
+      databaseUrl: inject('databaseUrl'),
+      temporalAddress: inject('temporalAddress'),
+      taskQueue: unique('albums'),
+      quietPeriodMs: 400,
+      maxWaitMs: 4000,
+      lateWindowMs: 3000,
+      mediaDir: fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-media-')),
+      logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
+    }),
     ...env,
   });
 }

@@ -1,12 +1,8 @@
-/** Prints rows as a plain-text table with a header rule, columns padded to their widest cell. */
+import { table } from '../../src/cli/format.js';
+
+/** Rows as a plain-text table with a header rule, columns padded to their widest cell (the CLI's tables). */
 export function formatTable(header: string[], rows: string[][]): string {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) => cell.padEnd(widths[column]!))
-      .join('  ')
-      .trimEnd();
-  return [line(header), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
+  return table(header, rows).join('\n');
 }
 
 export function megabytes(bytes: number): string {

@@ -4,10 +4,10 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseUpdate } from '../../src/ingest/telegram.js';
-import { projectRoot } from '../../src/common/paths.js';
+import { parseUpdate } from '../../../src/ingest/telegram.js';
+import { projectRoot } from '../../../src/common/paths.js';
 import type { FakeBotApi } from './fake-bot-api.js';
-import { jpeg } from './images.js';
+import { jpeg } from '../images.js';
 
 /** The demo's bot: a token of BotFather's form that only the fake Bot API accepts. */
 export const demoBot = {

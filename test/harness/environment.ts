@@ -1,0 +1,48 @@
+// The environment albumflow is started with by the stacks of the harness and the bench, and by the tests
+// of `npm start`: what this process passes on, and albumflow's own variables.
+
+/** This process's environment without anything of albumflow's (DATABASE_URL, TEMPORAL_*, PG*, ALBUMFLOW_*, TELEGRAM_*). */
+export function userEnvironment(): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([name]) => name !== 'DATABASE_URL' && !['TEMPORAL_', 'PG', 'ALBUMFLOW_', 'TELEGRAM_'].some((prefix) => name.startsWith(prefix)),
+    ),
+  );
+}
+
+export interface AppEnvironmentOptions {
+  databaseUrl: string;
+  temporalAddress: string;
+  taskQueue: string;
+  /** WORKSPACE_SECRETS. */
+  workspaces?: Record<string, string[]>;
+  quietPeriodMs: number;
+  maxWaitMs: number;
+  lateWindowMs: number;
+  dataDir?: string;
+  mediaDir: string;
+  notify?: { url: string; secret: string };
+  logLevel: string;
+}
+
+/**
+ * The environment of an albumflow on this machine (the variables of the README's configuration table),
+ * downloading from media servers on the loopback address, which the download guard refuses unless told.
+ */
+export function appEnvironment(options: AppEnvironmentOptions): Record<string, string> {
+  return {
+    HOST: '127.0.0.1',
+    DATABASE_URL: options.databaseUrl,
+    TEMPORAL_ADDRESS: options.temporalAddress,
+    TEMPORAL_TASK_QUEUE: options.taskQueue,
+    ...(options.workspaces ? { WORKSPACE_SECRETS: JSON.stringify(options.workspaces) } : {}),
+    QUIET_PERIOD_MS: String(options.quietPeriodMs),
+    MAX_WAIT_MS: String(options.maxWaitMs),
+    LATE_WINDOW_MS: String(options.lateWindowMs),
+    ...(options.dataDir ? { DATA_DIR: options.dataDir } : {}),
+    MEDIA_DIR: options.mediaDir,
+    MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
+    ...(options.notify ? { NOTIFY_URL: options.notify.url, NOTIFY_SECRET: options.notify.secret } : {}),
+    LOG_LEVEL: options.logLevel,
+  };
+}

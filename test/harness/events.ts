@@ -1,0 +1,217 @@
+// What senders deliver to albumflow's webhooks, built one way for the tests, the fault suite and the bench:
+// UnifyPort `message.received` events and Telegram Updates (made up, or the fixtures of
+// test/fixtures/telegram/ and variants of them), and how each is sent: the route, UnifyPort's HMAC headers,
+// Telegram's secret token, and the status that says the delivery is committed.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseUpdate } from '../../src/ingest/telegram.js';
+import { projectRoot } from '../../src/common/paths.js';
+import { signatureHeader } from '../../src/common/signature.js';
+import { unique } from './random.js';
+import type { FakeBotApi, FakeFile } from './servers/fake-bot-api.js';
+
+/** A UnifyPort webhook body (`message.received` and the other event types). */
+export type UnifyPortEvent = Record<string, unknown>;
+
+/** What `unifyportEvent` puts in an event; an identity field given as null is left out, to send an event without it. */
+export interface EventFields {
+  /** Default: a fresh id. */
+  id?: unknown;
+  /** Default: `message.received`. */
+  type?: unknown;
+  /** Default: `whatsapp`. */
+  provider?: unknown;
+  /** `account_id`; default `acc_1`. */
+  accountId?: unknown;
+  /** `data.conversation.id`; default `conv_1`. */
+  conversationId?: unknown;
+  /** `data.message` as sent (nulls too; undefined fields left out): its `id` and whatever else it carries (text, sent_at, attachments, album…). */
+  message: Record<string, unknown>;
+}
+
+const without = (value: Record<string, unknown>, ...left: unknown[]) =>
+  Object.fromEntries(Object.entries(value).filter(([, field]) => !left.includes(field)));
+const withoutNulls = (value: Record<string, unknown>) => without(value, null, undefined);
+
+/** A UnifyPort event carrying one child message. */
+export function unifyportEvent(fields: EventFields): UnifyPortEvent {
+  const given = (value: unknown, fallback: unknown) => (value === undefined ? fallback : value);
+  return withoutNulls({
+    id: given(fields.id, unique('evt')),
+    type: given(fields.type, 'message.received'),
+    provider: given(fields.provider, 'whatsapp'),
+    account_id: given(fields.accountId, 'acc_1'),
+    data: { conversation: { id: given(fields.conversationId, 'conv_1') }, message: without(fields.message, undefined) },
+  });
+}
+
+export interface AlbumEventOptions {
+  conversationId?: string;
+  accountId?: string;
+  provider?: string;
+  albumId?: string;
+  messageId: string;
+  index?: unknown;
+  total?: unknown;
+  text?: string;
+  sentAt?: string;
+  attachments?: Array<Record<string, unknown>>;
+}
+
+/** A `message.received` event of an album's child with a photo; without `albumId` it is a standalone message. */
+export function albumEvent(options: AlbumEventOptions): UnifyPortEvent {
+  const album: Record<string, unknown> | undefined = options.albumId === undefined ? undefined : { id: options.albumId };
+  if (album && options.index !== undefined) album.index = options.index;
+  if (album && options.total !== undefined) album.total = options.total;
+  return unifyportEvent({
+    provider: options.provider,
+    accountId: options.accountId,
+    conversationId: options.conversationId,
+    message: {
+      id: options.messageId,
+      text: options.text ?? `photo ${options.messageId}`,
+      sent_at: options.sentAt ?? '2026-09-29T10:00:00Z',
+      attachments: options.attachments ?? [{ type: 'image', mime_type: 'image/jpeg' }],
+      album,
+    },
+  });
+}
+
+/** The seconds since the epoch, as `x-unifyport-timestamp` carries them. */
+export function timestampNow(): string {
+  return String(Math.floor(Date.now() / 1000));
+}
+
+/** The headers of a UnifyPort webhook signed with `secret`: `v1=` HMAC-SHA256 of "<timestamp>.<raw body>". */
+export function unifyportHeaders(secret: string, body: string | Buffer, timestamp = timestampNow()): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'x-unifyport-timestamp': timestamp,
+    'x-unifyport-signature': signatureHeader(secret, timestamp, body),
+  };
+}
+
+/** The headers of a Telegram webhook: the secret token given to setWebhook, or none with null. */
+export function telegramHeaders(secretToken: string | null): Record<string, string> {
+  return { 'content-type': 'application/json', ...(secretToken === null ? {} : { 'x-telegram-bot-api-secret-token': secretToken }) };
+}
+
+/** One webhook as its sender delivers it: a signed UnifyPort event, or a Telegram Update for a bot of the workspace. */
+export type Delivery =
+  | { route: 'unifyport'; workspace: string; secret: string; body: string | Buffer }
+  | { route: 'telegram'; workspace: string; bot: string; secretToken: string | null; body: string | Buffer };
+
+/** The path and headers that deliver it (signed now). */
+export function webhookRequest(delivery: Delivery): { path: string; headers: Record<string, string> } {
+  const workspace = encodeURIComponent(delivery.workspace);
+  return delivery.route === 'unifyport'
+    ? { path: `/webhooks/unifyport/${workspace}`, headers: unifyportHeaders(delivery.secret, delivery.body) }
+    : { path: `/webhooks/telegram/${workspace}/${encodeURIComponent(delivery.bot)}`, headers: telegramHeaders(delivery.secretToken) };
+}
+
+/** The answer that says a delivery is committed: 202 from the UnifyPort route (its body names the child), 200 from Telegram's. */
+export const committedStatus = { unifyport: 202, telegram: 200 } as const;
+
+/** A Telegram Update as the fixtures hold it. */
+export type Update = Record<string, unknown> & { update_id: number };
+
+/** The Updates of test/fixtures/telegram/<name>.json (one Update or a list), in order. */
+export function telegramFixture(name: string): Update[] {
+  const parsed = JSON.parse(fs.readFileSync(path.join(projectRoot, 'test/fixtures/telegram', `${name}.json`), 'utf8')) as Update | Update[];
+  return Array.isArray(parsed) ? parsed : [parsed];
+}
+
+/** The Message an Update carries (`message`, `channel_post`, `edited_message`, …). */
+export function messageOf(update: Update): Record<string, unknown> & { message_id: number; chat: { id: number }; media_group_id?: string } {
+  const key = Object.keys(update).find((name) => name !== 'update_id')!;
+  return update[key] as ReturnType<typeof messageOf>;
+}
+
+type Message = ReturnType<typeof messageOf>;
+
+/** A Message of a chat as the Bot API sends it, with a photo (its one size) or a document, in an album or not. */
+export function telegramMessage(fields: {
+  messageId: number;
+  chatId: number;
+  /** Seconds since the epoch. */
+  date: number;
+  mediaGroupId?: string;
+  photo?: { fileId: string; uniqueId?: string; width: number; height: number };
+  document?: Record<string, unknown>;
+  caption?: string | null;
+}): Message {
+  const { photo } = fields;
+  return withoutNulls({
+    message_id: fields.messageId,
+    chat: { id: fields.chatId, type: 'private' },
+    date: fields.date,
+    media_group_id: fields.mediaGroupId,
+    photo: photo && [
+      { file_id: photo.fileId, file_unique_id: photo.uniqueId ?? `u-${photo.fileId}`, width: photo.width, height: photo.height },
+    ],
+    document: fields.document,
+    caption: fields.caption,
+  }) as Message;
+}
+
+/** The Update that delivers a Message: a new one (`message`) or an edit of it (`edited_message`). */
+export function telegramUpdate(updateId: number, message: Message, kind: 'message' | 'edited_message' = 'message'): Update {
+  return { update_id: updateId, [kind]: message };
+}
+
+/** Gives every file id and file unique id under `value` the suffix. */
+function renameFiles(value: unknown, suffix: string): void {
+  if (Array.isArray(value)) for (const item of value) renameFiles(item, suffix);
+  else if (typeof value === 'object' && value !== null) {
+    const object = value as Record<string, unknown>;
+    for (const [key, child] of Object.entries(object)) {
+      if ((key === 'file_id' || key === 'file_unique_id') && typeof child === 'string') object[key] = `${child}-${suffix}`;
+      else renameFiles(child, suffix);
+    }
+  }
+}
+
+/**
+ * Other Updates of the same shape: update_id and message_id moved by `offset` and other files (so they
+ * are new children, not redeliveries of the fixture's), then each Message changed by `change`.
+ */
+export function variant(updates: readonly Update[], offset: number, change: (message: Message) => void = () => {}): Update[] {
+  return updates.map((update) => {
+    const copy = structuredClone(update);
+    copy.update_id += offset;
+    messageOf(copy).message_id += offset;
+    renameFiles(messageOf(copy), `v${offset}`);
+    change(messageOf(copy));
+    return copy;
+  });
+}
+
+/** The `edited_message` Update (update_id moved by `offset`) that changes the Message of `update` as `change` does. */
+export function editOf(update: Update, offset: number, change: (message: Message) => void): Update {
+  const message = structuredClone(messageOf(update));
+  change(message);
+  return { update_id: update.update_id + offset, edited_message: message };
+}
+
+/** The file id albumflow keeps for an Update's media (the largest photo size, or the other media), as its parser picks it. */
+export function fileIdOf(update: Update): string {
+  const parsed = parseUpdate('ws', '1', Buffer.from(JSON.stringify(update)));
+  const file = parsed.kind === 'child' || parsed.kind === 'edit' ? parsed.child.attachments[0]?.telegramFile : undefined;
+  if (!file) throw new Error(`update ${update.update_id} carries no media`);
+  return file.fileId;
+}
+
+/** Bytes standing for the file, different for every file id. */
+export function fileContent(fileId: string): Buffer {
+  return crypto.createHash('sha256').update(fileId).digest();
+}
+
+/** Makes the fake Bot API serve the media of these Updates to the bot. */
+export function serveFiles(api: FakeBotApi, token: string, updates: readonly Update[], file: Partial<FakeFile> = {}): void {
+  api.addBot(token);
+  for (const update of updates) {
+    const fileId = fileIdOf(update);
+    api.addFile(token, fileId, { content: fileContent(fileId), ...file });
+  }
+}
