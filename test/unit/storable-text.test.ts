@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseUpdate } from '../../src/ingest/telegram.js';
 import { parseEvent } from '../../src/ingest/unifyport.js';
+import { unifyportEvent } from '../harness/events.js';
 import { holdsUnstorableText, isStorableText, textProblem } from '../../src/domain/storable-text.js';
 
 /** Any UTF-16 code unit, lone surrogates included. */
@@ -30,6 +31,10 @@ describe('isStorableText', () => {
   });
 });
 
+/** A UnifyPort event's raw body: `message` merged into its message, `top` over its top-level fields. */
+const event = (message: Record<string, unknown>, top: Record<string, unknown> = {}) =>
+  Buffer.from(JSON.stringify({ ...unifyportEvent({ id: 'evt_1', message: { id: 'msg_1', ...message } }), ...top }));
+
 describe('textProblem', () => {
   it('refuses every control character in an identifier, and all but tabs and line breaks in prose', () => {
     for (const text of ['a\u0001', '\u001b[2J', 'tab\there', 'line\nbreak', 'del\u007f', 'c1\u009b']) {
@@ -45,18 +50,6 @@ describe('textProblem', () => {
 });
 
 describe('the parsers refuse unstorable text before deriving an identity', () => {
-  const event = (message: Record<string, unknown>, top: Record<string, unknown> = {}) =>
-    Buffer.from(
-      JSON.stringify({
-        id: 'evt_1',
-        type: 'message.received',
-        provider: 'whatsapp',
-        account_id: 'acc_1',
-        data: { conversation: { id: 'conv_1' }, message: { id: 'msg_1', ...message } },
-        ...top,
-      }),
-    );
-
   it.each([
     ['an album id', event({ album: { id: '\ud800' } })],
     ['a message id', event({ id: 'm\udfff' })],
@@ -82,18 +75,6 @@ describe('the parsers refuse unstorable text before deriving an identity', () =>
 });
 
 describe('the UnifyPort parser refuses an identity holding a control character', () => {
-  const event = (message: Record<string, unknown>, top: Record<string, unknown> = {}) =>
-    Buffer.from(
-      JSON.stringify({
-        id: 'evt_1',
-        type: 'message.received',
-        provider: 'whatsapp',
-        account_id: 'acc_1',
-        data: { conversation: { id: 'conv_1' }, message: { id: 'msg_1', ...message } },
-        ...top,
-      }),
-    );
-
   it.each([
     ['data.message.id', event({ id: 'm\u0001' })],
     ['provider', event({}, { provider: 'wa\u001b[2J' })],
