@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
 import { isUnavailable, pingDatabase, type Pool } from '../db/pool.js';
 import type { EmbeddedServer, EmbeddedStatus } from '../embedded/server.js';
-import { bearerTokenPattern } from '../common/bearer-token.js';
+import { bearerTokenOf } from '../common/bearer-token.js';
 import type { TokenTable } from './access/tokens.js';
 
 export interface HealthOptions {
@@ -55,8 +55,8 @@ function temporalReason(err: unknown): Reason {
 
 /** Whether the request carries a valid token that reaches every workspace. The route answers everyone regardless. */
 function fromAdmin(request: FastifyRequest, tokens: TokenTable): boolean {
-  const token = /^Bearer +([^ ]+) *$/i.exec(request.headers.authorization ?? '')?.[1];
-  return token !== undefined && bearerTokenPattern.test(token) && tokens.find(token)?.workspaces === '*';
+  const token = bearerTokenOf(request.headers.authorization ?? '');
+  return token !== undefined && tokens.find(token)?.workspaces === '*';
 }
 
 /**

@@ -4,7 +4,7 @@ import fp from 'fastify-plugin';
 import { HttpError } from '../errors.js';
 import { ErrorBodySchema as ErrorBody } from '../schemas.js';
 import { sessionCookie, sessionCookiePath, type ConsoleSessions } from './session.js';
-import { bearerTokenPattern } from '../../common/bearer-token.js';
+import { bearerTokenOf } from '../../common/bearer-token.js';
 import { reaches, tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
 
 /**
@@ -103,9 +103,8 @@ function credentialOf(request: FastifyRequest): Credential {
   if (headers > 1) return { kind: 'malformed' };
   const authorization = request.headers.authorization;
   if (typeof authorization === 'string') {
-    const match = /^Bearer +([^ ]+) *$/i.exec(authorization);
-    if (!match?.[1] || !bearerTokenPattern.test(match[1])) return { kind: 'malformed' };
-    return { kind: 'bearer', token: match[1] };
+    const token = bearerTokenOf(authorization);
+    return token === undefined ? { kind: 'malformed' } : { kind: 'bearer', token };
   }
   const session = request.cookies?.[sessionCookie];
   return session ? { kind: 'session', value: session } : { kind: 'none' };
