@@ -178,8 +178,12 @@ describe('the embedded PostgreSQL', () => {
     async () => {
       const locked = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-locked-'));
       fs.chmodSync(locked, 0o700);
+      // The binaries' copy goes where postgres may enter, so that the cluster is what it cannot reach even
+      // when this clone itself sits in a folder only root may enter.
+      const open = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-open-'));
+      fs.chmodSync(open, 0o755);
       try {
-        const systemDirs = { state: path.join(locked, 'state'), cache: path.join(locked, 'cache') };
+        const systemDirs = { state: path.join(locked, 'state'), cache: path.join(open, 'cache') };
         await expect(startEmbeddedPostgres({ dataDir: path.join(locked, 'data', 'postgres'), systemDirs, log })).rejects.toThrow(
           `as root, the embedded PostgreSQL runs as the OS user "postgres", which cannot reach ${path.join(locked, 'data', 'postgres')} ` +
             `(nor ${path.join(locked, 'state', 'postgres')}). Set DATABASE_URL to a PostgreSQL server, or run albumflow as a user other ` +
@@ -187,6 +191,7 @@ describe('the embedded PostgreSQL', () => {
         );
       } finally {
         fs.rmSync(locked, { recursive: true, force: true });
+        fs.rmSync(open, { recursive: true, force: true });
       }
     },
   );
