@@ -4,6 +4,9 @@ import { albumWorkflowId, messageWorkflowId } from '../domain/keys.js';
 import type { AlbumKey, MessageKey } from '../domain/types.js';
 import { maxInt32, type JsonObject } from './json-body.js';
 
+/** The longest event id stored: it is part of the events table's unique index, which PostgreSQL limits to a few KB a row. */
+export const maxEventIdLength = 512;
+
 /** Temporal's default limit on workflow id length; it also keeps the unique indexes within PostgreSQL's row limit. */
 export const maxWorkflowIdLength = 1000;
 

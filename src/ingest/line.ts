@@ -8,7 +8,14 @@
 // UnifyPort's album metadata is.
 
 import type { AlbumKey, JsonValue, MessageKey } from '../domain/types.js';
-import { albumMetadataOf, identityTooLong, maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from './child.js';
+import {
+  albumMetadataOf,
+  identityTooLong,
+  maxEventIdLength,
+  maxWorkflowIdLength,
+  type AttachmentInput,
+  type ChildMessage,
+} from './child.js';
 import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../domain/storable-text.js';
 import { isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject, type JsonObject } from './json-body.js';
 
@@ -77,6 +84,12 @@ function reject(code: LineRejectionCode, message: string): ParsedLineWebhook {
 function parseEvent(workspace: string, channel: string, destination: string, event: JsonValue, path: string): LineEvent {
   if (!isObject(event)) throw new Rejection('invalid_webhook', `${path} must be an event object`);
   const eventId = `${destination}:${identifier(event.webhookEventId, `${path}.webhookEventId`)}`;
+  if (eventId.length > maxEventIdLength) {
+    throw new Rejection(
+      'invalid_identity',
+      `destination and ${path}.webhookEventId are longer than ${maxEventIdLength} characters together`,
+    );
+  }
   const raw = JSON.stringify({ destination, ...event });
   const type = typeof event.type === 'string' && eventTypeName.test(event.type) ? event.type : 'unknown';
   if (type !== 'message' && type !== 'unsend') return { kind: 'ignored', eventId, type, raw, reason: 'other_event' };

@@ -1,13 +1,18 @@
 import crypto from 'node:crypto';
 import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../domain/storable-text.js';
 import type { AlbumKey, MessageKey } from '../domain/types.js';
-import { albumMetadataOf, identityTooLong, maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from './child.js';
+import {
+  albumMetadataOf,
+  identityTooLong,
+  maxEventIdLength,
+  maxWorkflowIdLength,
+  type AttachmentInput,
+  type ChildMessage,
+} from './child.js';
 import { firstNonEmptyString, isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject } from './json-body.js';
 
 /** The UnifyPort event type that carries one child message; every other type is recorded and ignored. */
 export const childEventType = 'message.received';
-
-export const maxEventIdLength = 512;
 
 export type RejectionCode = 'invalid_json' | 'invalid_event' | 'unstorable_event' | 'missing_identity' | 'invalid_identity';
 

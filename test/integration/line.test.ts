@@ -4,6 +4,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { albumWorkflowId } from '../../src/domain/keys.js';
 import type { AlbumView } from '../../src/domain/types.js';
+import { consolePaths } from '../../src/ui/paths.js';
 import { statusQuery } from '../../workflows/definitions.js';
 import { eventually } from '../harness/albums.js';
 import { runCli } from '../harness/cli.js';
@@ -308,6 +309,12 @@ describe('LINE image sets end to end (fake LINE API, real PostgreSQL and Tempora
     expect(album.decisions).toHaveLength(1);
     const queried = await stack.client.workflow.getHandle(workflowId).query(statusQuery);
     expect(queried.children[1]?.withdrawnAt).toBeDefined();
+    // The CLI and the console flag it too.
+    const cli = await runCli(['status', ...Object.values(key)], { ALBUMFLOW_URL: url, ALBUMFLOW_TOKEN: apiToken });
+    expect(cli.stdout.split('\n').filter((line) => line.includes('(unsent '))).toHaveLength(1);
+    const page = await stack.app.inject({ method: 'GET', url: consolePaths.album(key), headers: { authorization: `Bearer ${apiToken}` } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body.match(/unsent by the sender/g)).toHaveLength(1);
   });
 
   it('marks content LINE no longer keeps expired, and retries content still being prepared', async () => {

@@ -47,7 +47,7 @@ const env = () => ({
   ALBUMFLOW_TOKEN: 'unused-token-1234567',
 });
 
-describe('albumflow send --line', () => {
+describe('albumflow send --line', { timeout: 60_000 }, () => {
   it('posts each body of the file in order, signed with the channel secret as LINE signs', async () => {
     const run = await runCli(['send', '--line', exampleImageSetFile, '--channel', 'shop', '--url', albumflowUrl], env());
     expect(run.code, run.stderr).toBe(0);
@@ -61,7 +61,7 @@ describe('albumflow send --line', () => {
   });
 });
 
-describe('albumflow line set-webhook', () => {
+describe('albumflow line set-webhook', { timeout: 60_000 }, () => {
   it('sets the endpoint with the channel access token', async () => {
     const run = await runCli(['line', 'set-webhook', '--channel', 'shop', '--public-url', 'https://albumflow.example.com/'], env());
     expect(run.code, run.stderr).toBe(0);
