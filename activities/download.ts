@@ -7,12 +7,13 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import pLimit from 'p-limit';
 import type { Readable } from 'node:stream';
-import type { TelegramBot } from '../src/common/config.js';
+import type { LineChannel, TelegramBot } from '../src/common/config.js';
 import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../src/db/attachments.js';
 import { errorMessage } from '../src/common/error-message.js';
 import { downloadsTotal } from '../src/common/metrics.js';
 import { mediaPath, mediaTempDir } from '../src/common/paths.js';
 import { BotApiError, createBotApi, redactToken } from '../src/telegram/bot-api.js';
+import { createMessagingApi, LineApiError } from '../src/line/messaging-api.js';
 import { childKeyString } from '../src/domain/keys.js';
 import type { AttachmentStatus, DownloadRequest, DownloadResult, MessageKey } from '../src/domain/types.js';
 import type { Logger } from '../src/common/log.js';
@@ -324,42 +325,84 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
     return bot;
   }
 
+  /** The LINE channel whose access token fetches the content: the one the webhook came through. */
+  function channelOf(key: MessageKey, name: string): LineChannel {
+    const channel = config.line.channels.get(key.workspace)?.get(name);
+    if (!channel) throw new PermanentDownloadError('failed', `LINE_CHANNELS["${key.workspace}"] has no channel "${name}"`);
+    return channel;
+  }
+
   /**
-   * A Telegram file, with the bot's token read from the configuration now and a fresh getFile (paths
-   * expire). The API root is the operator's (a local Bot API server on loopback is normal), so it is
-   * not vetted like a sender's URL; silence is limited all the same.
+   * A file from a platform's API with a token read from the configuration now (a Telegram bot's, a
+   * LINE channel's). The API root is the operator's (a local Bot API server on loopback is normal), so
+   * it is not vetted like a sender's URL; silence is limited all the same. `open` throws the API's own
+   * error (its `retryable` says whether another attempt may help); any other failure's words are kept
+   * only once `redact` took the token out of them.
    */
-  async function fetchTelegramFile(row: StoredAttachment, key: MessageKey, file: { fileId: string }): Promise<StoredMedia> {
-    const { token } = botOf(key);
-    const api = createBotApi({ apiRoot: config.telegram.apiRoot, token });
+  async function fetchFromApi(
+    row: StoredAttachment,
+    apiName: string,
+    open: (signal: AbortSignal) => Promise<MediaSource>,
+    redact: (text: string) => string,
+  ): Promise<StoredMedia> {
     let watch: ReturnType<typeof idleWatch> | undefined;
     try {
-      const stored = await fetchToStore(
+      return await fetchToStore(
         row,
         async (attempt) => {
           watch = idleWatch(limits.idleTimeoutMs, () =>
-            attempt.abort(new TransientDownloadError(`the Bot API sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
+            attempt.abort(new TransientDownloadError(`${apiName} sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
           );
-          const opened = await api.openFile({ fileId: file.fileId, declaredSize: row.declaredSize }, attempt.signal);
-          if (opened.status === 'unavailable') throw new UnavailableDownloadError(opened.reason);
+          const source = await open(attempt.signal);
           watch.touch();
-          return { body: opened.stream, contentLength: opened.contentLength, contentType: opened.contentType };
+          return source;
         },
         () => watch?.touch(),
       );
-      return { ...stored, contentType: telegramContentType(row, stored.contentType) };
     } catch (err) {
-      if (err instanceof BotApiError)
+      if (err instanceof BotApiError || err instanceof LineApiError)
         throw err.retryable ? new TransientDownloadError(err.message) : new PermanentDownloadError('failed', err.message);
       const ours = [CancelledFailure, TransientDownloadError, PermanentDownloadError, UnavailableDownloadError].some(
         (type) => err instanceof type,
       );
       if (ours) throw err;
-      // Whatever else broke the transfer, its words are kept only once the token is out of them.
-      throw new TransientDownloadError(redactToken(errorMessage(err), token));
+      throw new TransientDownloadError(redact(errorMessage(err)));
     } finally {
       watch?.stop();
     }
+  }
+
+  /** A Telegram file, with a fresh getFile (paths expire). */
+  async function fetchTelegramFile(row: StoredAttachment, key: MessageKey, file: { fileId: string }): Promise<StoredMedia> {
+    const { token } = botOf(key);
+    const api = createBotApi({ apiRoot: config.telegram.apiRoot, token });
+    const stored = await fetchFromApi(
+      row,
+      'the Bot API',
+      async (signal) => {
+        const opened = await api.openFile({ fileId: file.fileId, declaredSize: row.declaredSize }, signal);
+        if (opened.status === 'unavailable') throw new UnavailableDownloadError(opened.reason);
+        return { body: opened.stream, contentLength: opened.contentLength, contentType: opened.contentType };
+      },
+      (text) => redactToken(text, token),
+    );
+    return { ...stored, contentType: telegramContentType(row, stored.contentType) };
+  }
+
+  /** LINE content of the message `key`, from the data API with the channel's access token (404/410: expired; 202: retried). */
+  async function fetchLineContent(row: StoredAttachment, key: MessageKey, channelName: string): Promise<StoredMedia> {
+    const { channelAccessToken } = channelOf(key, channelName);
+    const api = createMessagingApi({ apiRoot: config.line.apiRoot, dataApiRoot: config.line.dataApiRoot, channelAccessToken });
+    return fetchFromApi(
+      row,
+      'the LINE content API',
+      async (signal) => {
+        const opened = await api.openContent(key.messageId, signal);
+        if (opened.status === 'expired') throw new PermanentDownloadError('expired', opened.reason);
+        return { body: opened.stream, contentLength: opened.contentLength, contentType: opened.contentType };
+      },
+      (text) => text.split(channelAccessToken).join('[redacted]'),
+    );
   }
 
   /**
@@ -375,11 +418,15 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
     if (row.status === 'downloaded' && row.sha256 && (await fileExists(mediaPath(mediaDir, row.sha256)))) return null;
     const retried = retry && (row.status === 'failed' || row.status === 'expired');
     if (row.status !== 'pending' && row.status !== 'downloaded' && !retried) return null;
-    const { url, telegramFile } = row;
-    if (!url && !telegramFile) return failure('unavailable', 'the platform sent no URL for this attachment');
+    const { url, telegramFile, lineChannel } = row;
+    if (!url && !telegramFile && !lineChannel) return failure('unavailable', 'the platform sent no URL for this attachment');
 
     try {
-      const stored = await fetchLimit(() => (url ? fetchUrl(row, url) : fetchTelegramFile(row, key, telegramFile!)));
+      const stored = await fetchLimit(() => {
+        if (url) return fetchUrl(row, url);
+        if (telegramFile) return fetchTelegramFile(row, key, telegramFile);
+        return fetchLineContent(row, key, lineChannel!);
+      });
       log.debug({ bytes: stored.bytes, sha256: stored.sha256 }, 'attachment downloaded');
       return { status: 'downloaded', ...stored, error: null };
     } catch (err) {

@@ -11,7 +11,7 @@ import { albumStatusFromDatabase, findAlbum } from '../src/db/status.js';
 import { errorMessage } from '../src/common/error-message.js';
 import { notificationFailuresTotal, notificationsTotal } from '../src/common/metrics.js';
 import { signatureHeader } from '../src/common/signature.js';
-import type { AlbumKey, AlbumView, ChildEdit, NotificationType } from '../src/domain/types.js';
+import type { AlbumKey, AlbumView, ChildEdit, ChildWithdrawal, NotificationType } from '../src/domain/types.js';
 import type { NotifyInput, NotifyOutcome } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
 
@@ -20,11 +20,20 @@ export const notifyTimeoutMs = 10_000;
 /**
  * `<workflowId>/<seq>` for the notification a decision causes, `<workflowId>/<seq>/album.media_settled`
  * for its first media notice and `…/album.media_settled/<n>` for the n-th, `<workflowId>/edited/<message
- * id, URL-encoded>/<version>` for the edit of a decided child (whichever decision it follows). The same
- * on every retry, so receivers can deduplicate.
+ * id, URL-encoded>/<version>` for the edit of a decided child (whichever decision it follows), and
+ * `<workflowId>/unsent/<message id, URL-encoded>` for its withdrawal. The same on every retry, so
+ * receivers can deduplicate.
  */
-export function notificationId(workflowId: string, seq: number, type: NotificationType, notice = 1, edit?: ChildEdit): string {
+export function notificationId(
+  workflowId: string,
+  seq: number,
+  type: NotificationType,
+  notice = 1,
+  edit?: ChildEdit,
+  unsent?: ChildWithdrawal,
+): string {
   if (edit) return `${workflowId}/edited/${encodeURIComponent(edit.messageId)}/${edit.version}`;
+  if (unsent) return `${workflowId}/unsent/${encodeURIComponent(unsent.messageId)}`;
   if (type !== 'album.media_settled') return `${workflowId}/${seq}`;
   return notice > 1 ? `${workflowId}/${seq}/${type}/${notice}` : `${workflowId}/${seq}/${type}`;
 }
@@ -118,8 +127,9 @@ export function createNotifyActivities(deps: ActivityDeps) {
 
   /** Sends one notification under its stable id; a retry or a replay delivers it at most once. */
   async function notify(input: NotifyInput): Promise<{ id: string; outcome: NotifyOutcome }> {
-    const id = notificationId(input.workflowId, input.seq, input.type, input.notice, input.edit);
-    const change = input.type === 'album.updated' ? { change: input.edit ? ('edited' as const) : ('late_item' as const) } : {};
+    const id = notificationId(input.workflowId, input.seq, input.type, input.notice, input.edit, input.unsent);
+    const updated = input.edit ? ('edited' as const) : input.unsent ? ('unsent' as const) : ('late_item' as const);
+    const change = input.type === 'album.updated' ? { change: updated } : {};
     const payload =
       input.type === 'message.ready'
         ? { id, type: input.type, message: input.message, decision: input.decision }
@@ -130,6 +140,7 @@ export function createNotifyActivities(deps: ActivityDeps) {
             album: 'album' in input ? input.album : await storedAlbum(input.workflowId, input.albumKey),
             decision: input.decision,
             ...(input.edit ? { edit: input.edit } : {}),
+            ...(input.unsent ? { unsent: input.unsent } : {}),
           };
     const outcome = await send({ id, workflowId: input.workflowId, type: input.type, body: JSON.stringify(payload) });
     return { id, outcome };

@@ -22,7 +22,7 @@ interface RecordAndNotifyDeps {
 export function createRecordAndNotifyActivities({ recordDecision, notify }: RecordAndNotifyDeps) {
   async function recordAndNotify({ workflowId, body, steps }: RecordAndNotifyInput): Promise<RecordAndNotifyResult> {
     const refused: RefusedNotification[] = [];
-    for (const { type, decision, record, notice, edit } of steps) {
+    for (const { type, decision, record, notice, edit, unsent } of steps) {
       if (record) await recordDecision({ workflowId, decision, album: record });
       try {
         await notify({
@@ -32,6 +32,7 @@ export function createRecordAndNotifyActivities({ recordDecision, notify }: Reco
           decision,
           ...(notice !== undefined ? { notice } : {}),
           ...(edit ? { edit } : {}),
+          ...(unsent ? { unsent } : {}),
           ...body,
         });
       } catch (err) {

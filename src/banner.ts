@@ -9,11 +9,12 @@ export function banner(urls: Service['urls'], config: Config): string {
   const namespace = encodeURIComponent(config.temporal.namespace);
   const workspaces = [...config.workspaceSecrets.keys()];
   const telegramBots = [...config.telegram.bots].flatMap(([ws, bots]) => [...bots.keys()].map((bot) => ({ ws, bot })));
+  const lineChannels = [...config.line.channels].flatMap(([ws, channels]) => [...channels.keys()].map((channel) => ({ ws, channel })));
   const inPath = (name: string | undefined) => (name === undefined ? '<workspace>' : encodeURIComponent(name));
   // The status URL names a workspace albumflow knows, whichever route its webhooks come by.
-  const workspace = inPath(workspaces[0] ?? telegramBots[0]?.ws);
+  const workspace = inPath(workspaces[0] ?? telegramBots[0]?.ws ?? lineChannels[0]?.ws);
   const generated = config.apiTokens === undefined;
-  const unconfigured = workspaces.length === 0 && telegramBots.length === 0;
+  const unconfigured = workspaces.length === 0 && telegramBots.length === 0 && lineChannels.length === 0;
   return [
     '',
     'albumflow is running',
@@ -22,6 +23,10 @@ export function banner(urls: Service['urls'], config: Config): string {
     ...telegramBots.map(
       ({ ws, bot }) =>
         `  Telegram     POST ${http}/webhooks/telegram/${inPath(ws)}/${encodeURIComponent(bot)}   (npx albumflow telegram set-webhook --workspace ${ws} --bot ${bot} …)`,
+    ),
+    ...lineChannels.map(
+      ({ ws, channel }) =>
+        `  LINE         POST ${http}/webhooks/line/${inPath(ws)}/${encodeURIComponent(channel)}   (npx albumflow line set-webhook --workspace ${ws} --channel ${channel} …)`,
     ),
     `  status       GET  ${http}/workspaces/${workspace}/albums   (one album: …/albums/<provider>/<account>/<conversation>/<album>)`,
     `  API token         ${generated ? `${adminTokenPath(config.dataDir)} (npx albumflow reads it)` : 'a token of API_TOKENS'}, sent as Authorization: Bearer <token>`,

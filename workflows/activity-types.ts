@@ -6,6 +6,7 @@ import type {
   AlbumKey,
   AlbumView,
   ChildEdit,
+  ChildWithdrawal,
   DecisionView,
   DownloadRequest,
   DownloadResult,
@@ -43,8 +44,10 @@ export type NotifyInput = {
   decision: NotifiedDecision;
   /** For `album.media_settled`: 1 for the decision's first notice, 2 once its media settled again, … */
   notice?: number;
-  /** For `album.updated` about an edit of a decided child; without it, `album.updated` is about late items. */
+  /** For `album.updated` about an edit of a decided child; without it (or `unsent`), `album.updated` is about late items. */
   edit?: ChildEdit;
+  /** For `album.updated` about a decided child its sender withdrew (`"change": "unsent"`). */
+  unsent?: ChildWithdrawal;
 } & (
   | { type: AlbumNotificationType; album: AlbumView }
   /** An album body too large to pass through Temporal: the activity reads it from PostgreSQL. */
@@ -64,6 +67,8 @@ export interface DecisionStep {
   notice?: number;
   /** For `album.updated` about an edit of a decided child (`"change": "edited"`) rather than late items. */
   edit?: ChildEdit;
+  /** For `album.updated` about a decided child its sender withdrew (`"change": "unsent"`). */
+  unsent?: ChildWithdrawal;
 }
 
 export interface RecordAndNotifyInput {

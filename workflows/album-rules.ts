@@ -18,6 +18,7 @@ import type {
   ChildArrival,
   ChildEdit,
   ChildRecord,
+  ChildWithdrawal,
   DecisionTrigger,
   DecisionView,
   DownloadResult,
@@ -81,6 +82,8 @@ export type AlbumCommand =
     }
   /** Notify `album.updated` (`"change": "edited"`): a child of `decision` was edited. */
   | { type: 'edited'; decision: DecisionView; edit: ChildEdit }
+  /** Notify `album.updated` (`"change": "unsent"`): the sender withdrew a child of `decision`. */
+  | { type: 'unsent'; decision: DecisionView; unsent: ChildWithdrawal }
   /** `notice`: 1 for the first `album.media_settled` of the decision, 2 after its media settled again, … */
   | { type: 'media_settled'; decision: DecisionView; notice: number };
 
@@ -111,13 +114,13 @@ export function initialState(): DecisionRulesState {
   };
 }
 
-/** The attachments of a child as it arrives: those with nothing to download from (no URL, no Telegram file) are `unavailable`, the rest `pending`. */
+/** The attachments of a child as it arrives: those with nothing to download from (no URL, no Telegram file, no LINE content) are `unavailable`, the rest `pending`. */
 export function initialAttachments(arrival: ChildArrival): AttachmentView[] {
   return [...arrival.attachments].sort((a, b) => a.position - b.position).map(initialAttachment);
 }
 
 function initialAttachment(ref: AttachmentRef): AttachmentView {
-  const downloadable = ref.url !== null || ref.telegramFileUniqueId !== null;
+  const downloadable = ref.url !== null || ref.telegramFileUniqueId !== null || ref.lineChannel !== undefined;
   return {
     position: ref.position,
     status: downloadable ? 'pending' : 'unavailable',
@@ -237,10 +240,23 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
           .map((edit): AlbumCommand => ({ type: 'edited', decision: last, edit })),
       )
     : [];
+  const notifiedWithdrawals = new Set(prior.unsentNotices ?? []);
+  const unnotifiedWithdrawals: AlbumCommand[] = last
+    ? known.flatMap(({ arrival }) =>
+        arrival.withdrawnAt !== undefined &&
+        !notifiedWithdrawals.has(arrival.messageId) &&
+        Date.parse(arrival.withdrawnAt) > Date.parse(last.decidedAt)
+          ? [{ type: 'unsent', decision: last, unsent: { messageId: arrival.messageId, withdrawnAt: arrival.withdrawnAt } } as const]
+          : [],
+      )
+    : [];
   const undecided = prior.children.filter((child) => !decided.has(child.arrival.messageId));
   const next = undecided.length > 0 ? addChildren(base, undecided, now, timings, profile) : evaluate(base, now, timings, profile);
   const settled = emitMediaSettled(next.state);
-  return { state: settled.state, commands: [...pendingDownloads(base), ...unnotifiedEdits, ...next.commands, ...settled.commands] };
+  return {
+    state: settled.state,
+    commands: [...pendingDownloads(base), ...unnotifiedEdits, ...unnotifiedWithdrawals, ...next.commands, ...settled.commands],
+  };
 }
 
 function arrivals(state: DecisionRulesState): ChildArrival[] {
@@ -345,7 +361,16 @@ function addChildren(
       fresh.push(child);
       continue;
     }
-    const known = children[at]!;
+    let known = children[at]!;
+    const { withdrawnAt } = child.arrival;
+    if (withdrawnAt !== undefined && known.arrival.withdrawnAt === undefined) {
+      known = { ...known, arrival: { ...known.arrival, withdrawnAt } };
+      children[at] = known;
+      const decision = latestDecision(state);
+      if (decision?.childMessageIds.includes(child.arrival.messageId)) {
+        commands.push({ type: 'unsent', decision, unsent: { messageId: child.arrival.messageId, withdrawnAt } });
+      }
+    }
     const versions = known.arrival.history.length;
     // A shorter history is an older version, delivered after a newer one: it changes nothing.
     if (child.arrival.history.length < versions) continue;

@@ -12,6 +12,7 @@ export function decisionStepOf(command: SequentialCommand): DecisionStep {
   const { decision } = command;
   if (command.type === 'media_settled') return { type: 'album.media_settled', decision, notice: command.notice };
   if (command.type === 'edited') return { type: 'album.updated', decision, edit: command.edit };
+  if (command.type === 'unsent') return { type: 'album.updated', decision, unsent: command.unsent };
   const record = { reviewReasons: command.reviewReasons, reviewResolved: command.reviewResolved };
   return command.late
     ? {
@@ -26,8 +27,8 @@ export function decisionStepOf(command: SequentialCommand): DecisionStep {
 export function decisionStepsSummary(steps: readonly DecisionStep[]): string {
   return steps
     .map(
-      ({ type, decision, record, edit }) =>
-        `${record ? `record #${decision.seq} (${decision.trigger}), ` : ''}notify ${type} #${decision.seq}${edit ? ` (edit ${edit.version} of ${edit.messageId})` : ''}`,
+      ({ type, decision, record, edit, unsent }) =>
+        `${record ? `record #${decision.seq} (${decision.trigger}), ` : ''}notify ${type} #${decision.seq}${edit ? ` (edit ${edit.version} of ${edit.messageId})` : ''}${unsent ? ` (${unsent.messageId} unsent)` : ''}`,
     )
     .join(', ');
 }

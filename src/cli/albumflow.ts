@@ -4,6 +4,7 @@ import { signatureHeader } from '../common/signature.js';
 import { CliError, createApi, misuse } from './api.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
 import { parse, type Values } from './options.js';
+import { sendLine, setLineWebhook } from './line.js';
 import { readFile, sendTelegram, setWebhook } from './telegram.js';
 import { say, terminalJson, terminalText } from './terminal.js';
 
@@ -19,6 +20,8 @@ Usage:
   albumflow send    <event.json> [--workspace demo] [--secret S]
   albumflow send    --telegram <update.json> --bot B [--workspace demo] [--secret S]
   albumflow telegram set-webhook --bot B --public-url URL [--workspace demo] [--print]
+  albumflow send    --line <body.json> --channel C [--workspace demo] [--secret S]
+  albumflow line set-webhook --channel C --public-url URL [--workspace demo] [--print]
   albumflow help
 
 Options:
@@ -29,8 +32,13 @@ Options:
   --telegram FILE   send a Telegram Update (or a JSON list of Updates, one request each, in order) to
                     POST /webhooks/telegram/<workspace>/<bot>
   --bot B           a bot name of TELEGRAM_BOTS[workspace]
-  --public-url URL  the address Telegram reaches albumflow at (HTTPS); the webhook is <URL>/webhooks/telegram/<workspace>/<bot>
-  --print           show the setWebhook call instead of making it (its token and secret token left out)
+  --line FILE       send a LINE webhook body (or a JSON list of bodies, one request each, in order) to
+                    POST /webhooks/line/<workspace>/<channel>, signed with --secret, else
+                    LINE_CHANNELS[workspace][channel].channelSecret
+  --channel C       a channel name of LINE_CHANNELS[workspace]
+  --public-url URL  the address Telegram or LINE reaches albumflow at (HTTPS); the webhook is
+                    <URL>/webhooks/telegram/<workspace>/<bot> or <URL>/webhooks/line/<workspace>/<channel>
+  --print           show the setWebhook or webhook endpoint call instead of making it (tokens and secrets left out)
   --note TEXT       for resolve-review: why the review is resolved
   --json            print the raw JSON body
   -h, --help        this text
@@ -125,6 +133,10 @@ async function main(argv: string[]): Promise<void> {
       );
     }
     case 'send': {
+      if (values.line !== undefined) {
+        if (rest.length !== 0) throw misuse(`send --line takes no other argument, got ${rest.length}`);
+        return sendLine(api, values, values.line);
+      }
       if (values.telegram !== undefined) {
         if (rest.length !== 0) throw misuse(`send --telegram takes no other argument, got ${rest.length}`);
         return sendTelegram(api, values, values.telegram);
@@ -145,6 +157,9 @@ async function main(argv: string[]): Promise<void> {
     case 'telegram':
       if (rest[0] === 'set-webhook' && rest.length === 1) return setWebhook(values);
       throw misuse(`unknown telegram command "${rest.join(' ')}" (there is: telegram set-webhook)`);
+    case 'line':
+      if (rest[0] === 'set-webhook' && rest.length === 1) return setLineWebhook(values);
+      throw misuse(`unknown line command "${rest.join(' ')}" (there is: line set-webhook)`);
     default:
       throw misuse(`unknown command "${command}"`);
   }

@@ -34,9 +34,10 @@ function attachmentsCell(attachments: AttachmentView[]): string {
   return attachments.map((a) => `#${a.position} ${a.status}${a.error ? ` (${a.error})` : ''}`).join(', ') || '-';
 }
 
-/** A caption as it is now, marked when edits replaced earlier ones. */
-function captionCell(caption: string | null, history: EarlierVersion[]): string {
-  return history.length === 0 ? text(caption) : `${text(caption)} (edited ${plural(history.length, 'time')})`;
+/** A caption as it is now, marked when edits replaced earlier ones, and when its sender unsent the message. */
+function captionCell(caption: string | null, history: EarlierVersion[], withdrawnAt?: string): string {
+  const edited = history.length === 0 ? text(caption) : `${text(caption)} (edited ${plural(history.length, 'time')})`;
+  return withdrawnAt === undefined ? edited : `${edited} (unsent ${withdrawnAt})`;
 }
 
 function historyLines(history: EarlierVersion[]): string[] {
@@ -80,7 +81,7 @@ export function formatAlbum(album: AlbumView): string {
       album.children.map((c) => [
         text(c.index),
         c.messageId,
-        captionCell(c.caption, c.history),
+        captionCell(c.caption, c.history, c.withdrawnAt),
         text(c.sentAt),
         attachmentsCell(c.attachments),
       ]),
@@ -95,7 +96,7 @@ export function formatMessage(message: MessageStatus): string {
     `Message ${message.key.messageId}  (${message.key.provider} / account ${message.key.accountId} / conversation ${message.key.conversationId}, workspace ${message.key.workspace})`,
     `workflow id:    ${message.workflowId}`,
     `album:          ${message.albumKey ? `${message.albumKey.albumId} (index ${text(message.index)}, total ${text(message.total)})` : 'none (standalone)'}`,
-    `caption:        ${captionCell(message.caption, message.history)}`,
+    `caption:        ${captionCell(message.caption, message.history, message.withdrawnAt)}`,
     ...historyLines(message.history),
     `sent at:        ${text(message.sentAt)}`,
     `received:       ${message.receivedAt} (${plural(message.deliveryCount, 'delivery', 'deliveries')}, last ${message.lastReceivedAt})`,

@@ -15,6 +15,8 @@ const options = {
   secret: { type: 'string' },
   telegram: { type: 'string' },
   bot: { type: 'string' },
+  line: { type: 'string' },
+  channel: { type: 'string' },
   'public-url': { type: 'string' },
   print: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },

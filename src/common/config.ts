@@ -8,6 +8,9 @@ import { defaultDataDir } from './paths.js';
 
 /** The cloud Bot API; a local Bot API server (or a fake one in tests) replaces it through TELEGRAM_API_ROOT. */
 export const defaultTelegramApiRoot = 'https://api.telegram.org';
+/** LINE's Messaging API (set-webhook) and its data API (message content); a fake one replaces both in tests. */
+export const defaultLineApiRoot = 'https://api.line.me';
+export const defaultLineDataApiRoot = 'https://api-data.line.me';
 
 const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
@@ -51,6 +54,9 @@ const Env = Type.Object({
   INGEST_MAX_PENDING: Type.Integer({ minimum: 1, default: 1024 }),
   TELEGRAM_BOTS: Type.String({ default: '{}' }),
   TELEGRAM_API_ROOT: Type.String({ default: defaultTelegramApiRoot, pattern: '^https?://' }),
+  LINE_CHANNELS: Type.String({ default: '{}' }),
+  LINE_API_ROOT: Type.String({ default: defaultLineApiRoot, pattern: '^https?://' }),
+  LINE_DATA_API_ROOT: Type.String({ default: defaultLineDataApiRoot, pattern: '^https?://' }),
 });
 
 /** Every environment variable albumflow itself reads (Temporal's own connection variables aside). */
@@ -96,6 +102,25 @@ export interface TelegramConfig {
   apiRoot: string;
   /** Workspace → bot name → bot. */
   bots: ReadonlyMap<string, ReadonlyMap<string, TelegramBot>>;
+}
+
+/** One channel of LINE_CHANNELS: a LINE Official Account's Messaging API channel. */
+export interface LineChannel {
+  /** Its name under the workspace: the `:channel` of its webhook path. */
+  name: string;
+  /** What LINE signs each webhook body with (x-line-signature). */
+  channelSecret: string;
+  /** What the content API and the webhook endpoint API are called with (a long-lived channel access token). */
+  channelAccessToken: string;
+}
+
+export interface LineConfig {
+  /** Without a trailing slash: the Messaging API (`PUT /v2/bot/channel/webhook/endpoint`). */
+  apiRoot: string;
+  /** Without a trailing slash: the data API (`GET /v2/bot/message/<id>/content`). */
+  dataApiRoot: string;
+  /** Workspace → channel name → channel. */
+  channels: ReadonlyMap<string, ReadonlyMap<string, LineChannel>>;
 }
 
 /**
@@ -147,6 +172,7 @@ export interface Config {
   notify: { url: string | undefined; secret: string | undefined };
   ingest: IngestLimits;
   telegram: TelegramConfig;
+  line: LineConfig;
 }
 
 export class ConfigError extends Error {
@@ -207,7 +233,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrentBatches: raw.INGEST_BATCH_CONCURRENCY,
       maxPending: raw.INGEST_MAX_PENDING,
     },
-    telegram: { apiRoot: parseTelegramApiRoot(raw.TELEGRAM_API_ROOT), bots: parseTelegramBots(raw.TELEGRAM_BOTS) },
+    telegram: { apiRoot: parseApiRoot('TELEGRAM_API_ROOT', raw.TELEGRAM_API_ROOT), bots: parseTelegramBots(raw.TELEGRAM_BOTS) },
+    line: {
+      apiRoot: parseApiRoot('LINE_API_ROOT', raw.LINE_API_ROOT),
+      dataApiRoot: parseApiRoot('LINE_DATA_API_ROOT', raw.LINE_DATA_API_ROOT),
+      channels: parseLineChannels(raw.LINE_CHANNELS),
+    },
   };
 }
 
@@ -329,13 +360,66 @@ export function parseTrustProxy(text: string): TrustProxy {
   return entries;
 }
 
-function parseTelegramApiRoot(text: string): string {
+const apiRootExamples: Record<string, string> = {
+  TELEGRAM_API_ROOT: defaultTelegramApiRoot,
+  LINE_API_ROOT: defaultLineApiRoot,
+  LINE_DATA_API_ROOT: defaultLineDataApiRoot,
+};
+
+function parseApiRoot(name: keyof typeof apiRootExamples, text: string): string {
   try {
     new URL(text);
   } catch {
-    throw new ConfigError('TELEGRAM_API_ROOT must be an http(s) URL such as https://api.telegram.org');
+    throw new ConfigError(`${name} must be an http(s) URL such as ${apiRootExamples[name]}`);
   }
   return text.replace(/\/+$/, '');
+}
+
+/** A channel secret as the LINE Developers console shows it: 32 hex digits. */
+const channelSecretPattern = /^[0-9a-f]{32}$/i;
+/** A channel access token goes into an Authorization header: no space, no control character. */
+const channelAccessTokenPattern = /^[A-Za-z0-9+/=._~-]{16,1024}$/;
+
+/**
+ * LINE_CHANNELS: `{ "<workspace>": { "<channel name>": { "channelSecret", "channelAccessToken" } } }`.
+ * The messages name the entry and the rule, never a value.
+ */
+export function parseLineChannels(text: string): Map<string, Map<string, LineChannel>> {
+  const shape =
+    'LINE_CHANNELS must be JSON: { "<workspace>": { "<channel name>": { "channelSecret": "<channel secret>", "channelAccessToken": "<channel access token>" } } }';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ConfigError(shape);
+  }
+  if (!isPlainObject(parsed)) throw new ConfigError(shape);
+  const workspaces = new Map<string, Map<string, LineChannel>>();
+  for (const [workspace, entries] of Object.entries(parsed)) {
+    if (!isPlainObject(entries)) {
+      throw new ConfigError(
+        `LINE_CHANNELS["${workspace}"] must be an object mapping channel names to { "channelSecret", "channelAccessToken" }`,
+      );
+    }
+    const channels = new Map<string, LineChannel>();
+    for (const [name, entry] of Object.entries(entries)) {
+      const where = `LINE_CHANNELS["${workspace}"]["${name}"]`;
+      if (name === '') throw new ConfigError(`LINE_CHANNELS["${workspace}"] has a channel with an empty name`);
+      if (!isPlainObject(entry)) throw new ConfigError(`${where} must be { "channelSecret": "…", "channelAccessToken": "…" }`);
+      const { channelSecret, channelAccessToken } = entry;
+      if (typeof channelSecret !== 'string' || !channelSecretPattern.test(channelSecret)) {
+        throw new ConfigError(`${where}.channelSecret must be the channel secret as the LINE Developers console shows it (32 hex digits)`);
+      }
+      if (typeof channelAccessToken !== 'string' || !channelAccessTokenPattern.test(channelAccessToken)) {
+        throw new ConfigError(
+          `${where}.channelAccessToken must be a channel access token (16-1024 characters of A-Z a-z 0-9 + / = . _ ~ -)`,
+        );
+      }
+      channels.set(name, { name, channelSecret, channelAccessToken });
+    }
+    workspaces.set(workspace, channels);
+  }
+  return workspaces;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

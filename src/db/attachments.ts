@@ -31,6 +31,8 @@ export interface StoredAttachment extends AttachmentView {
   declaredSize: number | null;
   /** A Telegram file: what getFile takes, and the file's identity (an edit may replace it). */
   telegramFile: { fileId: string; fileUniqueId: string } | null;
+  /** LINE content: the channel of the workspace whose access token fetches it (by the child's message id). */
+  lineChannel: string | null;
 }
 
 interface StoredAttachmentColumns extends AttachmentOutcomeColumns {
@@ -41,12 +43,13 @@ interface StoredAttachmentColumns extends AttachmentOutcomeColumns {
   declared_size: string | null;
   telegram_file_id: string | null;
   telegram_file_unique_id: string | null;
+  line_channel: string | null;
 }
 
 export async function findAttachment(pool: Pool, key: MessageKey, position: number): Promise<StoredAttachment | null> {
   const { rows } = await pool.query<StoredAttachmentColumns>(
     `SELECT a.message_pk, a.position, a.url, a.kind, a.mime_type, a.declared_size, a.telegram_file_id, a.telegram_file_unique_id,
-            a.status, a.content_type, a.bytes, a.sha256, a.error
+            a.line_channel, a.status, a.content_type, a.bytes, a.sha256, a.error
        FROM attachments a
        JOIN messages m ON m.id = a.message_pk
       WHERE m.workspace = $1 AND m.provider = $2 AND m.account_id = $3 AND m.conversation_id = $4
@@ -64,6 +67,7 @@ export async function findAttachment(pool: Pool, key: MessageKey, position: numb
     mimeType: row.mime_type,
     declaredSize: row.declared_size === null ? null : Number(row.declared_size),
     telegramFile: fileId !== null && fileUniqueId !== null ? { fileId, fileUniqueId } : null,
+    lineChannel: row.line_channel,
     ...attachmentViewOf(row),
   };
 }

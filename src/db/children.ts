@@ -32,6 +32,7 @@ interface QueuedChildRow {
   first_received_at: Date;
   attachments: ChildArrival['attachments'];
   history: HistoryColumns[];
+  withdrawn_at: Date | null;
 }
 
 /** One `message_history` row as json_agg gives it (timestamps in PostgreSQL's text form). */
@@ -64,12 +65,16 @@ export async function loadChildren(client: Queryable, messagePks: string[]): Pro
             al.album_id, al.source AS album_source, m.album_meta, m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at,
             m.first_received_at,
             COALESCE(
-              (SELECT json_agg(json_build_object('position', a.position, 'url', a.url, 'mimeType', a.mime_type,
-                                                 'telegramFileUniqueId', a.telegram_file_unique_id)
+              (SELECT json_agg(CASE WHEN a.line_channel IS NULL
+                                    THEN json_build_object('position', a.position, 'url', a.url, 'mimeType', a.mime_type,
+                                                           'telegramFileUniqueId', a.telegram_file_unique_id)
+                                    ELSE json_build_object('position', a.position, 'url', a.url, 'mimeType', a.mime_type,
+                                                           'telegramFileUniqueId', a.telegram_file_unique_id,
+                                                           'lineChannel', a.line_channel) END
                                ORDER BY a.position)
                  FROM attachments a WHERE a.message_pk = m.id),
               '[]') AS attachments,
-            ${historyColumn} AS history
+            ${historyColumn} AS history, m.withdrawn_at
        FROM messages m
        LEFT JOIN albums al ON al.id = m.album_pk
       WHERE m.id = ANY($1::bigint[])`,
@@ -98,6 +103,7 @@ export async function loadChildren(client: Queryable, messagePks: string[]): Pro
       receivedAt: row.first_received_at.toISOString(),
       attachments: row.attachments,
       history: row.history.map(earlierVersionOf),
+      ...(row.withdrawn_at ? { withdrawnAt: row.withdrawn_at.toISOString() } : {}),
     },
   }));
 }

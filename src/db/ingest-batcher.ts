@@ -5,6 +5,7 @@ import { ingestBatchSize } from '../common/metrics.js';
 import { storeEdit, type StoredEdit } from './edits.js';
 import { storeDeliveries, type ChildDelivery, type Delivery, type EditDelivery, type EventRecord, type IngestResult } from './ingest.js';
 import { isUnavailable, type Pool } from './pool.js';
+import { storeWithdrawals, type StoredWithdrawals, type Withdrawal } from './withdrawals.js';
 
 export interface IngestBatcherOptions extends IngestLimits {
   pool: Pool;
@@ -22,6 +23,12 @@ export interface IngestBatcher {
    * transaction of its own (src/db/edits.ts), under the same limits as the batches.
    */
   storeEdit(edit: EditDelivery): Promise<StoredEdit>;
+  /**
+   * The deliveries of one request that carries several (LINE's `events[]`), committed together: in one
+   * batch of the group commit, never split across two; with withdrawals (rare, and they read the
+   * children they mark) in a transaction of their own, as edits are. Results in delivery order.
+   */
+  storeTogether(deliveries: readonly Delivery[], withdrawals?: readonly Withdrawal[]): Promise<StoredWithdrawals['results']>;
   /** Deliveries gathered or being written. */
   readonly pending: number;
   /** Writes what is gathered at once, refuses new deliveries, and resolves when every batch has finished. */
@@ -33,24 +40,40 @@ export class IngestSaturatedError extends Error {
   override name = 'IngestSaturatedError';
 }
 
+/** The deliveries of one request, committed in the same transaction. */
 interface Waiting {
-  delivery: Delivery;
+  deliveries: readonly Delivery[];
   gatheredAt: number;
-  resolve: (result: IngestResult | null) => void;
+  resolve: (results: Array<IngestResult | null>) => void;
   reject: (error: Error) => void;
 }
 
-type Outcome = { result: IngestResult | null } | { error: Error };
+type Outcome = { result: Array<IngestResult | null> } | { error: Error };
 
 function settle(waiting: Waiting, outcome: Outcome): void {
   if ('error' in outcome) waiting.reject(outcome.error);
   else waiting.resolve(outcome.result);
 }
 
+/** The requests at the head of `gathered` whose deliveries fit in `maxRows` (at least one request, however many it has). */
+function batchLength(gathered: readonly Waiting[], maxRows: number): number {
+  let rows = 0;
+  let length = 0;
+  for (const waiting of gathered) {
+    if (length > 0 && rows + waiting.deliveries.length > maxRows) break;
+    rows += waiting.deliveries.length;
+    length += 1;
+  }
+  return length;
+}
+
+const rowsOf = (waiting: readonly Waiting[]) => waiting.reduce((sum, w) => sum + w.deliveries.length, 0);
+
 /**
- * Gathers concurrent deliveries into batches of at most `batchMaxRows`, each written with one set-based
- * statement (its own transaction). When a batch fails for anything but an unreachable database, each of
- * its deliveries is written again in a transaction of its own, so one bad event fails only its request.
+ * Gathers concurrent requests' deliveries into batches of at most `batchMaxRows` (a request with more
+ * is a batch of its own), each written with one set-based statement (its own transaction). When a batch
+ * fails for anything but an unreachable database, each of its requests is written again in a
+ * transaction of its own, so one bad event fails only its request.
  */
 export function createIngestBatcher(options: IngestBatcherOptions): IngestBatcher {
   const { pool, batchMaxRows, batchMaxWaitMs, maxPending, concurrentBatches, onQueued, logger } = options;
@@ -68,13 +91,30 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
     return null;
   }
 
-  function submit(delivery: Delivery): Promise<IngestResult | null> {
+  function submit(deliveries: readonly Delivery[]): Promise<Array<IngestResult | null>> {
     const refused = refusal();
     if (refused) return Promise.reject(refused);
     return new Promise((resolve, reject) => {
-      gathered.push({ delivery, gatheredAt: performance.now(), resolve, reject });
+      gathered.push({ deliveries, gatheredAt: performance.now(), resolve, reject });
       startBatches();
     });
+  }
+
+  /** Writes at once in a transaction of its own, under the same limits as the batches. */
+  async function writeAlone<T extends { queued: number }>(write: () => Promise<T>): Promise<T> {
+    const refused = refusal();
+    if (refused) throw refused;
+    writingDeliveries += 1;
+    const written = write();
+    editing.add(written);
+    try {
+      const stored = await written;
+      if (stored.queued > 0) onQueued();
+      return stored;
+    } finally {
+      editing.delete(written);
+      writingDeliveries -= 1;
+    }
   }
 
   function startBatches(): void {
@@ -82,16 +122,17 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
     timer = undefined;
     while (gathered.length > 0 && writing.size < concurrentBatches) {
       const waitMs = batchMaxWaitMs - (performance.now() - gathered[0]!.gatheredAt);
-      if (gathered.length < batchMaxRows && waitMs > 0 && !closed) {
+      if (rowsOf(gathered) < batchMaxRows && waitMs > 0 && !closed) {
         timer = setTimeout(startBatches, waitMs);
         return;
       }
-      const batch = gathered.splice(0, batchMaxRows);
-      ingestBatchSize.observe(batch.length);
-      writingDeliveries += batch.length;
+      const batch = gathered.splice(0, batchLength(gathered, batchMaxRows));
+      const rows = rowsOf(batch);
+      ingestBatchSize.observe(rows);
+      writingDeliveries += rows;
       const written = write(batch).then((outcomes) => {
         writing.delete(written);
-        writingDeliveries -= batch.length;
+        writingDeliveries -= rows;
         batch.forEach((waiting, i) => settle(waiting, outcomes[i]!));
         startBatches();
       });
@@ -101,10 +142,17 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
 
   async function write(batch: Waiting[]): Promise<Outcome[]> {
     try {
-      const deliveries = batch.map((waiting) => waiting.delivery);
-      const { results, queued } = await storeDeliveries(pool, deliveries);
+      const { results, queued } = await storeDeliveries(
+        pool,
+        batch.flatMap((waiting) => waiting.deliveries),
+      );
       if (queued > 0) onQueued();
-      return results.map((result) => ({ result }));
+      let next = 0;
+      return batch.map((waiting) => {
+        const own = results.slice(next, next + waiting.deliveries.length);
+        next += waiting.deliveries.length;
+        return { result: own };
+      });
     } catch (error) {
       if (batch.length === 1 || isUnavailable(error)) return batch.map(() => ({ error: error as Error }));
       const code = (error as { code?: unknown }).code;
@@ -118,9 +166,9 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
     const outcomes = await Promise.all(
       batch.map(async (waiting): Promise<Outcome> => {
         try {
-          const stored = await storeDeliveries(pool, [waiting.delivery]);
+          const stored = await storeDeliveries(pool, waiting.deliveries);
           queued += stored.queued;
-          return { result: stored.results[0]! };
+          return { result: stored.results };
         } catch (error) {
           return { error: error as Error };
         }
@@ -132,25 +180,17 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
 
   return {
     async storeChild(delivery) {
-      return (await submit(delivery))!;
+      return (await submit([delivery]))[0]!;
     },
     async recordEvent(event) {
-      await submit(event);
+      await submit([event]);
     },
     async storeEdit(edit) {
-      const refused = refusal();
-      if (refused) throw refused;
-      writingDeliveries += 1;
-      const written = storeEdit(pool, edit);
-      editing.add(written);
-      try {
-        const { result, queued } = await written;
-        if (queued > 0) onQueued();
-        return result;
-      } finally {
-        editing.delete(written);
-        writingDeliveries -= 1;
-      }
+      return (await writeAlone(() => storeEdit(pool, edit))).result;
+    },
+    async storeTogether(deliveries, withdrawals = []) {
+      if (withdrawals.length === 0) return deliveries.length === 0 ? [] : submit(deliveries);
+      return (await writeAlone(() => storeWithdrawals(pool, deliveries, withdrawals))).results;
     },
     get pending() {
       return gathered.length + writingDeliveries;

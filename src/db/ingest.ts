@@ -186,6 +186,7 @@ function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): Merg
           declaredSize: kept.declaredSize ?? attachment.declaredSize,
           fileName: kept.fileName ?? attachment.fileName,
           telegramFile: kept.telegramFile ?? attachment.telegramFile,
+          lineChannel: kept.lineChannel ?? attachment.lineChannel,
         });
       }
     }
@@ -257,6 +258,7 @@ export function attachmentRecord(a: AttachmentInput) {
     telegram_file_unique_id: a.telegramFile?.fileUniqueId ?? null,
     width: a.telegramFile?.width ?? null,
     height: a.telegramFile?.height ?? null,
+    line_channel: a.lineChannel,
   };
 }
 
@@ -319,13 +321,13 @@ WITH events_in AS (
   SELECT s.id, s.inserted, m.ord FROM stored_children s JOIN children_in m USING (workspace, provider, account_id, conversation_id, message_id)
 ), stored_attachments AS (
   INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name,
-                           telegram_file_id, telegram_file_unique_id, width, height, status)
+                           telegram_file_id, telegram_file_unique_id, width, height, line_channel, status)
   SELECT c.id, a.position, a.kind, a.url, a.mime_type, a.declared_size, a.file_name,
-         a.telegram_file_id, a.telegram_file_unique_id, a.width, a.height,
-         CASE WHEN a.url IS NULL AND a.telegram_file_id IS NULL THEN 'unavailable' ELSE 'pending' END
+         a.telegram_file_id, a.telegram_file_unique_id, a.width, a.height, a.line_channel,
+         CASE WHEN a.url IS NULL AND a.telegram_file_id IS NULL AND a.line_channel IS NULL THEN 'unavailable' ELSE 'pending' END
     FROM jsonb_to_recordset($4::jsonb)
            AS a (child_ord int, position int, kind text, url text, mime_type text, declared_size bigint, file_name text,
-                 telegram_file_id text, telegram_file_unique_id text, width int, height int)
+                 telegram_file_id text, telegram_file_unique_id text, width int, height int, line_channel text)
     JOIN children c ON c.ord = a.child_ord
    ORDER BY c.id, a.position
   ON CONFLICT (message_pk, position) DO UPDATE

@@ -67,6 +67,18 @@ export async function mediaSettledNotices(pool: Pool, workflowId: string, seq: n
   return rows[0]!.notices;
 }
 
+/** The message ids whose withdrawal the workflow notified with an `album.updated` (`"change": "unsent"`). */
+export async function unsentNotices(pool: Pool, workflowId: string): Promise<string[]> {
+  const { rows } = await pool.query<{ message_id: string }>(
+    `SELECT DISTINCT payload->'unsent'->>'messageId' AS message_id
+       FROM notifications
+      WHERE workflow_id = $1 AND type = 'album.updated' AND payload->>'change' = 'unsent'
+      ORDER BY 1`,
+    [workflowId],
+  );
+  return rows.map((row) => row.message_id);
+}
+
 /** By message id, the last version whose edit the workflow notified with an `album.updated` (`"change": "edited"`). */
 export async function editNotices(pool: Pool, workflowId: string): Promise<Record<string, number>> {
   const { rows } = await pool.query<{ message_id: string; version: number }>(

@@ -4,7 +4,7 @@ import { albumWorkflowId, messageWorkflowId } from '../domain/keys.js';
 import { attachmentViewOf, type AttachmentOutcomeColumns } from './attachments.js';
 import { loadChildren } from './children.js';
 import { decisionsOf } from './decisions.js';
-import { editNotices, mediaSettledNotices } from './notifications.js';
+import { editNotices, mediaSettledNotices, unsentNotices } from './notifications.js';
 import type { Pool, PoolClient } from './pool.js';
 import { findAlbum } from './status.js';
 
@@ -45,7 +45,7 @@ async function storedAttachments(client: PoolClient, messagePks: string[]): Prom
 /**
  * What PostgreSQL holds for one workflow when a fresh run starts: its decisions, its stored children
  * (as the dispatcher signals them) with their attachments' statuses, an album's review, and the
- * `album.media_settled` notices of its latest decision and the edits it notified with `album.updated`.
+ * `album.media_settled` notices of its latest decision and the edits and withdrawals it notified with `album.updated`.
  */
 export async function readPrior(pool: Pool, scope: StoredScope): Promise<PriorAlbum> {
   const workflowId = scope.kind === 'album' ? albumWorkflowId(scope.key) : messageWorkflowId(scope.key);
@@ -54,6 +54,7 @@ export async function readPrior(pool: Pool, scope: StoredScope): Promise<PriorAl
   const last = decisions[decisions.length - 1];
   const notices = last ? await mediaSettledNotices(pool, workflowId, last.seq) : 0;
   const edits = last && scope.kind === 'album' ? await editNotices(pool, workflowId) : {};
+  const withdrawals = last && scope.kind === 'album' ? await unsentNotices(pool, workflowId) : [];
   const client = await pool.connect();
   try {
     const messagePks = await storedMessagePks(client, scope, album?.id ?? null);
@@ -70,6 +71,7 @@ export async function readPrior(pool: Pool, scope: StoredScope): Promise<PriorAl
       reviewResolved: album?.reviewResolved ?? null,
       mediaSettledNotices: notices,
       editNotices: edits,
+      ...(withdrawals.length > 0 ? { unsentNotices: withdrawals } : {}),
     };
   } finally {
     client.release();

@@ -81,6 +81,7 @@ interface ChildRow {
   delivery_count: number;
   attachments: AttachmentOutcomeColumns[];
   history: HistoryColumns[];
+  withdrawn_at: Date | null;
 }
 
 const childColumns = `
@@ -90,7 +91,7 @@ const childColumns = `
              'position', a.position, 'status', a.status, 'content_type', a.content_type,
              'bytes', a.bytes, 'sha256', a.sha256, 'error', a.error) ORDER BY a.position)
             FROM attachments a WHERE a.message_pk = m.id), '[]') AS attachments,
-  ${historyColumn} AS history`;
+  ${historyColumn} AS history, m.withdrawn_at`;
 
 function toChild(row: ChildRow): StoredMessage {
   return {
@@ -107,6 +108,7 @@ function toChild(row: ChildRow): StoredMessage {
     albumPk: row.album_pk,
     attachments: row.attachments.map(attachmentViewOf),
     history: row.history.map(earlierVersionOf),
+    ...(row.withdrawn_at ? { withdrawnAt: row.withdrawn_at.toISOString() } : {}),
   };
 }
 

@@ -77,6 +77,7 @@ export function viewChildOf({ arrival, attachments }: ChildRecord): ViewChild {
     receivedAt: arrival.receivedAt,
     attachments,
     history: arrival.history,
+    ...(arrival.withdrawnAt ? { withdrawnAt: arrival.withdrawnAt } : {}),
   };
 }
 
@@ -110,6 +111,7 @@ export function childView(child: ViewChild): ChildView {
       replacedAt: normalizeInstant(version.replacedAt),
       recordedAt: normalizeInstant(version.recordedAt),
     })),
+    ...(child.withdrawnAt ? { withdrawnAt: normalizeInstant(child.withdrawnAt) } : {}),
   };
 }
 
@@ -215,6 +217,7 @@ export function unseenChildren(answer: AlbumView, stored: readonly ViewChild[]):
   return stored.filter((child) => {
     const answered = shown.get(child.messageId);
     if (answered === undefined || answered.history.length < child.history.length) return true;
+    if (child.withdrawnAt !== undefined && answered.withdrawnAt === undefined) return true;
     // A redelivery brought a URL the workflow has not seen yet: stored, it is no longer unavailable.
     const unavailable = new Set(answered.attachments.filter((a) => a.status === 'unavailable').map((a) => a.position));
     return child.attachments.some((a) => a.status !== 'unavailable' && unavailable.has(a.position));
@@ -243,6 +246,7 @@ function answeredChild(child: ChildView, stored: ViewChild | undefined): ViewChi
     receivedAt: child.receivedAt,
     attachments: child.attachments,
     history: child.history,
+    ...(child.withdrawnAt ? { withdrawnAt: child.withdrawnAt } : {}),
   };
 }
 

@@ -93,6 +93,9 @@ export const childViewFields = {
   receivedAt: Type.String(),
   attachments: Type.Array(AttachmentViewSchema),
   history: Type.Array(EarlierVersionSchema, { description: 'earlier versions, oldest first; [] for a message never edited' }),
+  withdrawnAt: Type.Optional(
+    Type.String({ format: 'date-time', description: 'when the sender unsent the message (LINE `unsend`); it is kept. Absent otherwise' }),
+  ),
 };
 
 export const ChildViewSchema = Type.Object({ messageId: Type.String(), ...childViewFields });

@@ -54,6 +54,8 @@ export interface AttachmentRef {
   mimeType: string | null;
   /** The Telegram file's `file_unique_id`; null for anything but Telegram media. */
   telegramFileUniqueId: string | null;
+  /** LINE content: the channel whose token downloads it from the content API; absent for anything else. */
+  lineChannel?: string;
 }
 
 /**
@@ -100,6 +102,14 @@ export interface ChildArrival {
   attachments: AttachmentRef[];
   /** Versions that edits replaced, oldest first: a longer history is a newer version of the child. */
   history: EarlierVersion[];
+  /** When the sender unsent the message (LINE's `unsend`); absent while it is not withdrawn. The child is kept. */
+  withdrawnAt?: string;
+}
+
+/** A decided child that its sender withdrew, as the workflow notifies it with `album.updated` (`"change": "unsent"`). */
+export interface ChildWithdrawal {
+  messageId: string;
+  withdrawnAt: string;
 }
 
 /** A child with its attachments' outcomes, as a run keeps it and as PostgreSQL gives it back. */
@@ -144,4 +154,6 @@ export interface PriorAlbum {
   mediaSettledNotices: number;
   /** By message id, the last version whose edit an `album.updated` notified. */
   editNotices: Record<string, number>;
+  /** The message ids whose withdrawal an `album.updated` notified (absent from runs before LINE). */
+  unsentNotices?: string[];
 }

@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Config } from '../common/config.js';
@@ -6,6 +5,7 @@ import type { EventSource } from '../ingest/sources.js';
 import { parseUpdate } from '../ingest/telegram.js';
 import { unstorableTextProblem } from '../domain/storable-text.js';
 import { signatureFailuresTotal } from '../common/metrics.js';
+import { sameTextInConstantTime } from '../common/signature.js';
 import { webhookErrorResponses } from './schemas.js';
 import type { Ingress } from './ingress.js';
 
@@ -26,12 +26,6 @@ const secretTokenFailures = {
   missing_secret_token: `the ${secretTokenHeader} header is required`,
   invalid_secret_token: `${secretTokenHeader} is not this bot's secret token`,
 } as const;
-
-/** Both sides hashed first, so that the comparison takes the same time whatever their lengths. */
-function secretTokenMatches(sent: string, expected: string): boolean {
-  const digest = (text: string) => crypto.createHash('sha256').update(text).digest();
-  return crypto.timingSafeEqual(digest(sent), digest(expected));
-}
 
 /**
  * `POST /webhooks/telegram/:workspace/:bot` (docs/telegram.md), the webhook a bot's setWebhook points at:
@@ -76,7 +70,7 @@ export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhook
       const sent = request.headers[secretTokenHeader];
       let failure: keyof typeof secretTokenFailures | undefined;
       if (typeof sent !== 'string' || sent === '') failure = 'missing_secret_token';
-      else if (!secretTokenMatches(sent, bot.secretToken)) failure = 'invalid_secret_token';
+      else if (!sameTextInConstantTime(sent, bot.secretToken)) failure = 'invalid_secret_token';
       if (failure !== undefined) {
         // Counted with UnifyPort's signature failures: both are senders that did not prove who they are.
         signatureFailuresTotal.inc({ reason: failure });

@@ -7,6 +7,7 @@ import { isUnavailable, type Pool } from '../db/pool.js';
 import { webhooksTotal } from '../common/metrics.js';
 import { HttpError } from './errors.js';
 import type { Ingress } from './ingress.js';
+import { lineWebhookRoutes } from './line-webhook.js';
 import { telegramWebhookRoutes } from './telegram-webhook.js';
 import { webhookRoutes } from './webhook.js';
 
@@ -20,8 +21,8 @@ export interface WebhookIngressOptions {
 const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 'unsupported_media_type' };
 
 /**
- * The webhook routes (UnifyPort's and Telegram's), each verifying its own way, in one plugin: the raw-body
- * parser is registered here only, and both routes store through one group commit (src/db/ingest-batcher.ts),
+ * The webhook routes (UnifyPort's, Telegram's and LINE's), each verifying its own way, in one plugin: the raw-body
+ * parser is registered here only, and every route stores through one group commit (src/db/ingest-batcher.ts),
  * so their rows share transactions.
  */
 export const webhookIngress: FastifyPluginAsyncTypebox<WebhookIngressOptions> = async (app, { config, pool, wakeDispatcher }) => {
@@ -74,4 +75,5 @@ export const webhookIngress: FastifyPluginAsyncTypebox<WebhookIngressOptions> = 
 
   await app.register(webhookRoutes, { config, ingress });
   await app.register(telegramWebhookRoutes, { config, ingress });
+  await app.register(lineWebhookRoutes, { config, ingress });
 };

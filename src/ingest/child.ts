@@ -1,8 +1,11 @@
-// The child message every ingress parser produces (UnifyPort's and Telegram's), as src/db/ingest.ts stores it.
+// The child message every ingress parser produces (UnifyPort's, Telegram's and LINE's), as src/db/ingest.ts stores it.
 
 import { albumWorkflowId, messageWorkflowId } from '../domain/keys.js';
 import type { AlbumKey, MessageKey } from '../domain/types.js';
-import type { JsonObject } from './json-body.js';
+import { maxInt32, type JsonObject } from './json-body.js';
+
+/** The longest event id stored: it is part of the events table's unique index, which PostgreSQL limits to a few KB a row. */
+export const maxEventIdLength = 512;
 
 /** Temporal's default limit on workflow id length; it also keeps the unique indexes within PostgreSQL's row limit. */
 export const maxWorkflowIdLength = 1000;
@@ -30,6 +33,11 @@ export interface AttachmentInput {
   fileName: string | null;
   /** Telegram media only (which never has a URL); null for everything else. */
   telegramFile: TelegramFile | null;
+  /**
+   * LINE content (`contentProvider.type: line`, no URL): the channel (of LINE_CHANNELS[workspace]) whose
+   * access token the content API is called with for the child's message id; null for everything else.
+   */
+  lineChannel: string | null;
 }
 
 export interface AlbumMetadata {
@@ -40,6 +48,21 @@ export interface AlbumMetadata {
   total: number | null;
   /** `index` or `total` was present but wrong-typed, negative, fractional or out of range. */
   metadataInvalid: boolean;
+}
+
+/** An album object's index (an integer ≥ 0) and total (≥ 1) as usable values, the object kept as received. */
+export function albumMetadataOf(album: JsonObject): AlbumMetadata {
+  const index = usableInteger(album.index, 0);
+  const total = usableInteger(album.total, 1);
+  return { raw: album, index: index.value, total: total.value, metadataInvalid: index.invalid || total.invalid };
+}
+
+function usableInteger(value: unknown, minimum: number): { value: number | null; invalid: boolean } {
+  if (value === undefined || value === null) return { value: null, invalid: false };
+  if (typeof value === 'number' && Number.isInteger(value) && value >= minimum && value <= maxInt32) {
+    return { value, invalid: false };
+  }
+  return { value: null, invalid: true };
 }
 
 export interface ChildMessage {

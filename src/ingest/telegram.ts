@@ -236,6 +236,7 @@ function fileAttachment(
     declaredSize: nonNegativeSafeInteger(file.file_size),
     fileName: nonEmptyString(file.file_name),
     telegramFile: { fileId, fileUniqueId, ...pixels },
+    lineChannel: null,
   };
 }
 

@@ -1,21 +1,18 @@
 import crypto from 'node:crypto';
 import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../domain/storable-text.js';
 import type { AlbumKey, MessageKey } from '../domain/types.js';
-import { identityTooLong, maxWorkflowIdLength, type AlbumMetadata, type AttachmentInput, type ChildMessage } from './child.js';
 import {
-  firstNonEmptyString,
-  isObject,
-  maxInt32,
-  nonEmptyString,
-  nonNegativeSafeInteger,
-  parseJsonObject,
-  type JsonObject,
-} from './json-body.js';
+  albumMetadataOf,
+  identityTooLong,
+  maxEventIdLength,
+  maxWorkflowIdLength,
+  type AttachmentInput,
+  type ChildMessage,
+} from './child.js';
+import { firstNonEmptyString, isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject } from './json-body.js';
 
 /** The UnifyPort event type that carries one child message; every other type is recorded and ignored. */
 export const childEventType = 'message.received';
-
-export const maxEventIdLength = 512;
 
 export type RejectionCode = 'invalid_json' | 'invalid_event' | 'unstorable_event' | 'missing_identity' | 'invalid_identity';
 
@@ -78,7 +75,7 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
     child: {
       key,
       albumKey,
-      album: albumObject && albumKey ? albumMetadata(albumObject) : null,
+      album: albumObject && albumKey ? albumMetadataOf(albumObject) : null,
       caption: firstNonEmptyString(message.text, message.caption),
       sentAt: isoTimestamp(message.sent_at),
       attachments: Array.isArray(message.attachments) ? message.attachments.map(attachment) : [],
@@ -120,20 +117,6 @@ function deriveEventId(id: unknown, body: Buffer): string | null {
   return 'value' in part && part.value.length <= maxEventIdLength ? part.value : null;
 }
 
-function albumMetadata(album: JsonObject): AlbumMetadata {
-  const index = usableInteger(album.index, 0);
-  const total = usableInteger(album.total, 1);
-  return { raw: album, index: index.value, total: total.value, metadataInvalid: index.invalid || total.invalid };
-}
-
-function usableInteger(value: unknown, minimum: number): { value: number | null; invalid: boolean } {
-  if (value === undefined || value === null) return { value: null, invalid: false };
-  if (typeof value === 'number' && Number.isInteger(value) && value >= minimum && value <= maxInt32) {
-    return { value, invalid: false };
-  }
-  return { value: null, invalid: true };
-}
-
 const isoPattern = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
 
 /** A valid ISO 8601 date-time with an offset, normalised to UTC; anything else (2026-02-30, 24:00) is null. */
@@ -163,5 +146,6 @@ function attachment(value: unknown, position: number): AttachmentInput {
     declaredSize: nonNegativeSafeInteger(item.size),
     fileName: nonEmptyString(item.file_name),
     telegramFile: null,
+    lineChannel: null,
   };
 }

@@ -37,6 +37,8 @@ export interface ChildModel {
   late: boolean;
   attachments: AttachmentModel[];
   edits: readonly CaptionEdit[];
+  /** When the sender unsent it (LINE); null while it is not withdrawn. */
+  withdrawnAt: string | null;
 }
 
 export interface DecisionModel {
@@ -124,6 +126,7 @@ export function albumPageModel(input: AlbumPageInput): AlbumPageModel {
         ),
       ),
       edits: child.history.map((earlier) => ({ caption: earlier.caption, editedAt: earlier.replacedAt })),
+      withdrawnAt: child.withdrawnAt ?? null,
     };
   });
   return {

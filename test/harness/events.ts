@@ -1,13 +1,13 @@
 // What senders deliver to albumflow's webhooks, built one way for the tests, the fault suite and the bench:
-// UnifyPort `message.received` events and Telegram Updates (made up, or the fixtures of
-// test/fixtures/telegram/ and variants of them), and how each is sent: the route, UnifyPort's HMAC headers,
-// Telegram's secret token, and the status that says the delivery is committed.
+// UnifyPort `message.received` events, Telegram Updates (made up, or the fixtures of test/fixtures/telegram/
+// and variants of them) and LINE webhook bodies, and how each is sent: the route, UnifyPort's HMAC headers,
+// Telegram's secret token, LINE's body signature, and the status that says the delivery is committed.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseUpdate } from '../../src/ingest/telegram.js';
 import { projectRoot } from '../../src/common/paths.js';
-import { signatureHeader } from '../../src/common/signature.js';
+import { lineSignature, signatureHeader } from '../../src/common/signature.js';
 import { unique } from './random.js';
 import type { FakeBotApi, FakeFile } from './servers/fake-bot-api.js';
 
@@ -97,21 +97,109 @@ export function telegramHeaders(secretToken: string | null): Record<string, stri
   return { 'content-type': 'application/json', ...(secretToken === null ? {} : { 'x-telegram-bot-api-secret-token': secretToken }) };
 }
 
-/** One webhook as its sender delivers it: a signed UnifyPort event, or a Telegram Update for a bot of the workspace. */
+/** The headers of a LINE webhook: the body signed with the channel secret, or no signature with null. */
+export function lineHeaders(channelSecret: string | null, body: string | Buffer): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    ...(channelSecret === null ? {} : { 'x-line-signature': lineSignature(channelSecret, body) }),
+  };
+}
+
+/**
+ * One webhook as its sender delivers it: a signed UnifyPort event, a Telegram Update for a bot of the
+ * workspace, or a LINE webhook body for a channel of the workspace (signed with `channelSecret`).
+ */
 export type Delivery =
   | { route: 'unifyport'; workspace: string; secret: string; body: string | Buffer }
-  | { route: 'telegram'; workspace: string; bot: string; secretToken: string | null; body: string | Buffer };
+  | { route: 'telegram'; workspace: string; bot: string; secretToken: string | null; body: string | Buffer }
+  | { route: 'line'; workspace: string; channel: string; channelSecret: string | null; body: string | Buffer };
 
 /** The path and headers that deliver it (signed now). */
 export function webhookRequest(delivery: Delivery): { path: string; headers: Record<string, string> } {
   const workspace = encodeURIComponent(delivery.workspace);
-  return delivery.route === 'unifyport'
-    ? { path: `/webhooks/unifyport/${workspace}`, headers: unifyportHeaders(delivery.secret, delivery.body) }
-    : { path: `/webhooks/telegram/${workspace}/${encodeURIComponent(delivery.bot)}`, headers: telegramHeaders(delivery.secretToken) };
+  if (delivery.route === 'unifyport')
+    return { path: `/webhooks/unifyport/${workspace}`, headers: unifyportHeaders(delivery.secret, delivery.body) };
+  if (delivery.route === 'telegram') {
+    return { path: `/webhooks/telegram/${workspace}/${encodeURIComponent(delivery.bot)}`, headers: telegramHeaders(delivery.secretToken) };
+  }
+  return {
+    path: `/webhooks/line/${workspace}/${encodeURIComponent(delivery.channel)}`,
+    headers: lineHeaders(delivery.channelSecret, delivery.body),
+  };
 }
 
-/** The answer that says a delivery is committed: 202 from the UnifyPort route (its body names the child), 200 from Telegram's. */
-export const committedStatus = { unifyport: 202, telegram: 200 } as const;
+/** The answer that says a delivery is committed: 202 from the UnifyPort route (its body names the child), 200 from Telegram's and LINE's. */
+export const committedStatus = { unifyport: 202, telegram: 200, line: 200 } as const;
+
+/** A LINE webhook event as LINE sends it. */
+export type LineEvent = Record<string, unknown> & { webhookEventId: string };
+
+/** A LINE webhook body: the bot's user id and zero or more events. */
+export interface LineBody {
+  destination: string;
+  events: LineEvent[];
+}
+
+/** The LINE image set sent by one person at once: `count` image message events, each with the set's id, its index (from 1) and total. */
+export function lineImageSet(fields: {
+  setId: string;
+  count: number;
+  /** The group the images were sent in; without it, the one-to-one chat with `userId`. */
+  groupId?: string;
+  userId?: string;
+  /** An old Android client sends neither index nor total. */
+  withIndex?: boolean;
+  /** Milliseconds since the epoch of the first image. */
+  timestamp?: number;
+}): LineEvent[] {
+  const { setId, count, groupId, userId = unique('U'), withIndex = true, timestamp = 1_790_762_400_000 } = fields;
+  return Array.from({ length: count }, (_, i) =>
+    lineEvent({
+      type: 'message',
+      timestamp: timestamp + i * 40,
+      source: groupId === undefined ? { type: 'user', userId } : { type: 'group', groupId, userId },
+      message: {
+        type: 'image',
+        id: unique(`${setId}-img${i + 1}`),
+        quoteToken: unique('q'),
+        contentProvider: { type: 'line' },
+        imageSet: withIndex ? { id: setId, index: i + 1, total: count } : { id: setId },
+      },
+    }),
+  );
+}
+
+/** A LINE event with a fresh webhookEventId, delivered for the first time, with the fields given. */
+export function lineEvent(fields: Record<string, unknown>): LineEvent {
+  return {
+    mode: 'active',
+    webhookEventId: unique('01J'),
+    deliveryContext: { isRedelivery: false },
+    timestamp: 1_790_762_400_000,
+    ...fields,
+  };
+}
+
+/** The same event delivered again, as LINE marks a redelivery. */
+export function redeliveryOf(event: LineEvent): LineEvent {
+  return { ...structuredClone(event), deliveryContext: { isRedelivery: true } };
+}
+
+/** The `unsend` event of a message event's message, from the same chat. */
+export function unsendOf(event: LineEvent, timestamp = Date.now()): LineEvent {
+  return lineEvent({ type: 'unsend', timestamp, source: event.source, unsend: { messageId: (event.message as { id: string }).id } });
+}
+
+/** The message id of a LINE message event. */
+export function lineMessageId(event: LineEvent): string {
+  return (event.message as { id: string }).id;
+}
+
+/** The LINE webhook bodies of examples/line-image-set.json (or another file of them), in order. */
+export function lineBodies(file: string): LineBody[] {
+  const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as LineBody | LineBody[];
+  return Array.isArray(parsed) ? parsed : [parsed];
+}
 
 /** A Telegram Update as the fixtures hold it. */
 export type Update = Record<string, unknown> & { update_id: number };

@@ -45,6 +45,11 @@ export interface Stack {
    * `secretToken` given, or none with null), as Telegram does.
    */
   telegram(update: unknown, options: { bot: string; secretToken?: string | null }): Promise<{ statusCode: number; body: string }>;
+  /**
+   * Posts a LINE webhook body to a channel of LINE_CHANNELS[workspace], signed with that channel's secret
+   * (or the `channelSecret` given, or unsigned with null), as LINE does.
+   */
+  line(body: unknown, options: { channel: string; channelSecret?: string | null }): Promise<{ statusCode: number; body: string }>;
   close(): Promise<void>;
 }
 
@@ -126,6 +131,17 @@ async function startInProcess(
         bot,
         secretToken: secretToken === undefined ? configured : secretToken,
         body,
+      });
+      return { statusCode: response.statusCode, body: response.body };
+    },
+    async line(body, { channel, channelSecret }) {
+      const configured = config.line.channels.get(workspace)?.get(channel)?.channelSecret ?? null;
+      const response = await deliver({
+        route: 'line',
+        workspace,
+        channel,
+        channelSecret: channelSecret === undefined ? configured : channelSecret,
+        body: typeof body === 'string' ? body : JSON.stringify(body),
       });
       return { statusCode: response.statusCode, body: response.body };
     },

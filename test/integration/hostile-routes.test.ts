@@ -3,7 +3,7 @@ import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
-import { signatureHeader } from '../../src/common/signature.js';
+import { lineSignature, signatureHeader } from '../../src/common/signature.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
 import { eventually } from '../harness/albums.js';
 import { testLogger } from '../harness/env.js';
@@ -28,6 +28,7 @@ const adminToken = unique('hostile-routes-admin');
 const ingressWorkspace = unique('hostile-ingress');
 const ingressSecret = 'hostile-ingress-secret';
 const bot = { name: 'shop', token: '424242:hostile-routes-bot', secretToken: 'hostile-routes-secret' };
+const channel = { name: 'shop', channelSecret: 'abcdef0123456789abcdef0123456789', channelAccessToken: 'hostile-routes-line-token' };
 const conversation = unique('conv');
 
 let stack: Stack;
@@ -43,6 +44,7 @@ beforeAll(async () => {
     // The stack's own workspace keeps the secret the stack signs with.
     WORKSPACE_SECRETS: JSON.stringify({ [workspace]: ['stack-secret'], [ingressWorkspace]: [ingressSecret] }),
     TELEGRAM_BOTS: JSON.stringify({ [ingressWorkspace]: { [bot.name]: { token: bot.token, secretToken: bot.secretToken } } }),
+    LINE_CHANNELS: JSON.stringify({ [ingressWorkspace]: { [channel.name]: channel } }),
   }));
   // One album the routes can find: decided on its quiet period, flagged for review (its index is no number),
   // its attachment without a URL (settled at once). Once its workflow waits for its late window, nothing
@@ -190,6 +192,7 @@ function baselineParams(webhook: boolean): Record<string, string> {
     message: 'm0',
     sha256: '0'.repeat(64),
     bot: bot.name,
+    channel: channel.name,
     '*': 'index.html',
   };
 }
@@ -234,6 +237,41 @@ const telegramFields = [
   ['message', 'photo', 0, 'file_size'],
   ['edited_message'],
 ] as const;
+
+const lineFields = [
+  ['destination'],
+  ['events'],
+  ['events', 0, 'type'],
+  ['events', 0, 'webhookEventId'],
+  ['events', 0, 'timestamp'],
+  ['events', 0, 'source', 'groupId'],
+  ['events', 0, 'source', 'userId'],
+  ['events', 0, 'message', 'id'],
+  ['events', 0, 'message', 'type'],
+  ['events', 0, 'message', 'contentProvider', 'type'],
+  ['events', 0, 'message', 'contentProvider', 'originalContentUrl'],
+  ['events', 0, 'message', 'imageSet', 'id'],
+  ['events', 0, 'message', 'imageSet', 'index'],
+  ['events', 0, 'message', 'imageSet', 'total'],
+  ['events', 1, 'unsend', 'messageId'],
+] as const;
+
+function lineTemplate(): Record<string, unknown> {
+  const source = { type: 'group', groupId: 'C-hostile', userId: 'U-hostile' };
+  return {
+    destination: 'U-hostile-bot',
+    events: [
+      {
+        type: 'message',
+        webhookEventId: unique('01J'),
+        timestamp: 1_790_000_000_000,
+        source,
+        message: { type: 'image', id: unique('m'), contentProvider: { type: 'line' }, imageSet: { id: 'set-1', index: 1, total: 2 } },
+      },
+      { type: 'unsend', webhookEventId: unique('01J'), timestamp: 1_790_000_000_000, source, unsend: { messageId: 'never-stored' } },
+    ],
+  };
+}
 
 function unifyportTemplate(): Record<string, unknown> {
   return albumEvent({ conversationId: conversation, albumId: 'alb', messageId: unique('m'), index: 1, attachments: [{ type: 'image' }] });
@@ -288,6 +326,7 @@ function targetsOf(route: { method: string; url: string; schema: RouteOptions['s
   if (route.url === '/webhooks/unifyport/:workspace') for (const field of unifyportFields) targets.push({ ...base, where: 'event', field });
   if (route.url === '/webhooks/telegram/:workspace/:bot')
     for (const field of telegramFields) targets.push({ ...base, where: 'event', field });
+  if (route.url === '/webhooks/line/:workspace/:channel') for (const field of lineFields) targets.push({ ...base, where: 'event', field });
   // A route without inputs is still called once, as it is.
   if (targets.length === 0) targets.push({ ...base, where: 'querystring', name: 'unexpected' });
   return targets;
@@ -328,6 +367,11 @@ function requestOf(target: Target, url: UrlValue, body: BodyValue): Sent {
     Object.assign(headers, { 'content-type': 'application/json', [secretTokenHeader]: bot.secretToken });
     return { ...sent, payload, webhookBody: payload };
   }
+  if (target.url === '/webhooks/line/:workspace/:channel') {
+    const payload = target.where === 'event' ? withField(lineTemplate(), target.field, body) : JSON.stringify(lineTemplate());
+    Object.assign(headers, { 'content-type': 'application/json', 'x-line-signature': lineSignature(channel.channelSecret, payload) });
+    return { ...sent, payload, webhookBody: payload };
+  }
   if (target.where === 'body') {
     const baseline: Record<string, unknown> = Object.fromEntries(
       target.required.map((name) => [name, name === 'token' ? adminToken : 'checked']),
@@ -352,6 +396,8 @@ const quarantining = new Set([
   'invalid_identity',
   'invalid_update',
   'unstorable_update',
+  'invalid_webhook',
+  'unstorable_webhook',
 ]);
 
 /** Sends the request and checks what it answered and what it changed. */
@@ -390,6 +436,7 @@ describe('every route, with hostile input in every field', () => {
       expect.arrayContaining([
         'POST /webhooks/unifyport/:workspace',
         'POST /webhooks/telegram/:workspace/:bot',
+        'POST /webhooks/line/:workspace/:channel',
         'GET /workspaces/:workspace/albums/:provider/:account/:conversation/:album',
         'GET /workspaces/:workspace/messages/:provider/:account/:conversation/:message',
         'GET /workspaces/:workspace/albums',

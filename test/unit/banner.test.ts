@@ -27,6 +27,17 @@ describe('the banner of npm start', () => {
     expect(printed.join('\n')).not.toContain('AAH-fake-bot-token');
   });
 
+  it('with LINE channels alone, names their webhook URLs and their workspace in the status URL, and no secret', () => {
+    const channelSecret = '0123456789abcdef0123456789abcdef';
+    const channelAccessToken = 'line-access-token-for-banner-tests';
+    const printed = lines({ LINE_CHANNELS: JSON.stringify({ shop: { 'main account': { channelSecret, channelAccessToken } } }) });
+    expect(printed.some((line) => line.includes('LINE         POST http://127.0.0.1:3000/webhooks/line/shop/main%20account'))).toBe(true);
+    expect(printed.some((line) => line.includes('/workspaces/shop/albums'))).toBe(true);
+    expect(printed.some((line) => line.includes('unifyport') || line.includes('none configured'))).toBe(false);
+    expect(printed.join('\n')).not.toContain(channelSecret);
+    expect(printed.join('\n')).not.toContain(channelAccessToken);
+  });
+
   it('without any workspace, says that every webhook gets 404 and how to configure one', () => {
     const printed = lines({});
     expect(printed).toContain('  webhook      POST http://127.0.0.1:3000/webhooks/unifyport/<workspace>');

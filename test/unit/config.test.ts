@@ -81,6 +81,28 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ TRUST_PROXY: '2' })).toThrow(/hop count/);
   });
 
+  it('reads LINE_CHANNELS and the LINE API roots, and names a bad entry without its values', () => {
+    const channelSecret = '0123456789abcdef0123456789abcdef';
+    const channelAccessToken = 'a-channel-access-token-0123456789';
+    const config = loadConfig({
+      LINE_CHANNELS: JSON.stringify({ demo: { shop: { channelSecret, channelAccessToken } } }),
+      LINE_DATA_API_ROOT: 'http://127.0.0.1:8082/',
+    });
+    expect(config.line.apiRoot).toBe('https://api.line.me');
+    expect(config.line.dataApiRoot).toBe('http://127.0.0.1:8082');
+    expect(config.line.channels.get('demo')?.get('shop')).toEqual({ name: 'shop', channelSecret, channelAccessToken });
+    const bad = (channels: unknown) => () => loadConfig({ LINE_CHANNELS: JSON.stringify(channels) });
+    expect(bad({ demo: { shop: { channelSecret: 'short', channelAccessToken } } })).toThrow(
+      /LINE_CHANNELS\["demo"\]\["shop"\]\.channelSecret must be/,
+    );
+    expect(bad({ demo: { shop: { channelSecret, channelAccessToken: 'has space in it, and more' } } })).toThrow(
+      /channelAccessToken must be/,
+    );
+    expect(bad({ demo: { shop: { channelSecret, channelAccessToken: 'has space in it, and more' } } })).not.toThrow(/has space/);
+    expect(() => loadConfig({ LINE_CHANNELS: '[' })).toThrow(/LINE_CHANNELS must be JSON/);
+    expect(() => loadConfig({ LINE_API_ROOT: 'ftp://x' })).toThrow(/LINE_API_ROOT/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ NOTIFY_URL: '', NOTIFY_SECRET: '' }).notify).toEqual({ url: undefined, secret: undefined });
   });

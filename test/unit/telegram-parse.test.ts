@@ -94,6 +94,7 @@ describe('parseUpdate over the fixtures', () => {
       declaredSize: 153_412,
       fileName: null,
       telegramFile: { fileId: largest.file_id, fileUniqueId: largest.file_unique_id, width: 1280, height: 960 },
+      lineChannel: null,
     });
   });
 
@@ -317,6 +318,7 @@ describe('parseUpdate: media', () => {
       declaredSize: null,
       fileName: null,
       telegramFile: { fileId: 'f-v', fileUniqueId: 'u-v', width: null, height: null },
+      lineChannel: null,
     });
   });
 

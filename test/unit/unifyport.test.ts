@@ -52,6 +52,7 @@ describe('parseEvent', () => {
             declaredSize: 1234,
             fileName: 'a.jpg',
             telegramFile: null,
+            lineChannel: null,
           },
         ],
       },
@@ -176,9 +177,18 @@ describe('parseEvent', () => {
       ),
     );
     expect(parsed.attachments).toEqual([
-      { position: 0, kind: 'video', url: null, mimeType: null, declaredSize: null, fileName: null, telegramFile: null },
-      { position: 1, kind: null, url: null, mimeType: null, declaredSize: null, fileName: null, telegramFile: null },
-      { position: 2, kind: null, url: 'https://x/b', mimeType: null, declaredSize: null, fileName: null, telegramFile: null },
+      { position: 0, kind: 'video', url: null, mimeType: null, declaredSize: null, fileName: null, telegramFile: null, lineChannel: null },
+      { position: 1, kind: null, url: null, mimeType: null, declaredSize: null, fileName: null, telegramFile: null, lineChannel: null },
+      {
+        position: 2,
+        kind: null,
+        url: 'https://x/b',
+        mimeType: null,
+        declaredSize: null,
+        fileName: null,
+        telegramFile: null,
+        lineChannel: null,
+      },
     ]);
     expect(child(parseEvent(workspace, body(childEvent({ attachments: { url: 'x' } })))).attachments).toEqual([]);
   });

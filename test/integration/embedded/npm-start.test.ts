@@ -12,7 +12,15 @@ import type { AlbumView } from '../../../src/domain/types.js';
 import { eventually } from '../../harness/albums.js';
 import { startFakeBotApi, type FakeBotApi } from '../../harness/servers/fake-bot-api.js';
 import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos, type ServedPhoto } from '../../harness/servers/fake-bot-api-demo.js';
-import { albumEvent, webhookRequest } from '../../harness/events.js';
+import { albumEvent, lineBodies, webhookRequest } from '../../harness/events.js';
+import { startFakeLineApi, type FakeLineApi } from '../../harness/servers/fake-line-api.js';
+import {
+  demoChannel,
+  demoLineChannels,
+  exampleImageSetFile,
+  serveImages,
+  type ServedImage,
+} from '../../harness/servers/fake-line-api-demo.js';
 import { adminToken, interrupt, ownerOf, serve, serverRecord, startInstance, type Serving } from './instance.js';
 import { userEnvironment } from '../../harness/environment.js';
 import { killWatchdog } from './orphan.js';
@@ -22,7 +30,7 @@ const execFile = promisify(execFileCallback);
 // `npm start` in child processes, each in a process group of its own as in a terminal, with neither
 // DATABASE_URL nor TEMPORAL_ADDRESS: its own embedded PostgreSQL and Temporal dev server in a data
 // directory made for this file. Its Telegram bot downloads from the fake Bot API, as in the demo of
-// docs/telegram.md.
+// docs/telegram.md; its LINE channel from the fake LINE API, as in the demo of docs/line.md.
 
 const workspace = 'embedded';
 const secret = 'embedded-secret';
@@ -39,6 +47,7 @@ const env: NodeJS.ProcessEnv = {
   TEMPORAL_UI_PORT: '0',
   WORKSPACE_SECRETS: JSON.stringify({ [workspace]: [secret] }),
   TELEGRAM_BOTS: demoTelegramBots(workspace),
+  LINE_CHANNELS: demoLineChannels(workspace),
   QUIET_PERIOD_MS: '300',
   MAX_WAIT_MS: '3000',
   LOG_LEVEL: 'info',
@@ -49,6 +58,9 @@ const env: NodeJS.ProcessEnv = {
 /** The fake Bot API the bot downloads from (TELEGRAM_API_ROOT), and the photos it serves for the example album. */
 let botApi: FakeBotApi | undefined;
 let photos: ServedPhoto[] = [];
+/** The fake LINE API the channel downloads from (LINE_API_ROOT, LINE_DATA_API_ROOT), and the images of the example set. */
+let lineApi: FakeLineApi | undefined;
+let images: ServedImage[] = [];
 
 /** The last row of the decisions `albumflow status` prints, listing these children. */
 const lastDecisionOf = (messageIds: string[]) => new RegExp(`\\n\\d+\\s+[a-z_]+\\s+\\S+\\s+${messageIds.join(', ')}\\n?$`);
@@ -107,6 +119,7 @@ let instance: Serving | undefined;
 afterAll(async () => {
   if (instance) await interrupt(instance);
   await botApi?.close();
+  await lineApi?.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -115,6 +128,10 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     botApi = await startFakeBotApi();
     photos = await servePhotos(botApi, demoBot.token, [exampleAlbumFile]);
     env.TELEGRAM_API_ROOT = botApi.url;
+    lineApi = await startFakeLineApi();
+    images = await serveImages(lineApi, [exampleImageSetFile]);
+    env.LINE_API_ROOT = lineApi.url;
+    env.LINE_DATA_API_ROOT = lineApi.url;
     instance = await serve(projectRoot, env, dataDir);
   }, 240_000);
 
@@ -227,6 +244,55 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     expect(history.stdout).toMatch(/Runs on 127\.0\.0\.1:\d+ \(default\):\n\s+\S+\s+RUNNING/);
 
     expect(output()).not.toContain(demoBot.token.split(':')[1]);
+  }, 240_000);
+
+  it('decides the LINE image set sent with the CLI (shuffled, one event redelivered, two in one request) by its total, downloaded from the fake LINE API, and shows it in the status API, the CLI and the Temporal UI', async () => {
+    const { url, output } = instance!;
+    const bodies = lineBodies(exampleImageSetFile);
+    const first = bodies[0]!.events[0]! as unknown as { source: { groupId: string }; message: { imageSet: { id: string } } };
+    const key = ['line', bodies[0]!.destination, first.source.groupId, first.message.imageSet.id];
+    const byIndex = bodies
+      .flatMap((body) => body.events as unknown as Array<{ message: { id: string; imageSet: { index: number } } }>)
+      .map((event) => [event.message.imageSet.index, event.message.id] as const);
+    const messageIds = [...new Map(byIndex)].sort(([a], [b]) => a - b).map(([, id]) => id);
+    expect(messageIds).toHaveLength(4);
+
+    const sent = await npx(['send', '--line', exampleImageSetFile, '--workspace', workspace, '--channel', demoChannel.name, '--url', url]);
+    expect(sent.stdout.trim().split('\n')).toEqual(
+      bodies.map((body) => `200 ${body.events.length} event${body.events.length === 1 ? '' : 's'}`),
+    );
+
+    const album = await eventually(async () => {
+      const status = await albumStatus(url, key.map(encodeURIComponent).join('/'));
+      expect(status?.decisions.at(-1)?.childMessageIds).toEqual(messageIds);
+      expect(status?.media.downloaded).toBe(4);
+      return status!;
+    }, 90_000);
+    expect([album.distinctChildren, album.decisions.map((d) => d.trigger), album.children.map((c) => c.index)]).toEqual([
+      4,
+      ['expected_count_reached'],
+      [1, 2, 3, 4],
+    ]);
+    const served = new Map(images.map((image) => [image.messageId, image.content]));
+    expect(album.children.map((child) => child.attachments[0]?.sha256)).toEqual(
+      messageIds.map((id) => crypto.createHash('sha256').update(served.get(id)!).digest('hex')),
+    );
+    expect(lineApi!.calls('content').length).toBe(4);
+
+    const status = await npx(['status', workspace, ...key, '--url', url]);
+    expect(status.stdout).toContain(`workflow id:    ${album.workflowId}`);
+    expect(status.stdout).toContain('media:          4/4 downloaded, 0 pending');
+    expect(status.stdout).toMatch(lastDecisionOf(messageIds));
+
+    const uiUrl = /Temporal UI\s+(http:\/\/\S+?)\/namespaces\//.exec(output())?.[1];
+    const query = encodeURIComponent(`AlbumWorkspace = "${workspace}" AND AlbumProvider = "line"`);
+    await eventually(async () => {
+      const response = await fetch(`${uiUrl}/api/v1/namespaces/default/workflows?query=${query}`);
+      const body = (await response.json()) as { executions?: Array<{ execution: { workflowId: string } }> };
+      expect(body.executions?.map((execution) => execution.execution.workflowId)).toEqual([album.workflowId]);
+    }, 60_000);
+    expect((await fetch(`${uiUrl}/namespaces/default/workflows/${encodeURIComponent(album.workflowId)}`)).status).toBe(200);
+    expect(output()).not.toContain(demoChannel.channelAccessToken);
   }, 240_000);
 
   it('refuses a second start on the same data directory at once, naming the running pid, and the first keeps working', async () => {

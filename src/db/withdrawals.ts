@@ -1,0 +1,63 @@
+import type { MessageKey } from '../domain/types.js';
+import { storeDeliveries, type Delivery, type EventRecord, type StoredDeliveries } from './ingest.js';
+import type { Pool } from './pool.js';
+import { withTransaction } from './transaction.js';
+
+/** A sender withdrew a message (LINE's `unsend`): the event, and the child it names. */
+export interface Withdrawal extends EventRecord {
+  key: MessageKey;
+  /** When the sender withdrew it (ISO 8601). */
+  withdrawnAt: string;
+}
+
+export interface StoredWithdrawals extends StoredDeliveries {
+  /** Stored children newly marked withdrawn (a redelivered unsend, or one of a child never stored, marks none). */
+  withdrawn: number;
+}
+
+/**
+ * Stores the deliveries of one request and its withdrawals in one transaction: the deliveries as the
+ * group commit would (so a message and its unsend in the same request both count), then each named
+ * child not withdrawn yet is marked withdrawn — kept, with every attachment — and queued in the outbox,
+ * so its workflow learns of it. A withdrawal of a child never stored is only recorded as an event.
+ */
+export async function storeWithdrawals(
+  pool: Pool,
+  deliveries: readonly Delivery[],
+  withdrawals: readonly Withdrawal[],
+): Promise<StoredWithdrawals> {
+  return withTransaction(pool, async (client) => {
+    const records: EventRecord[] = withdrawals.map(({ workspace, source, eventId, type, raw }) => ({
+      workspace,
+      source,
+      eventId,
+      type,
+      raw,
+    }));
+    const stored = await storeDeliveries(client, [...deliveries, ...records]);
+    const { rows } = await client.query<{ id: string }>(
+      `WITH withdrawn AS (
+         UPDATE messages m SET withdrawn_at = w.withdrawn_at
+           FROM jsonb_to_recordset($1::jsonb)
+             AS w (workspace text, provider text, account_id text, conversation_id text, message_id text, withdrawn_at timestamptz)
+          WHERE m.workspace = w.workspace AND m.provider = w.provider AND m.account_id = w.account_id
+            AND m.conversation_id = w.conversation_id AND m.message_id = w.message_id AND m.withdrawn_at IS NULL
+         RETURNING m.id
+       )
+       INSERT INTO outbox (message_pk) SELECT id FROM withdrawn ORDER BY id RETURNING message_pk AS id`,
+      [
+        JSON.stringify(
+          withdrawals.map(({ key, withdrawnAt }) => ({
+            workspace: key.workspace,
+            provider: key.provider,
+            account_id: key.accountId,
+            conversation_id: key.conversationId,
+            message_id: key.messageId,
+            withdrawn_at: withdrawnAt,
+          })),
+        ),
+      ],
+    );
+    return { results: stored.results.slice(0, deliveries.length), queued: stored.queued + rows.length, withdrawn: rows.length };
+  });
+}

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { parseLineWebhook, type ParsedLineWebhook } from '../../src/ingest/line.js';
+import { lineEvent, lineImageSet, unsendOf, type LineEvent } from '../harness/events.js';
+
+const destination = 'U0123456789abcdef0123456789abcdef';
+const parse = (events: unknown, extra: Record<string, unknown> = {}) =>
+  parseLineWebhook('ws', 'shop', Buffer.from(JSON.stringify({ destination, events, ...extra })));
+const eventsOf = (parsed: ParsedLineWebhook) => {
+  if (parsed.kind !== 'events') throw new Error(`rejected: ${parsed.message}`);
+  return parsed.events;
+};
+
+describe('parseLineWebhook', () => {
+  it('makes each image of a set a child of the album imageSet.id in its group, with index and total as LINE gives them', () => {
+    const events = lineImageSet({ setId: 'set-1', count: 2, groupId: 'C1', userId: 'U1' });
+    const parsed = eventsOf(parse(events));
+    expect(parsed.map((e) => e.kind)).toEqual(['child', 'child']);
+    const [first] = parsed;
+    if (first?.kind !== 'child') throw new Error('no child');
+    expect(first.eventId).toBe(`${destination}:${events[0]!.webhookEventId}`);
+    expect(first.child.key).toEqual({
+      workspace: 'ws',
+      provider: 'line',
+      accountId: destination,
+      conversationId: 'C1',
+      messageId: (events[0]!.message as { id: string }).id,
+    });
+    expect(first.child.albumKey?.albumId).toBe('set-1');
+    expect([first.child.album?.index, first.child.album?.total, first.child.album?.metadataInvalid]).toEqual([1, 2, false]);
+    expect(first.child.attachments).toEqual([
+      {
+        position: 0,
+        kind: 'image',
+        url: null,
+        mimeType: null,
+        declaredSize: null,
+        fileName: null,
+        telegramFile: null,
+        lineChannel: 'shop',
+      },
+    ]);
+    expect(first.child.sentAt).toBe(new Date(1_790_762_400_000).toISOString());
+  });
+
+  it('takes the room, else the user, as the conversation; an image without imageSet is standalone; old Android sets have no index', () => {
+    const room = lineEvent({ type: 'message', source: { type: 'room', roomId: 'R1', userId: 'U1' }, message: { type: 'image', id: 'm1' } });
+    const [android] = lineImageSet({ setId: 's', count: 1, userId: 'U2', withIndex: false });
+    const [r, a] = eventsOf(parse([room, android]));
+    if (r?.kind !== 'child' || a?.kind !== 'child') throw new Error('no child');
+    expect([r.child.key.conversationId, r.child.albumKey]).toEqual(['R1', null]);
+    expect([a.child.key.conversationId, a.child.albumKey?.albumId, a.child.album?.index, a.child.album?.total]).toEqual([
+      'U2',
+      's',
+      null,
+      null,
+    ]);
+  });
+
+  it('keeps text as a caption, an external provider as its URL, and records stickers and other events without a child', () => {
+    const source = { type: 'user', userId: 'U1' };
+    const text = lineEvent({ type: 'message', source, message: { type: 'text', id: 't', text: 'hello' } });
+    const external = lineEvent({
+      type: 'message',
+      source,
+      message: { type: 'video', id: 'v', contentProvider: { type: 'external', originalContentUrl: 'https://cdn.example/v.mp4' } },
+    });
+    const sticker = lineEvent({ type: 'message', source, message: { type: 'sticker', id: 's', packageId: '1', stickerId: '2' } });
+    const follow = lineEvent({ type: 'follow', source });
+    const parsed = eventsOf(parse([text, external, sticker, follow]));
+    expect(parsed.map((e) => [e.kind, e.type])).toEqual([
+      ['child', 'message'],
+      ['child', 'message'],
+      ['ignored', 'message'],
+      ['ignored', 'follow'],
+    ]);
+    if (parsed[0]?.kind !== 'child' || parsed[1]?.kind !== 'child') throw new Error('no child');
+    expect([parsed[0].child.caption, parsed[0].child.attachments]).toEqual(['hello', []]);
+    expect(parsed[1].child.attachments[0]).toMatchObject({ kind: 'video', url: 'https://cdn.example/v.mp4', lineChannel: null });
+  });
+
+  it('reads an unsend as the withdrawal of the message it names, in its conversation', () => {
+    const [image] = lineImageSet({ setId: 's', count: 1, groupId: 'C1' }) as [LineEvent];
+    const [unsend] = eventsOf(parse([unsendOf(image, 1_790_762_500_000)]));
+    expect(unsend).toMatchObject({
+      kind: 'unsend',
+      key: { accountId: destination, conversationId: 'C1', messageId: (image.message as { id: string }).id },
+      unsentAt: new Date(1_790_762_500_000).toISOString(),
+    });
+  });
+
+  it('takes an empty list (the console’s Verify) and flags wrong-typed index and total instead of refusing', () => {
+    expect(eventsOf(parse([]))).toEqual([]);
+    const [odd] = lineImageSet({ setId: 's', count: 1, groupId: 'C1' }) as [LineEvent];
+    (odd.message as { imageSet: object }).imageSet = { id: 's', index: '1', total: -2 };
+    const [child] = eventsOf(parse([odd]));
+    if (child?.kind !== 'child') throw new Error('no child');
+    expect([child.child.album?.index, child.child.album?.total, child.child.album?.metadataInvalid]).toEqual([null, null, true]);
+  });
+
+  it('refuses the whole body when an identity is missing, malformed, too long or unstorable', () => {
+    const [image] = lineImageSet({ setId: 's', count: 1, groupId: 'C1' }) as [LineEvent];
+    const without = (change: (event: Record<string, unknown>) => void) => {
+      const copy = structuredClone(image) as Record<string, unknown>;
+      change(copy);
+      return parse([image, copy]);
+    };
+    const code = (parsed: ParsedLineWebhook) => (parsed.kind === 'rejected' ? parsed.code : 'accepted');
+    expect(code(parseLineWebhook('ws', 'shop', Buffer.from('{"events": []}')))).toBe('missing_identity');
+    expect(code(parse({}))).toBe('invalid_webhook');
+    expect(code(without((e) => delete e.webhookEventId))).toBe('missing_identity');
+    expect(code(without((e) => (e.source = { type: 'group', groupId: 7 })))).toBe('invalid_identity');
+    expect(code(without((e) => ((e.message as Record<string, unknown>).id = 'a\u0007b')))).toBe('invalid_identity');
+    expect(code(without((e) => (e.webhookEventId = 'x'.repeat(600))))).toBe('invalid_identity');
+    expect(code(without((e) => ((e.message as Record<string, unknown>).id = 'x'.repeat(1200))))).toBe('invalid_identity');
+    expect(code(without((e) => ((e.message as Record<string, unknown>).id = 'x\ud800')))).toBe('unstorable_webhook');
+    expect(code(parseLineWebhook('ws', 'shop', Buffer.from('{')))).toBe('invalid_json');
+  });
+});
