@@ -11,6 +11,7 @@ import type { TelegramBot } from '../src/common/config.js';
 import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../src/db/attachments.js';
 import { errorMessage } from '../src/common/error-message.js';
 import { downloadsTotal } from '../src/common/metrics.js';
+import { annotate, inSpan } from '../src/common/tracing.js';
 import { mediaPath, mediaTempDir } from '../src/common/paths.js';
 import { BotApiError, createBotApi, redactToken } from '../src/telegram/bot-api.js';
 import { childKeyString } from '../src/domain/keys.js';
@@ -432,6 +433,19 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
     }
   }
 
+  /** downloadOne in a span of its own: the attachment's position, and its outcome, bytes and type. */
+  function downloadTraced(request: DownloadRequest, finalAttempt: number): Promise<DownloadResult> {
+    return inSpan('albumflow.download', { attributes: { 'albumflow.attachment.position': request.position } }, async (span) => {
+      const result = await downloadOne(request, finalAttempt);
+      annotate(span, {
+        'albumflow.download.outcome': result.status,
+        ...(result.bytes !== null ? { 'albumflow.download.bytes': result.bytes } : {}),
+        ...(result.contentType !== null ? { 'albumflow.download.content_type': result.contentType } : {}),
+      });
+      return result;
+    });
+  }
+
   /**
    * Downloads the attachments of one activity at once (within the worker's fetch limit), keeping the
    * outcome of each as it settles and heartbeating them. When some failed transiently, the attempt fails
@@ -455,7 +469,7 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
         attachments.map(async (request, i) => {
           if (progress.settled[i]) return;
           try {
-            progress.settled[i] = await downloadOne(request, finalAttempt);
+            progress.settled[i] = await downloadTraced(request, finalAttempt);
           } catch (err) {
             if (err instanceof CancelledFailure) {
               cancelled = err;

@@ -42,6 +42,8 @@ export interface AppDeps {
   embeddedServers?: readonly EmbeddedServer[];
   /** Told of every route as it is registered, with its schema (a test walks them all with hostile input). */
   onRoute?: (route: RouteOptions) => void;
+  /** Tracing is on (src/common/tracing.ts): each webhook request gets a span. */
+  traced?: boolean;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -124,7 +126,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });
     await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal, embeddedServers: deps.embeddedServers ?? [], tokens });
-    await open.register(webhookIngress, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
+    await open.register(webhookIngress, {
+      config: deps.config,
+      pool: deps.pool,
+      wakeDispatcher: deps.wakeDispatcher,
+      traced: deps.traced ?? false,
+    });
     await open.register(signInRoutes, { tokens, sessions });
   });
 

@@ -1,7 +1,9 @@
 import { performance } from 'node:perf_hooks';
+import type { SpanContext } from '@opentelemetry/api';
 import type { IngestLimits } from '../common/config.js';
 import type { Logger } from '../common/log.js';
 import { ingestBatchSize } from '../common/metrics.js';
+import { inSpan, sampledSpanContext, traceparentOf } from '../common/tracing.js';
 import { storeEdit, type StoredEdit } from './edits.js';
 import { storeDeliveries, type ChildDelivery, type Delivery, type EditDelivery, type EventRecord, type IngestResult } from './ingest.js';
 import { isUnavailable, type Pool } from './pool.js';
@@ -36,6 +38,8 @@ export class IngestSaturatedError extends Error {
 interface Waiting {
   delivery: Delivery;
   gatheredAt: number;
+  /** The request's span (tracing on and sampled): the batch's span links to it. */
+  span: SpanContext | undefined;
   resolve: (result: IngestResult | null) => void;
   reject: (error: Error) => void;
 }
@@ -71,8 +75,10 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
   function submit(delivery: Delivery): Promise<IngestResult | null> {
     const refused = refusal();
     if (refused) return Promise.reject(refused);
+    const span = sampledSpanContext();
+    const traced = span && 'child' in delivery ? { ...delivery, traceparent: traceparentOf(span) } : delivery;
     return new Promise((resolve, reject) => {
-      gathered.push({ delivery, gatheredAt: performance.now(), resolve, reject });
+      gathered.push({ delivery: traced, gatheredAt: performance.now(), span, resolve, reject });
       startBatches();
     });
   }
@@ -89,7 +95,7 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
       const batch = gathered.splice(0, batchMaxRows);
       ingestBatchSize.observe(batch.length);
       writingDeliveries += batch.length;
-      const written = write(batch).then((outcomes) => {
+      const written = traced(batch).then((outcomes) => {
         writing.delete(written);
         writingDeliveries -= batch.length;
         batch.forEach((waiting, i) => settle(waiting, outcomes[i]!));
@@ -97,6 +103,15 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
       });
       writing.add(written);
     }
+  }
+
+  /** The batch in a span of its own, linked to the span of each request it holds, when any of them is traced. */
+  function traced(batch: Waiting[]): Promise<Outcome[]> {
+    const links = batch.flatMap((waiting) => (waiting.span ? [{ context: waiting.span }] : []));
+    if (links.length === 0) return write(batch);
+    return inSpan('albumflow.ingest.batch', { root: true, links, attributes: { 'albumflow.batch.deliveries': batch.length } }, () =>
+      write(batch),
+    );
   }
 
   async function write(batch: Waiting[]): Promise<Outcome[]> {
@@ -141,7 +156,8 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
       const refused = refusal();
       if (refused) throw refused;
       writingDeliveries += 1;
-      const written = storeEdit(pool, edit);
+      const span = sampledSpanContext();
+      const written = storeEdit(pool, span ? { ...edit, traceparent: traceparentOf(span) } : edit);
       editing.add(written);
       try {
         const { result, queued } = await written;
