@@ -1,7 +1,7 @@
-import { insertDecision, markAlbumClosed } from '../src/db/decisions.js';
+import { childTraceparents, insertDecision, markAlbumClosed } from '../src/db/decisions.js';
 import { readPrior } from '../src/db/prior.js';
 import { decisionsTotal } from '../src/common/metrics.js';
-import { annotate, inSpan } from '../src/common/tracing.js';
+import { annotate, inSpan, linksTo } from '../src/common/tracing.js';
 import type { PriorAlbum, StoredScope } from '../src/domain/types.js';
 import type { MarkClosedInput, RecordDecisionInput } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
@@ -16,6 +16,8 @@ export function createDecisionActivities({ pool, logger }: ActivityDeps) {
       'albumflow.decision.children': decision.childMessageIds.length,
     };
     return inSpan('albumflow.decision.record', { attributes }, async (span) => {
+      // Linked to the request of every child the decision includes: the album's trace reaches each of them.
+      if (span.isRecording() && input.album) span.addLinks(linksTo(await childTraceparents(pool, workflowId, decision.childMessageIds)));
       const { inserted } = await insertDecision(pool, input);
       annotate(span, { 'albumflow.decision.inserted': inserted });
       if (inserted) {

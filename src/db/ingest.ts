@@ -11,7 +11,7 @@ export interface ChildDelivery {
   type: string;
   raw: string;
   child: ChildMessage;
-  /** The W3C traceparent of the request's span, kept with the child's outbox row (tracing on and sampled). */
+  /** The W3C traceparent of the request's span (tracing on and sampled), kept with the new child and its outbox row. */
   traceparent?: string;
 }
 
@@ -309,9 +309,9 @@ WITH events_in AS (
           caption text, sent_at timestamptz, edited_at timestamptz, raw text, deliveries int, traceparent text)
 ), stored_children AS (
   INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
-                        album_index, album_total, metadata_invalid, caption, sent_at, edited_at, raw, delivery_count)
+                        album_index, album_total, metadata_invalid, caption, sent_at, edited_at, raw, delivery_count, traceparent)
   SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, a.id, m.album_meta,
-         m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.edited_at, m.raw::jsonb, m.deliveries
+         m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.edited_at, m.raw::jsonb, m.deliveries, m.traceparent
     FROM children_in m LEFT JOIN stored_albums a ON a.workflow_id = m.album_workflow_id
    ORDER BY m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id
   ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE
