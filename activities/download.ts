@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 import type { TelegramBot } from '../src/common/config.js';
 import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../src/db/attachments.js';
 import { errorMessage } from '../src/common/error-message.js';
-import { downloadsTotal } from '../src/common/metrics.js';
+import { downloadedBytesTotal, downloadsTotal } from '../src/common/metrics.js';
 import { annotate, inSpan } from '../src/common/tracing.js';
 import { mediaPath, mediaTempDir } from '../src/common/paths.js';
 import { BotApiError, createBotApi, redactToken } from '../src/telegram/bot-api.js';
@@ -425,6 +425,7 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
       if (result === null) return resultOf(row);
       if (await recordDownloadResult(pool, row, result)) {
         downloadsTotal.inc({ outcome: result.status });
+        if (result.bytes !== null) downloadedBytesTotal.inc(result.bytes);
         return result;
       }
       if (replaced === maxReplacements)

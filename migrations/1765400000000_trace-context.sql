@@ -6,7 +6,11 @@
 ALTER TABLE outbox ADD COLUMN traceparent text;
 ALTER TABLE messages ADD COLUMN traceparent text;
 
+-- The review queue (albums a person must look at), counted for /metrics at each scrape.
+CREATE INDEX albums_review_open ON albums (id) WHERE cardinality(review_reasons) > 0 AND review_resolved_at IS NULL;
+
 -- Down Migration
 
+DROP INDEX albums_review_open;
 ALTER TABLE messages DROP COLUMN traceparent;
 ALTER TABLE outbox DROP COLUMN traceparent;

@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../harness/albums.js';
 import { albumEvent, unifyportHeaders } from '../harness/events.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../harness/servers/otlp.js';
+import { pickPort } from '../../src/embedded/ports.js';
+import { projectRoot } from '../../src/common/paths.js';
 import { startProcessStack, type ProcessStack } from '../harness/stack.js';
 import { unique } from '../harness/random.js';
 
@@ -33,10 +35,12 @@ function connectedParts(spans: ReceivedSpan[]): Map<string, string> {
 describe('tracing a 3-photo album from its webhooks to album.ready', () => {
   let receiver: OtlpReceiver;
   let stack: ProcessStack;
+  let workerMetricsPort: number;
   const caption = `caption ${unique('secret-looking')}`;
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
+    workerMetricsPort = await pickPort();
     stack = await startProcessStack({
       temporal: 'dev-server',
       ingresses: 1,
@@ -46,6 +50,7 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_BSP_SCHEDULE_DELAY: '200',
         LOG_LEVEL: 'info',
+        WORKER_METRICS_PORT: String(workerMetricsPort),
       },
       media: { bytes: photoBytes, durationMs: () => 0 },
       notifyDelayMs: () => 0,
@@ -154,5 +159,52 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
     expect(everything).not.toContain(stack.secret);
     expect(everything).not.toContain('v1=');
     expect(receiver.refused).toBe(0);
+  });
+
+  // Run after the album above, so that the labelled series and the worker's histograms exist.
+  it("queries in the Grafana dashboard only metrics the ingress's /metrics and the worker's Temporal metrics export", async () => {
+    const token = fs.readFileSync(path.join(stack.dir, 'data', 'admin-token'), 'utf8').trim();
+    const ingress = await fetch(`${stack.ingressUrls[0]}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    expect(ingress.status).toBe(200);
+    const worker = await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`);
+    expect(worker.status).toBe(200);
+    const exported = new Set(
+      `${await ingress.text()}\n${await worker.text()}`
+        .split('\n')
+        .flatMap((line) => /^(?:# (?:HELP|TYPE) )?([a-zA-Z_:][\w:]*)/.exec(line)?.[1] ?? []),
+    );
+    const dashboard = JSON.parse(fs.readFileSync(path.join(projectRoot, 'deploy/grafana/albumflow.json'), 'utf8')) as {
+      panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+    };
+    const promqlWords = new Set([
+      'sum',
+      'by',
+      'rate',
+      'increase',
+      'histogram_quantile',
+      'max',
+      'le',
+      'route',
+      'status_code',
+      'outcome',
+      'trigger',
+      'type',
+      'worker_type',
+    ]);
+    const queried = dashboard.panels.flatMap((panel) =>
+      panel.targets.flatMap(({ expr }) =>
+        [
+          ...expr
+            .replace(/"[^"]*"/g, '')
+            .replace(/\[[^\]]*\]/g, '')
+            .matchAll(/[a-zA-Z_:][\w:]*/g),
+        ]
+          .map((match) => match[0])
+          .filter((word) => !promqlWords.has(word))
+          .map((metric) => ({ panel: panel.title, metric })),
+      ),
+    );
+    expect(queried.length).toBeGreaterThanOrEqual(dashboard.panels.length);
+    expect(queried.filter(({ metric }) => !exported.has(metric))).toEqual([]);
   });
 });
