@@ -19,8 +19,8 @@ import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base'
  * OpenTelemetry tracing, configured the standard way (OTEL_EXPORTER_OTLP_ENDPOINT,
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_TRACES_EXPORTER,
  * OTEL_TRACES_SAMPLER, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_BSP_*). Off unless an OTLP
- * endpoint or OTEL_TRACES_EXPORTER is set: then no SDK is loaded, the API stays the no-op it is by
- * default, and the request path adds no span, no hook and no context lookup.
+ * endpoint or OTEL_TRACES_EXPORTER is set: otherwise no SDK is loaded, the API stays the no-op it is by
+ * default, and the request path adds no span and no hook.
  */
 export interface Tracing {
   /** The processor every span of this process ends in, the workflow spans the worker's sink receives too. */
