@@ -10,7 +10,8 @@ import type { Readable } from 'node:stream';
 import type { LineChannel, TelegramBot } from '../src/common/config.js';
 import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../src/db/attachments.js';
 import { errorMessage } from '../src/common/error-message.js';
-import { downloadsTotal } from '../src/common/metrics.js';
+import { downloadedBytesTotal, downloadsTotal } from '../src/common/metrics.js';
+import { annotate, inSpan } from '../src/common/tracing.js';
 import { mediaPath, mediaTempDir } from '../src/common/paths.js';
 import { BotApiError, createBotApi, redactToken } from '../src/telegram/bot-api.js';
 import { createMessagingApi, LineApiError } from '../src/line/messaging-api.js';
@@ -471,12 +472,26 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
       if (result === null) return resultOf(row);
       if (await recordDownloadResult(pool, row, result)) {
         downloadsTotal.inc({ outcome: result.status });
+        if (result.bytes !== null) downloadedBytesTotal.inc(result.bytes);
         return result;
       }
       if (replaced === maxReplacements)
         throw new TransientDownloadError('the attachment was replaced by an edit during each of its downloads');
       log.info('the attachment was replaced by an edit during its download; downloading the new file');
     }
+  }
+
+  /** downloadOne in a span of its own: the attachment's position, and its outcome, bytes and type. */
+  function downloadTraced(request: DownloadRequest, finalAttempt: number): Promise<DownloadResult> {
+    return inSpan('albumflow.download', { attributes: { 'albumflow.attachment.position': request.position } }, async (span) => {
+      const result = await downloadOne(request, finalAttempt);
+      annotate(span, {
+        'albumflow.download.outcome': result.status,
+        ...(result.bytes !== null ? { 'albumflow.download.bytes': result.bytes } : {}),
+        ...(result.contentType !== null ? { 'albumflow.download.content_type': result.contentType } : {}),
+      });
+      return result;
+    });
   }
 
   /**
@@ -502,7 +517,7 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
         attachments.map(async (request, i) => {
           if (progress.settled[i]) return;
           try {
-            progress.settled[i] = await downloadOne(request, finalAttempt);
+            progress.settled[i] = await downloadTraced(request, finalAttempt);
           } catch (err) {
             if (err instanceof CancelledFailure) {
               cancelled = err;

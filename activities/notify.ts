@@ -10,6 +10,7 @@ import {
 import { albumStatusFromDatabase, findAlbum } from '../src/db/status.js';
 import { errorMessage } from '../src/common/error-message.js';
 import { notificationFailuresTotal, notificationsTotal } from '../src/common/metrics.js';
+import { annotate, inSpan, withTraceHeaders } from '../src/common/tracing.js';
 import { signatureHeader } from '../src/common/signature.js';
 import type { AlbumKey, AlbumView, ChildEdit, ChildWithdrawal, NotificationType } from '../src/domain/types.js';
 import type { NotifyInput, NotifyOutcome } from '../workflows/activity-types.js';
@@ -101,7 +102,8 @@ export function createNotifyActivities(deps: ActivityDeps) {
     try {
       response = await fetch(url, {
         method: 'POST',
-        headers: signedHeaders(n.body),
+        // W3C trace context (traceparent) of this notification's span, so that the receiver continues the trace.
+        headers: withTraceHeaders(signedHeaders(n.body)),
         body: n.body,
         redirect: 'manual',
         signal: AbortSignal.any([cancellation, AbortSignal.timeout(notifyTimeoutMs)]),
@@ -142,8 +144,13 @@ export function createNotifyActivities(deps: ActivityDeps) {
             ...(input.edit ? { edit: input.edit } : {}),
             ...(input.unsent ? { unsent: input.unsent } : {}),
           };
-    const outcome = await send({ id, workflowId: input.workflowId, type: input.type, body: JSON.stringify(payload) });
-    return { id, outcome };
+    const body = JSON.stringify(payload);
+    const attributes = { 'albumflow.notification.type': input.type, 'albumflow.decision.seq': input.seq };
+    return inSpan('albumflow.notify', { attributes }, async (span) => {
+      const outcome = await send({ id, workflowId: input.workflowId, type: input.type, body });
+      annotate(span, { 'albumflow.notification.outcome': outcome });
+      return { id, outcome };
+    });
   }
 
   return { notify };

@@ -9,7 +9,8 @@ import type { Config } from './common/config.js';
 import type { Pool } from './db/pool.js';
 import type { EmbeddedServer } from './embedded/server.js';
 import type { Logger } from './common/log.js';
-import { httpRequestDuration, registry } from './common/metrics.js';
+import { httpRequestDuration, registry, reviewQueue } from './common/metrics.js';
+import { countReviewQueue } from './db/status.js';
 import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from './http/access/plugin.js';
 import { ConsoleSessions } from './http/access/session.js';
 import { signInRoutes } from './http/access/sign-in.js';
@@ -42,6 +43,8 @@ export interface AppDeps {
   embeddedServers?: readonly EmbeddedServer[];
   /** Told of every route as it is registered, with its schema (a test walks them all with hostile input). */
   onRoute?: (route: RouteOptions) => void;
+  /** Tracing is on (src/common/tracing.ts): each webhook request gets a span. */
+  traced?: boolean;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -124,7 +127,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });
     await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal, embeddedServers: deps.embeddedServers ?? [], tokens });
-    await open.register(webhookIngress, { config: deps.config, pool: deps.pool, wakeDispatcher: deps.wakeDispatcher });
+    await open.register(webhookIngress, {
+      config: deps.config,
+      pool: deps.pool,
+      wakeDispatcher: deps.wakeDispatcher,
+      traced: deps.traced ?? false,
+    });
     await open.register(signInRoutes, { tokens, sessions });
   });
 
@@ -132,6 +140,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
   await app.register(consolePlugin, { config: deps.config, pool: deps.pool });
   app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
+    try {
+      reviewQueue.set(await countReviewQueue(deps.pool));
+    } catch (err) {
+      request.log.warn({ err }, 'review queue not counted');
+    }
     let text = await registry.metrics();
     if (deps.workerMetricsUrl) {
       try {

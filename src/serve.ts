@@ -3,6 +3,7 @@ import { loadConfig, type Config } from './common/config.js';
 import { InstanceRunningError } from './embedded/ownership.js';
 import { createLogger, type Logger } from './common/log.js';
 import { onStopSignals } from './common/stop-signals.js';
+import { startTracing, type Tracing } from './common/tracing.js';
 import { startService, type Roles, type Service, type ServiceOptions } from './service.js';
 
 /**
@@ -20,7 +21,10 @@ export async function run(
     process.exit(1);
   };
   let config: Config;
+  let tracing: Tracing | undefined;
   try {
+    // First, so that everything after it is traced when the OTEL_* variables turn tracing on.
+    tracing = await startTracing(roleNames(roles));
     config = loadConfig();
   } catch (err) {
     return fail((err as Error).message);
@@ -31,13 +35,17 @@ export async function run(
         '`npm start` runs both with an embedded PostgreSQL and Temporal dev server',
     );
   }
-  const logger: Logger = createLogger({ level: config.logLevel, format: config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json') });
+  const logger: Logger = createLogger({
+    level: config.logLevel,
+    format: config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json'),
+    traceIds: tracing !== undefined,
+  });
   for (const [workspace, secrets] of config.workspaceSecrets) {
     if (secrets.length === 0) logger.warn(`workspace "${workspace}" has no signing secret: unsigned webhooks are accepted`);
   }
   let service: Service;
   try {
-    service = await startService(config, roles, logger, options);
+    service = await startService(config, roles, logger, { ...options, ...(tracing ? { tracing } : {}) });
   } catch (err) {
     // Another albumflow on this data directory is a refusal that explains itself: the one line below says it.
     if (!(err instanceof InstanceRunningError)) logger.fatal({ err }, 'albumflow could not start');
@@ -69,6 +77,11 @@ export async function run(
       process.exit(1);
     },
   );
+}
+
+/** The parts a process runs, as its spans' resource names them. */
+function roleNames(roles: Roles): string[] {
+  return [roles.http && 'ingress', roles.dispatcher && 'dispatcher', roles.worker && 'worker'].filter((role) => role !== false);
 }
 
 /** The signal named by Node's `--heapsnapshot-signal`, on the command line or in NODE_OPTIONS. */

@@ -19,6 +19,8 @@ import type { EmbeddedServer } from './embedded/server.js';
 import { devServerDbFile, startDevServer, type DevServer } from './embedded/temporal.js';
 import { connectClient, connectWorker, prepareNamespace, temporalConnectOptions } from './temporal/connection.js';
 import { installTemporalRuntime } from './temporal/telemetry.js';
+import type { Tracing } from './common/tracing.js';
+import { clientTracingInterceptors, workerTracingOptions } from './temporal/tracing.js';
 import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
 
 export interface Roles {
@@ -58,6 +60,8 @@ export interface ServiceOptions {
   workflowsPath?: string;
   /** The dispatcher's signal settings. */
   dispatcher?: Pick<DispatcherOptions, 'minSignalIntervalMs' | 'maxChildrenPerSignal'>;
+  /** The tracing this process started (the OTEL_* variables turned it on): shut down last, after everything it traces. */
+  tracing?: Tracing;
 }
 
 /**
@@ -86,6 +90,8 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     return server;
   };
 
+  const { tracing } = options;
+  if (tracing) closers.push(() => tracing.shutdown());
   try {
     // Readable by their owner only, like the admin token: the photos of every album, the servers' state.
     if (roles.http || roles.worker) fs.mkdirSync(config.media.dir, { recursive: true, mode: 0o700 });
@@ -122,7 +128,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     const { connectionOptions } = temporalConnectOptions(devServer?.address);
     const namespace = config.temporal.namespace;
 
-    const client: Client = await connectClient(connectionOptions, namespace);
+    const client: Client = await connectClient(connectionOptions, namespace, undefined, tracing ? await clientTracingInterceptors() : []);
     closers.push(() => client.connection.close());
     await prepareNamespace(client, namespace);
 
@@ -132,7 +138,10 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     if (roles.worker) {
       const connection: NativeConnection = await connectWorker(connectionOptions);
       closers.push(() => connection.close());
-      const bundle = await bundleWorkflowsInChildProcess(options.workflowsPath);
+      const bundle = await bundleWorkflowsInChildProcess({
+        ...(options.workflowsPath ? { modulePath: options.workflowsPath } : {}),
+        traced: tracing !== undefined,
+      });
       closers.push(async () => bundle.dispose());
       const worker: Worker = await createAlbumWorker({
         connection,
@@ -141,6 +150,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         activities: createActivities({ pool, config, logger }),
         workflowBundle: { codePath: bundle.codePath },
         maxCachedWorkflows: config.temporal.maxCachedWorkflows,
+        ...(tracing ? { tracing: await workerTracingOptions(tracing) } : {}),
       });
       const running = worker.run();
       // A worker that stopped on its own leaves albumflow unable to work: it exits, as when an embedded server is lost.
@@ -184,6 +194,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         ...(workerMetrics ? { workerMetricsUrl: workerMetrics } : {}),
         tokens,
         consoleSessions,
+        traced: tracing !== undefined,
       });
       closers.push(() => app!.close());
       await app.listen({ port: config.port, host: config.host });

@@ -1,3 +1,4 @@
+import { context, isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 
@@ -57,6 +58,15 @@ export interface LoggerOptions {
   name?: string;
   /** Where JSON lines go instead of standard output (tests read them). */
   destination?: DestinationStream;
+  /** Tracing is on: each line written inside a span carries its `trace_id` and `span_id`. */
+  traceIds?: boolean;
+}
+
+/** The active span's ids, for a line written inside a traced operation. */
+function traceIds(): { trace_id?: string; span_id?: string } {
+  const spanContext = trace.getSpan(context.active())?.spanContext();
+  if (!spanContext || !isSpanContextValid(spanContext)) return {};
+  return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
 }
 
 /** What a person at a terminal reads: time, level and message, the fields after them; colours on a TTY. */
@@ -65,11 +75,12 @@ function prettyStream(): DestinationStream {
 }
 
 /** The logger of every albumflow process. */
-export function createLogger({ level, format, name = 'albumflow', destination }: LoggerOptions): Logger {
+export function createLogger({ level, format, name = 'albumflow', destination, traceIds: withTraceIds = false }: LoggerOptions): Logger {
   return pino(
     {
       name,
       level,
+      ...(withTraceIds ? { mixin: traceIds } : {}),
       serializers: { req: serializeRequest },
       redact: {
         paths: [

@@ -93,6 +93,18 @@ export const downloadsTotal = new Counter({
   registers: [registry],
 });
 
+export const downloadedBytesTotal = new Counter({
+  name: 'albumflow_downloaded_bytes_total',
+  help: 'Bytes of the attachments downloaded',
+  registers: [registry],
+});
+
+export const reviewQueue = new Gauge({
+  name: 'albumflow_review_queue',
+  help: 'Albums flagged for review and not resolved, counted at each scrape',
+  registers: [registry],
+});
+
 export const notificationsTotal = new Counter({
   name: 'albumflow_notifications_total',
   help: 'Notifications sent or recorded, by type and outcome',

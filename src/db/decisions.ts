@@ -71,3 +71,13 @@ export async function decisionsOf(pool: Pool, workflowId: string, messageId?: st
     decidedAt: row.decided_at.toISOString(),
   }));
 }
+
+/** The traceparents of the requests that stored these children of the album (those that were traced). */
+export async function childTraceparents(pool: Pool, workflowId: string, messageIds: readonly string[]): Promise<string[]> {
+  const { rows } = await pool.query<{ traceparent: string }>(
+    `SELECT m.traceparent FROM messages m JOIN albums a ON a.id = m.album_pk
+      WHERE a.workflow_id = $1 AND m.message_id = ANY($2::text[]) AND m.traceparent IS NOT NULL`,
+    [workflowId, messageIds],
+  );
+  return rows.map((row) => row.traceparent);
+}

@@ -1,7 +1,9 @@
 import { performance } from 'node:perf_hooks';
+import type { SpanContext } from '@opentelemetry/api';
 import type { IngestLimits } from '../common/config.js';
 import type { Logger } from '../common/log.js';
 import { ingestBatchSize } from '../common/metrics.js';
+import { inSpan, sampledSpanContext, traceparentOf } from '../common/tracing.js';
 import { storeEdit, type StoredEdit } from './edits.js';
 import { storeDeliveries, type ChildDelivery, type Delivery, type EditDelivery, type EventRecord, type IngestResult } from './ingest.js';
 import { isUnavailable, type Pool } from './pool.js';
@@ -44,6 +46,8 @@ export class IngestSaturatedError extends Error {
 interface Waiting {
   deliveries: readonly Delivery[];
   gatheredAt: number;
+  /** The request's span (tracing on and sampled): the batch's span links to it. */
+  span: SpanContext | undefined;
   resolve: (results: Array<IngestResult | null>) => void;
   reject: (error: Error) => void;
 }
@@ -65,6 +69,13 @@ function batchLength(gathered: readonly Waiting[], maxRows: number): number {
     length += 1;
   }
   return length;
+}
+
+/** The children among `deliveries` carry the request's trace context, which their outbox and message rows keep. */
+function withTraceparent(deliveries: readonly Delivery[], span: SpanContext | undefined): readonly Delivery[] {
+  if (!span) return deliveries;
+  const traceparent = traceparentOf(span);
+  return deliveries.map((delivery) => ('child' in delivery ? { ...delivery, traceparent } : delivery));
 }
 
 const rowsOf = (waiting: readonly Waiting[]) => waiting.reduce((sum, w) => sum + w.deliveries.length, 0);
@@ -94,8 +105,9 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
   function submit(deliveries: readonly Delivery[]): Promise<Array<IngestResult | null>> {
     const refused = refusal();
     if (refused) return Promise.reject(refused);
+    const span = sampledSpanContext();
     return new Promise((resolve, reject) => {
-      gathered.push({ deliveries, gatheredAt: performance.now(), resolve, reject });
+      gathered.push({ deliveries: withTraceparent(deliveries, span), gatheredAt: performance.now(), span, resolve, reject });
       startBatches();
     });
   }
@@ -130,7 +142,7 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
       const rows = rowsOf(batch);
       ingestBatchSize.observe(rows);
       writingDeliveries += rows;
-      const written = write(batch).then((outcomes) => {
+      const written = traced(batch, rows).then((outcomes) => {
         writing.delete(written);
         writingDeliveries -= rows;
         batch.forEach((waiting, i) => settle(waiting, outcomes[i]!));
@@ -138,6 +150,13 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
       });
       writing.add(written);
     }
+  }
+
+  /** The batch in a span of its own, linked to the span of each request it holds, when any of them is traced. */
+  function traced(batch: Waiting[], rows: number): Promise<Outcome[]> {
+    const links = batch.flatMap((waiting) => (waiting.span ? [{ context: waiting.span }] : []));
+    if (links.length === 0) return write(batch);
+    return inSpan('albumflow.ingest.batch', { root: true, links, attributes: { 'albumflow.batch.deliveries': rows } }, () => write(batch));
   }
 
   async function write(batch: Waiting[]): Promise<Outcome[]> {
@@ -186,11 +205,13 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
       await submit([event]);
     },
     async storeEdit(edit) {
-      return (await writeAlone(() => storeEdit(pool, edit))).result;
+      const span = sampledSpanContext();
+      return (await writeAlone(() => storeEdit(pool, span ? { ...edit, traceparent: traceparentOf(span) } : edit))).result;
     },
     async storeTogether(deliveries, withdrawals = []) {
       if (withdrawals.length === 0) return deliveries.length === 0 ? [] : submit(deliveries);
-      return (await writeAlone(() => storeWithdrawals(pool, deliveries, withdrawals))).results;
+      const traced = withTraceparent(deliveries, sampledSpanContext());
+      return (await writeAlone(() => storeWithdrawals(pool, traced, withdrawals))).results;
     },
     get pending() {
       return gathered.length + writingDeliveries;

@@ -11,6 +11,8 @@ export interface ChildDelivery {
   type: string;
   raw: string;
   child: ChildMessage;
+  /** The W3C traceparent of the request's span (tracing on and sampled), kept with the new child and its outbox row. */
+  traceparent?: string;
 }
 
 /** A new version of a child (a Telegram `edited_*` update): its caption and media as they are now. */
@@ -118,6 +120,8 @@ interface MergedChild {
   editedAt: string | null;
   /** Index of the first delivery in the batch: the one reported as not a duplicate, if the child is new. */
   firstIndex: number;
+  /** The traceparent of the first delivery that has one: its request queued the child. */
+  traceparent: string | null;
   deliveries: number;
   caption: string | null;
   sentAt: string | null;
@@ -164,6 +168,7 @@ function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): Merg
         raw,
         editedAt,
         firstIndex: index,
+        traceparent: delivery.traceparent ?? null,
         deliveries: 1,
         caption: child.caption,
         sentAt: child.sentAt,
@@ -172,6 +177,7 @@ function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): Merg
       return;
     }
     merged.deliveries += 1;
+    merged.traceparent ??= delivery.traceparent ?? null;
     merged.caption ??= child.caption;
     merged.sentAt ??= child.sentAt;
     for (const attachment of child.attachments) {
@@ -220,7 +226,7 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
       })),
     ),
     JSON.stringify(
-      merged.map(({ child, albumWorkflowId, raw, editedAt, deliveries, caption, sentAt }, i) => ({
+      merged.map(({ child, albumWorkflowId, raw, editedAt, deliveries, caption, sentAt, traceparent }, i) => ({
         ord: i + 1,
         workspace: child.key.workspace,
         provider: child.key.provider,
@@ -237,6 +243,7 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
         edited_at: editedAt,
         raw,
         deliveries,
+        traceparent,
       })),
     ),
     JSON.stringify(
@@ -301,12 +308,12 @@ WITH events_in AS (
   SELECT * FROM jsonb_to_recordset($3::jsonb)
     AS m (ord int, workspace text, provider text, account_id text, conversation_id text, message_id text,
           album_workflow_id text, album_meta jsonb, album_index int, album_total int, metadata_invalid bool,
-          caption text, sent_at timestamptz, edited_at timestamptz, raw text, deliveries int)
+          caption text, sent_at timestamptz, edited_at timestamptz, raw text, deliveries int, traceparent text)
 ), stored_children AS (
   INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
-                        album_index, album_total, metadata_invalid, caption, sent_at, edited_at, raw, delivery_count)
+                        album_index, album_total, metadata_invalid, caption, sent_at, edited_at, raw, delivery_count, traceparent)
   SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, a.id, m.album_meta,
-         m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.edited_at, m.raw::jsonb, m.deliveries
+         m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.edited_at, m.raw::jsonb, m.deliveries, m.traceparent
     FROM children_in m LEFT JOIN stored_albums a ON a.workflow_id = m.album_workflow_id
    ORDER BY m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id
   ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE
@@ -318,7 +325,7 @@ WITH events_in AS (
         sent_at = COALESCE(messages.sent_at, EXCLUDED.sent_at)
   RETURNING id, (xmax = 0) AS inserted, workspace, provider, account_id, conversation_id, message_id
 ), children AS (
-  SELECT s.id, s.inserted, m.ord FROM stored_children s JOIN children_in m USING (workspace, provider, account_id, conversation_id, message_id)
+  SELECT s.id, s.inserted, m.ord, m.traceparent FROM stored_children s JOIN children_in m USING (workspace, provider, account_id, conversation_id, message_id)
 ), stored_attachments AS (
   INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name,
                            telegram_file_id, telegram_file_unique_id, width, height, line_channel, status)
@@ -341,10 +348,10 @@ WITH events_in AS (
     WHERE attachments.url IS NULL AND EXCLUDED.url IS NOT NULL
   RETURNING message_pk
 ), queued AS (
-  INSERT INTO outbox (message_pk)
-  SELECT id FROM children WHERE inserted
+  INSERT INTO outbox (message_pk, traceparent)
+  SELECT id, traceparent FROM children WHERE inserted
    UNION
-  SELECT message_pk FROM stored_attachments
+  SELECT c.id, c.traceparent FROM children c WHERE c.id IN (SELECT message_pk FROM stored_attachments)
    ORDER BY 1
   RETURNING 1
 )

@@ -8,6 +8,8 @@ export interface OutboxRow {
   messagePk: string;
   /** Milliseconds since the child was committed, by PostgreSQL's clock. */
   ageMs: number;
+  /** The W3C traceparent of the request that queued the child; null when it was not traced. */
+  traceparent: string | null;
 }
 
 /**
@@ -16,7 +18,7 @@ export interface OutboxRow {
  */
 export async function claimOutbox(client: PoolClient, limit: number): Promise<OutboxRow[]> {
   const { rows } = await client.query<OutboxRow>(
-    `SELECT id, message_pk AS "messagePk", extract(epoch FROM now() - created_at)::float8 * 1000 AS "ageMs"
+    `SELECT id, message_pk AS "messagePk", extract(epoch FROM now() - created_at)::float8 * 1000 AS "ageMs", traceparent
        FROM outbox
       WHERE available_at <= now()
       ORDER BY id
@@ -53,7 +55,7 @@ export async function albumsThatMayComplete(client: PoolClient, albums: Readonly
 export async function claimAlbumRows(client: PoolClient, albumPks: string[], claimedIds: string[]): Promise<OutboxRow[]> {
   if (albumPks.length === 0) return [];
   const { rows } = await client.query<OutboxRow>(
-    `SELECT o.id, o.message_pk AS "messagePk", extract(epoch FROM now() - o.created_at)::float8 * 1000 AS "ageMs"
+    `SELECT o.id, o.message_pk AS "messagePk", extract(epoch FROM now() - o.created_at)::float8 * 1000 AS "ageMs", o.traceparent
        FROM outbox o
        JOIN messages m ON m.id = o.message_pk
       WHERE m.album_pk = ANY($1::bigint[]) AND o.id <> ALL($2::bigint[])

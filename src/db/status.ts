@@ -211,3 +211,11 @@ export async function listAlbums(pool: Pool, filter: AlbumListFilter): Promise<A
     distinctChildren: row.distinct_children,
   }));
 }
+
+/** Albums flagged for review and not resolved (the review queue of the console's list). */
+export async function countReviewQueue(pool: Pool): Promise<number> {
+  const { rows } = await pool.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM albums WHERE cardinality(review_reasons) > 0 AND review_resolved_at IS NULL`,
+  );
+  return rows[0]!.count;
+}

@@ -22,6 +22,8 @@ export interface SignalBatch {
   scope: ConversationScope;
   children: ChildArrival[];
   outboxIds: string[];
+  /** The traceparents of the requests that queued these children (the traced ones): the signal's span links to them. */
+  traceparents: string[];
 }
 
 /** What one pass plans its signals with: the workflows' timings and the bounds of one signal. */
@@ -73,21 +75,24 @@ export function planSignals(rows: OutboxRow[], children: QueuedChild[], plan: Si
   const childByPk = new Map(children.map((child) => [child.messagePk, child]));
   const batches: SignalBatch[] = [];
   for (const { target, albumPk, rows: own } of rowsByWorkflow(rows, children, plan)) {
-    const members = new Map<string, string[]>();
-    for (const row of own) members.set(row.messagePk, [...(members.get(row.messagePk) ?? []), row.id]);
+    const members = new Map<string, OutboxRow[]>();
+    for (const row of own) members.set(row.messagePk, [...(members.get(row.messagePk) ?? []), row]);
     const scope = scopeOf(childByPk.get(own[0]!.messagePk)!);
     let batch: SignalBatch | undefined;
     let bytes = 0;
-    for (const [messagePk, outboxIds] of members) {
+    for (const [messagePk, childRows] of members) {
       const arrival = childByPk.get(messagePk)!.arrival;
       const size = JSON.stringify(arrival).length;
       if (!batch || batch.children.length === plan.maxChildren || bytes + size > plan.maxBytes) {
-        batch = { target, albumPk, scope, children: [], outboxIds: [] };
+        batch = { target, albumPk, scope, children: [], outboxIds: [], traceparents: [] };
         batches.push(batch);
         bytes = 0;
       }
       batch.children.push(arrival);
-      batch.outboxIds.push(...outboxIds);
+      for (const row of childRows) {
+        batch.outboxIds.push(row.id);
+        if (row.traceparent !== null) batch.traceparents.push(row.traceparent);
+      }
       bytes += size;
     }
   }

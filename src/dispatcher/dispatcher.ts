@@ -26,6 +26,7 @@ import {
   signalFailuresTotal,
   signalsSentTotal,
 } from '../common/metrics.js';
+import { annotate, inSpan, linksTo } from '../common/tracing.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
 import { defaultSignalPlan, planSignals, rowsByWorkflow, type SignalBatch, type SignalPlan, type WorkflowRows } from './batches.js';
 import { SignalThrottle } from './throttle.js';
@@ -262,17 +263,24 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return null;
   }
 
-  async function signal({ target, scope, children }: SignalBatch): Promise<void> {
-    await client.withDeadline(Date.now() + signalTimeoutMs, () =>
-      client.workflow.signalWithStart(target.workflowType, {
-        workflowId: target.workflowId,
-        taskQueue,
-        args: [target.input],
-        signal: childrenSignal,
-        signalArgs: [{ children }],
-        typedSearchAttributes: startSearchAttributes(scope),
-      }),
-    );
+  /**
+   * One signalWithStart, in a span of its own linked to the request of each child it carries; the
+   * Temporal client's interceptor carries the span on to the workflow.
+   */
+  async function signal({ target, scope, children, traceparents }: SignalBatch): Promise<void> {
+    await inSpan('albumflow.signal', { root: true, links: linksTo(traceparents) }, async (span) => {
+      annotate(span, { 'albumflow.workflow_type': target.workflowType, 'albumflow.signal.children': children.length });
+      await client.withDeadline(Date.now() + signalTimeoutMs, () =>
+        client.workflow.signalWithStart(target.workflowType, {
+          workflowId: target.workflowId,
+          taskQueue,
+          args: [target.input],
+          signal: childrenSignal,
+          signalArgs: [{ children }],
+          typedSearchAttributes: startSearchAttributes(scope),
+        }),
+      );
+    });
   }
 
   async function refreshGauges(): Promise<void> {

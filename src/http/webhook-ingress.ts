@@ -1,10 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import { context, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../common/config.js';
 import { isDataException, quarantine } from '../db/ingest.js';
 import { createIngestBatcher, IngestSaturatedError } from '../db/ingest-batcher.js';
 import { isUnavailable, type Pool } from '../db/pool.js';
 import { webhooksTotal } from '../common/metrics.js';
+import { tracer } from '../common/tracing.js';
 import { HttpError } from './errors.js';
 import type { Ingress } from './ingress.js';
 import { lineWebhookRoutes } from './line-webhook.js';
@@ -16,6 +18,8 @@ export interface WebhookIngressOptions {
   pool: Pool;
   /** Called once after each commit that queued children, so the outbox is drained at once. */
   wakeDispatcher: () => void;
+  /** Each request gets a span (off: no hook is added). */
+  traced: boolean;
 }
 
 const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 'unsupported_media_type' };
@@ -25,17 +29,19 @@ const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 
  * parser is registered here only, and every route stores through one group commit (src/db/ingest-batcher.ts),
  * so their rows share transactions.
  */
-export const webhookIngress: FastifyPluginAsyncTypebox<WebhookIngressOptions> = async (app, { config, pool, wakeDispatcher }) => {
+export const webhookIngress: FastifyPluginAsyncTypebox<WebhookIngressOptions> = async (app, { config, pool, wakeDispatcher, traced }) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, parsed) => parsed(null, body));
 
   const outcomes = new WeakMap<FastifyRequest, string>();
   const batcher = createIngestBatcher({ pool, ...config.ingest, onQueued: wakeDispatcher, logger: app.log });
   app.addHook('onClose', () => batcher.close());
+  const spans = traced ? traceRequests(app) : undefined;
   app.addHook('onResponse', async (request, reply) => {
     const status = reply.statusCode;
     const outcome = outcomes.get(request) ?? frameworkOutcomes[status] ?? (status >= 500 ? 'error' : 'rejected');
     webhooksTotal.inc({ status: String(status), outcome });
+    spans?.end(request, status, outcome);
   });
 
   const refuse: Ingress['refuse'] = (request, status, code, message, headers) => {
@@ -77,3 +83,48 @@ export const webhookIngress: FastifyPluginAsyncTypebox<WebhookIngressOptions> = 
   await app.register(telegramWebhookRoutes, { config, ingress });
   await app.register(lineWebhookRoutes, { config, ingress });
 };
+
+/**
+ * A server span per webhook request, active while its handler runs (so the group commit links to it and
+ * every log line of the request carries its ids): the route pattern, the workspace, the status and the
+ * outcome — never the body, a header or the raw URL.
+ */
+function traceRequests(app: FastifyInstance): { end: (request: FastifyRequest, status: number, outcome: string) => void } {
+  const spans = new WeakMap<FastifyRequest, Span>();
+  app.addHook('onRequest', (request, _reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const params = request.params as { workspace?: string; bot?: string; channel?: string };
+    const span = tracer.startSpan(`${request.method} ${route}`, {
+      kind: SpanKind.SERVER,
+      root: true,
+      attributes: {
+        'http.request.method': request.method,
+        'http.route': route,
+        ...(params.workspace !== undefined ? { 'albumflow.workspace': params.workspace } : {}),
+        ...(params.bot !== undefined ? { 'albumflow.telegram.bot': params.bot } : {}),
+        ...(params.channel !== undefined ? { 'albumflow.line.channel': params.channel } : {}),
+      },
+    });
+    spans.set(request, span);
+    done();
+  });
+  // A callback hook calls the handler from `done`: the handler and everything it awaits run in the span.
+  app.addHook('preHandler', (request, _reply, done) => {
+    const span = spans.get(request);
+    if (span) context.with(trace.setSpan(context.active(), span), done);
+    else done();
+  });
+  const end = (request: FastifyRequest, status: number, outcome: string) => {
+    const span = spans.get(request);
+    if (!span) return;
+    spans.delete(request);
+    span.setAttributes({ 'http.response.status_code': status, 'albumflow.outcome': outcome });
+    if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+    span.end();
+  };
+  app.addHook('onRequestAbort', (request, done) => {
+    end(request, 499, 'aborted');
+    done();
+  });
+  return { end };
+}

@@ -1,4 +1,4 @@
-import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
+import { Client, Connection, isGrpcServiceError, type WorkflowClientInterceptor } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import proto from '@temporalio/proto';
@@ -20,7 +20,13 @@ export function temporalConnectOptions(embeddedAddress: string | undefined): {
   return { connectionOptions, namespace };
 }
 
-export async function connectClient(options: NativeConnectionOptions, namespace: string, connectTimeoutMs = 10_000): Promise<Client> {
+/** `interceptors`: the workflow client's (tracing's, src/temporal/tracing.ts). */
+export async function connectClient(
+  options: NativeConnectionOptions,
+  namespace: string,
+  connectTimeoutMs = 10_000,
+  interceptors: WorkflowClientInterceptor[] = [],
+): Promise<Client> {
   const connection = await Connection.connect({
     address: options.address,
     tls: options.tls,
@@ -28,7 +34,7 @@ export async function connectClient(options: NativeConnectionOptions, namespace:
     metadata: options.metadata,
     connectTimeout: connectTimeoutMs,
   });
-  return new Client({ connection, namespace });
+  return new Client({ connection, namespace, ...(interceptors.length > 0 ? { interceptors: { workflow: interceptors } } : {}) });
 }
 
 export async function connectWorker(options: NativeConnectionOptions): Promise<NativeConnection> {

@@ -8,18 +8,35 @@ import {
   bundleWorkflowCode,
   Worker,
   type NativeConnection,
+  type WorkerOptions,
   type WorkflowBundleOption,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { WorkflowActivities } from '../../workflows/activity-types.js';
+import { workflowTracingModule } from './tracing.js';
 
 const here = fileURLToPath(import.meta.url);
 /** workflows/index.ts from sources, workflows/index.js from the compiled tree. */
 export const workflowsPath = path.resolve(path.dirname(here), '../../workflows', `index${path.extname(here)}`);
 
-/** Bundles the workflow code once (`modulePath`: another workflow module); workers created from the bundle start without webpack. */
-export async function bundleWorkflows(modulePath = workflowsPath): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: modulePath, logger: quietBundlerLogger });
+/** What the workflow code is bundled with. */
+export interface BundleOptions {
+  /** The workflow module to bundle instead of workflows/index.ts. */
+  modulePath?: string;
+  /** With the OpenTelemetry workflow interceptors (tracing on). */
+  traced?: boolean;
+}
+
+/** Bundles the workflow code once; workers created from the bundle start without webpack. */
+export async function bundleWorkflows({
+  modulePath = workflowsPath,
+  traced = false,
+}: BundleOptions = {}): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({
+    workflowsPath: modulePath,
+    logger: quietBundlerLogger,
+    ...(traced ? { workflowInterceptorModules: [workflowTracingModule] } : {}),
+  });
 }
 
 /**
@@ -27,13 +44,16 @@ export async function bundleWorkflows(modulePath = workflowsPath): Promise<Workf
  * then never enters the worker's heap, which would keep it resident for the process's life.
  * `dispose` removes the file once the worker is done with it.
  */
-export async function bundleWorkflowsInChildProcess(modulePath = workflowsPath): Promise<{ codePath: string; dispose: () => void }> {
+export async function bundleWorkflowsInChildProcess({ modulePath = workflowsPath, traced = false }: BundleOptions = {}): Promise<{
+  codePath: string;
+  dispose: () => void;
+}> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-workflows-'));
   const codePath = path.join(dir, 'workflows.js');
   const dispose = () => fs.rmSync(dir, { recursive: true, force: true });
   try {
     await new Promise<void>((resolve, reject) => {
-      const child = fork(here, [bundleCommand, codePath, modulePath], { stdio: 'inherit' });
+      const child = fork(here, [bundleCommand, codePath, modulePath, traced ? 'traced' : 'untraced'], { stdio: 'inherit' });
       child.once('error', reject);
       child.once('exit', (code, signal) =>
         code === 0 ? resolve() : reject(new Error(`bundling the workflow code failed (${signal ?? `exit code ${code}`})`)),
@@ -65,6 +85,8 @@ export interface AlbumWorkerOptions {
   workflowBundle?: WorkflowBundleOption;
   /** Workflows kept in the worker's sticky cache (WORKER_MAX_CACHED_WORKFLOWS); the SDK's default when unset. */
   maxCachedWorkflows?: number;
+  /** Tracing's activity interceptors and workflow span sink (src/temporal/tracing.ts); the bundle must be traced too. */
+  tracing?: Pick<WorkerOptions, 'interceptors' | 'sinks'>;
 }
 
 /**
@@ -86,12 +108,13 @@ export async function createAlbumWorker(options: AlbumWorkerOptions): Promise<Wo
     activities: options.activities,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
+    ...options.tracing,
     shutdownGraceTime: '10s',
   });
 }
 
 // Run as a script by bundleWorkflowsInChildProcess: bundle, write, exit.
 if (process.argv[1] === here && process.argv[2] === bundleCommand) {
-  const { code } = await bundleWorkflows(process.argv[4]);
+  const { code } = await bundleWorkflows({ modulePath: process.argv[4], traced: process.argv[5] === 'traced' });
   fs.writeFileSync(process.argv[3]!, code);
 }

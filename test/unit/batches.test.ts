@@ -31,7 +31,7 @@ function stored(messagePk: string, albumId: string | null, overrides: Partial<Qu
   };
 }
 
-const row = (id: number, messagePk: string): OutboxRow => ({ id: String(id), messagePk, ageMs: 0 });
+const row = (id: number, messagePk: string): OutboxRow => ({ id: String(id), messagePk, ageMs: 0, traceparent: null });
 
 describe('planSignals', () => {
   it('sends one signal per album with all its pending children, and album-less children to their message workflow', () => {

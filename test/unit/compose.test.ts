@@ -19,6 +19,7 @@ interface Service {
   healthcheck?: { test: string[] };
   volumes?: string[];
   ports?: string[];
+  profiles?: string[];
 }
 
 const compose = parse(fs.readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
@@ -173,5 +174,23 @@ describe('docker-compose.yml', () => {
     expect(published?.[0]).toBe('127.0.0.1');
     const url = /^\$\{TEMPORAL_UI_URL:-(.+)\}$/.exec(services.ingress?.environment?.TEMPORAL_UI_URL ?? '')?.[1];
     expect(url).toBe(`http://localhost:${published?.[1]}`);
+  });
+
+  it('provisions Prometheus and Grafana with the albumflow dashboard under the monitoring profile only', () => {
+    for (const name of ['prometheus', 'grafana']) expect(services[name]?.profiles).toEqual(['monitoring']);
+    const mounted = (service: string, target: string) =>
+      (services[service]?.volumes ?? []).map((volume) => volume.split(':')).find(([, to]) => to === target)?.[0];
+    expect(mounted('prometheus', '/etc/prometheus/prometheus.yml')).toBe('./deploy/prometheus.yml');
+    expect(mounted('grafana', '/etc/grafana/provisioning')).toBe('./deploy/grafana/provisioning');
+    const dashboard = mounted('grafana', '/var/lib/grafana/dashboards/albumflow.json');
+    expect(dashboard).toBe('./deploy/grafana/albumflow.json');
+    const provider = parse(fs.readFileSync(path.join(projectRoot, 'deploy/grafana/provisioning/dashboards/albumflow.yaml'), 'utf8')) as {
+      providers: Array<{ options: { path: string } }>;
+    };
+    expect(provider.providers[0]?.options.path).toBe('/var/lib/grafana/dashboards');
+    const scrape = parse(fs.readFileSync(path.join(projectRoot, 'deploy/prometheus.yml'), 'utf8')) as {
+      scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }>;
+    };
+    expect(scrape.scrape_configs.flatMap((job) => job.static_configs.flatMap((c) => c.targets))).toContain('ingress:3000');
   });
 });
