@@ -10,6 +10,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          // The property tests run hundreds of cases each: on a shared, loaded machine one can take longer than
+          // vitest's default 5 s, which would fail it for the machine's speed rather than for a property.
+          testTimeout: 60_000,
           sequence: { groupOrder: 0 },
         },
       },
