@@ -27,8 +27,8 @@ const contentTypes = new Set(['image', 'video', 'audio', 'file']);
 
 export type LineRejectionCode = 'invalid_json' | 'invalid_webhook' | 'unstorable_webhook' | 'missing_identity' | 'invalid_identity';
 
-/** Why an event was recorded without storing a child: another event type, or a message with nothing albumflow keeps. */
-export type LineIgnoredReason = 'other_event' | 'no_content';
+/** Why an event was recorded without storing a child: it is not a message (follow, join, postback, …). */
+export type LineIgnoredReason = 'other_event';
 
 export type LineEvent =
   | { kind: 'child'; eventId: string; type: 'message'; raw: string; child: ChildMessage }
@@ -107,8 +107,7 @@ function parseEvent(workspace: string, channel: string, destination: string, eve
   if (message === null) throw new Rejection('missing_identity', `missing child identity: ${path}.message.id`);
   const key: MessageKey = { ...scope, messageId: identifier(message.id, `${path}.message.id`) };
   const attachment = attachmentOf(channel, message, `${path}.message`);
-  const caption = message.type === 'text' ? nonEmptyString(message.text) : null;
-  if (attachment === null && caption === null) return { kind: 'ignored', eventId, type, raw, reason: 'no_content' };
+  const caption = captionOf(message);
 
   let albumKey: AlbumKey | null = null;
   let album: ChildMessage['album'] = null;
@@ -140,6 +139,17 @@ function conversationOf(source: JsonValue | undefined, path: string): string {
     if (source[field] !== undefined) return identifier(source[field], `${path}.source.${field}`);
   }
   throw new Rejection('missing_identity', `missing child identity: ${path}.source.groupId, roomId or userId`);
+}
+
+/**
+ * What a person reads of a message without content to download: a text's text, a location's title and
+ * address; null for the rest (a sticker is a child with neither caption nor attachment).
+ */
+function captionOf(message: JsonObject): string | null {
+  if (message.type === 'text') return nonEmptyString(message.text);
+  if (message.type !== 'location') return null;
+  const lines = [nonEmptyString(message.title), nonEmptyString(message.address)].filter((line) => line !== null);
+  return lines.length === 0 ? null : lines.join('\n');
 }
 
 /**

@@ -179,7 +179,7 @@ describe('the LINE webhook: answers', () => {
     expect((await counts())[2]).toBe(before + 3);
   });
 
-  it('records other events (follow, join, postback) and answers 200 without a child', async () => {
+  it('records other events (follow, join, postback) and answers 200 without a child; a sticker is a child of its own', async () => {
     const before = await stored.messages.count(stack.pool, {});
     const events = [
       lineEvent({ type: 'follow', source: { type: 'user', userId: unique('U') } }),
@@ -201,7 +201,7 @@ describe('the LINE webhook: answers', () => {
       },
     );
     expect(rows.map((row) => row.type)).toEqual(['follow', 'join', 'message', 'postback']);
-    expect(await stored.messages.count(stack.pool, {})).toBe(before);
+    expect(await stored.messages.count(stack.pool, {})).toBe(before + 1);
   });
 
   it('commits a request of 100 events in one batch of the group commit', async () => {

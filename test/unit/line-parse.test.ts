@@ -56,7 +56,7 @@ describe('parseLineWebhook', () => {
     ]);
   });
 
-  it('keeps text as a caption, an external provider as its URL, and records stickers and other events without a child', () => {
+  it('keeps text and a location as captions, an external provider as its URL, a sticker as a child of its own, and records other events without a child', () => {
     const source = { type: 'user', userId: 'U1' };
     const text = lineEvent({ type: 'message', source, message: { type: 'text', id: 't', text: 'hello' } });
     const external = lineEvent({
@@ -65,17 +65,41 @@ describe('parseLineWebhook', () => {
       message: { type: 'video', id: 'v', contentProvider: { type: 'external', originalContentUrl: 'https://cdn.example/v.mp4' } },
     });
     const sticker = lineEvent({ type: 'message', source, message: { type: 'sticker', id: 's', packageId: '1', stickerId: '2' } });
+    const location = lineEvent({
+      type: 'message',
+      source,
+      message: {
+        type: 'location',
+        id: 'l',
+        title: 'Tokyo Tower',
+        address: '4 Chome-2-8 Shibakoen',
+        latitude: 35.6586,
+        longitude: 139.7454,
+      },
+    });
     const follow = lineEvent({ type: 'follow', source });
-    const parsed = eventsOf(parse([text, external, sticker, follow]));
+    const parsed = eventsOf(parse([text, external, sticker, location, follow]));
     expect(parsed.map((e) => [e.kind, e.type])).toEqual([
       ['child', 'message'],
       ['child', 'message'],
-      ['ignored', 'message'],
+      ['child', 'message'],
+      ['child', 'message'],
       ['ignored', 'follow'],
     ]);
-    if (parsed[0]?.kind !== 'child' || parsed[1]?.kind !== 'child') throw new Error('no child');
-    expect([parsed[0].child.caption, parsed[0].child.attachments]).toEqual(['hello', []]);
-    expect(parsed[1].child.attachments[0]).toMatchObject({ kind: 'video', url: 'https://cdn.example/v.mp4', lineChannel: null });
+    const children = parsed.map((e) => (e.kind === 'child' ? e.child : null));
+    expect([children[0]?.caption, children[0]?.attachments]).toEqual(['hello', []]);
+    expect(children[1]?.attachments[0]).toMatchObject({ kind: 'video', url: 'https://cdn.example/v.mp4', lineChannel: null });
+    expect([children[2]?.key.messageId, children[2]?.albumKey, children[2]?.caption, children[2]?.attachments]).toEqual([
+      's',
+      null,
+      null,
+      [],
+    ]);
+    expect([children[3]?.caption, children[3]?.albumKey, children[3]?.attachments]).toEqual([
+      'Tokyo Tower\n4 Chome-2-8 Shibakoen',
+      null,
+      [],
+    ]);
   });
 
   it('reads an unsend as the withdrawal of the message it names, in its conversation', () => {
