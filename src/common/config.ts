@@ -287,26 +287,15 @@ const secretTokenPattern = /^[A-Za-z0-9_-]{1,256}$/;
  * the entry and the rule, never a value (they are printed at start).
  */
 export function parseTelegramBots(text: string): Map<string, Map<string, TelegramBot>> {
-  const shape =
-    'TELEGRAM_BOTS must be JSON: { "<workspace>": { "<bot name>": { "token": "<bot token>", "secretToken": "<secret token>" } } }';
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ConfigError(shape);
-  }
-  if (!isPlainObject(parsed)) throw new ConfigError(shape);
-  const workspaces = new Map<string, Map<string, TelegramBot>>();
-  for (const [workspace, entries] of Object.entries(parsed)) {
-    if (!isPlainObject(entries))
-      throw new ConfigError(`TELEGRAM_BOTS["${workspace}"] must be an object mapping bot names to { "token", "secretToken" }`);
-    const bots = new Map<string, TelegramBot>();
-    const names = new Map<string, string>();
-    for (const [name, entry] of Object.entries(entries)) {
-      const where = `TELEGRAM_BOTS["${workspace}"]["${name}"]`;
-      if (name === '') throw new ConfigError(`TELEGRAM_BOTS["${workspace}"] has a bot with an empty name`);
-      if (!isPlainObject(entry)) throw new ConfigError(`${where} must be { "token": "<bot token>", "secretToken": "<secret token>" }`);
-      const { token, secretToken } = entry;
+  return parseWorkspaceEntries(
+    text,
+    {
+      variable: 'TELEGRAM_BOTS',
+      noun: 'bot',
+      fields: '{ "token", "secretToken" }',
+      entryShape: '{ "token": "<bot token>", "secretToken": "<secret token>" }',
+    },
+    ({ token, secretToken }, { where, workspace, name, siblings }) => {
       const id = typeof token === 'string' ? botTokenPattern.exec(token)?.[1] : undefined;
       if (typeof token !== 'string' || id === undefined) {
         throw new ConfigError(`${where}.token must be a bot token as BotFather gives it: "<bot id>:<secret>"`);
@@ -314,12 +303,47 @@ export function parseTelegramBots(text: string): Map<string, Map<string, Telegra
       if (typeof secretToken !== 'string' || !secretTokenPattern.test(secretToken)) {
         throw new ConfigError(`${where}.secretToken must be 1-256 characters of A-Z, a-z, 0-9, _ and - (what setWebhook accepts)`);
       }
-      const twin = names.get(id);
-      if (twin !== undefined) throw new ConfigError(`${where} and TELEGRAM_BOTS["${workspace}"]["${twin}"] are the same bot (id ${id})`);
-      names.set(id, name);
-      bots.set(name, { name, id, token, secretToken });
+      const twin = [...siblings.values()].find((bot) => bot.id === id);
+      if (twin !== undefined)
+        throw new ConfigError(`${where} and TELEGRAM_BOTS["${workspace}"]["${twin.name}"] are the same bot (id ${id})`);
+      return { name, id, token, secretToken };
+    },
+  );
+}
+
+/**
+ * A setting of the form `{ "<workspace>": { "<name>": { …entry } } }` (TELEGRAM_BOTS, LINE_CHANNELS): the
+ * JSON and both levels are checked here, each entry by `parseEntry`, which is told where the entry is (and
+ * the entries of its workspace read so far) and throws a ConfigError that names the place, never a value.
+ */
+function parseWorkspaceEntries<T>(
+  text: string,
+  words: { variable: string; noun: string; fields: string; entryShape: string },
+  parseEntry: (
+    entry: Record<string, unknown>,
+    place: { where: string; workspace: string; name: string; siblings: ReadonlyMap<string, T> },
+  ) => T,
+): Map<string, Map<string, T>> {
+  const { variable, noun, fields, entryShape } = words;
+  const shape = `${variable} must be JSON: { "<workspace>": { "<${noun} name>": ${entryShape} } }`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ConfigError(shape);
+  }
+  if (!isPlainObject(parsed)) throw new ConfigError(shape);
+  const workspaces = new Map<string, Map<string, T>>();
+  for (const [workspace, entries] of Object.entries(parsed)) {
+    if (!isPlainObject(entries)) throw new ConfigError(`${variable}["${workspace}"] must be an object mapping ${noun} names to ${fields}`);
+    const parsedEntries = new Map<string, T>();
+    for (const [name, entry] of Object.entries(entries)) {
+      const where = `${variable}["${workspace}"]["${name}"]`;
+      if (name === '') throw new ConfigError(`${variable}["${workspace}"] has a ${noun} with an empty name`);
+      if (!isPlainObject(entry)) throw new ConfigError(`${where} must be ${entryShape}`);
+      parsedEntries.set(name, parseEntry(entry, { where, workspace, name, siblings: parsedEntries }));
     }
-    workspaces.set(workspace, bots);
+    workspaces.set(workspace, parsedEntries);
   }
   return workspaces;
 }
@@ -385,28 +409,15 @@ const channelAccessTokenPattern = /^[A-Za-z0-9+/=._~-]{16,1024}$/;
  * The messages name the entry and the rule, never a value.
  */
 export function parseLineChannels(text: string): Map<string, Map<string, LineChannel>> {
-  const shape =
-    'LINE_CHANNELS must be JSON: { "<workspace>": { "<channel name>": { "channelSecret": "<channel secret>", "channelAccessToken": "<channel access token>" } } }';
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ConfigError(shape);
-  }
-  if (!isPlainObject(parsed)) throw new ConfigError(shape);
-  const workspaces = new Map<string, Map<string, LineChannel>>();
-  for (const [workspace, entries] of Object.entries(parsed)) {
-    if (!isPlainObject(entries)) {
-      throw new ConfigError(
-        `LINE_CHANNELS["${workspace}"] must be an object mapping channel names to { "channelSecret", "channelAccessToken" }`,
-      );
-    }
-    const channels = new Map<string, LineChannel>();
-    for (const [name, entry] of Object.entries(entries)) {
-      const where = `LINE_CHANNELS["${workspace}"]["${name}"]`;
-      if (name === '') throw new ConfigError(`LINE_CHANNELS["${workspace}"] has a channel with an empty name`);
-      if (!isPlainObject(entry)) throw new ConfigError(`${where} must be { "channelSecret": "…", "channelAccessToken": "…" }`);
-      const { channelSecret, channelAccessToken } = entry;
+  return parseWorkspaceEntries(
+    text,
+    {
+      variable: 'LINE_CHANNELS',
+      noun: 'channel',
+      fields: '{ "channelSecret", "channelAccessToken" }',
+      entryShape: '{ "channelSecret": "<channel secret>", "channelAccessToken": "<channel access token>" }',
+    },
+    ({ channelSecret, channelAccessToken }, { where, name }) => {
       if (typeof channelSecret !== 'string' || !channelSecretPattern.test(channelSecret)) {
         throw new ConfigError(`${where}.channelSecret must be the channel secret as the LINE Developers console shows it (32 hex digits)`);
       }
@@ -415,11 +426,9 @@ export function parseLineChannels(text: string): Map<string, Map<string, LineCha
           `${where}.channelAccessToken must be a channel access token (16-1024 characters of A-Z a-z 0-9 + / = . _ ~ -)`,
         );
       }
-      channels.set(name, { name, channelSecret, channelAccessToken });
-    }
-    workspaces.set(workspace, channels);
-  }
-  return workspaces;
+      return { name, channelSecret, channelAccessToken };
+    },
+  );
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -3,8 +3,7 @@
 // without Telegram"). It is test tooling: it knows one made-up bot and the files of the Updates it is
 // given (the example album by default), serves a real JPEG for each, and never talks to Telegram.
 
-import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { cannotListen, closeOnSignals, fakeApiCommand, shellQuote } from './fake-api-command.js';
 import { startFakeBotApi } from './fake-bot-api.js';
 import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos } from './fake-bot-api-demo.js';
 
@@ -15,21 +14,7 @@ TELEGRAM_BOTS["${demoBot.workspace}"]["${demoBot.name}"], serving a JPEG for the
 in the files given, each holding an Update or a list (default: examples/telegram-album.json). --port 0
 picks a free port (default 8081).`;
 
-const { values, positionals } = parseArgs({
-  options: { port: { type: 'string', default: '8081' }, help: { type: 'boolean', short: 'h', default: false } },
-  allowPositionals: true,
-});
-if (values.help) {
-  console.log(usage);
-  process.exit(0);
-}
-const port = Number(values.port);
-if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  console.error(`fake-bot-api: --port must be a port number, not "${values.port}"`);
-  process.exit(2);
-}
-const files = positionals.length > 0 ? positionals.map((file) => path.resolve(file)) : [exampleAlbumFile];
-const relative = (file: string) => path.relative(process.cwd(), file) || file;
+const { port, files, relative } = fakeApiCommand({ name: 'fake-bot-api', usage, defaultPort: 8081, exampleFile: exampleAlbumFile });
 
 /** The path as requested, the token's secret part left out. */
 const shown = (requestPath: string) => requestPath.split(demoBot.token).join(`${demoBot.id}:…`);
@@ -42,15 +27,9 @@ const api = await startFakeBotApi({
       `${new Date(request.at).toISOString()}  ${request.method} ${shown(request.path)}${fileId ? ` (${fileId.slice(0, 16)}…)` : ''} → ${status}`,
     );
   },
-}).catch((err: NodeJS.ErrnoException) => {
-  console.error(
-    `fake-bot-api: cannot listen on 127.0.0.1:${port} (${err.code ?? err.message}); pass --port with another port, or 0 for any`,
-  );
-  process.exit(1);
-});
+}).catch(cannotListen('fake-bot-api', port));
 const photos = await servePhotos(api, demoBot.token, files);
 
-const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 console.log(
   [
     `A FAKE Telegram Bot API (albumflow's test tooling; it never talks to Telegram) is listening on ${api.url}`,
@@ -61,7 +40,7 @@ console.log(
     ),
     '',
     'Run albumflow against it, and keep TELEGRAM_BOTS for the CLI (it signs with the secret token):',
-    `  export TELEGRAM_BOTS=${quote(demoTelegramBots())}`,
+    `  export TELEGRAM_BOTS=${shellQuote(demoTelegramBots())}`,
     `  TELEGRAM_API_ROOT=${api.url} npm start`,
     '',
     'Then send the Updates (one request each, in order, as Telegram does):',
@@ -71,8 +50,4 @@ console.log(
   ].join('\n'),
 );
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    void api.close().then(() => process.exit(0));
-  });
-}
+closeOnSignals(api);

@@ -5,8 +5,8 @@
 
 import fs from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { listen } from './listen.js';
 
 export interface FakeFile {
   content: Buffer;
@@ -203,11 +203,7 @@ export async function startFakeBotApi(options: FakeBotApiOptions = {}): Promise<
       return setWebhook(response, token, args);
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port);
 
   const filesOf = (token: string) => bots.get(token) ?? bots.set(token, new Map()).get(token)!;
 

@@ -3,8 +3,7 @@
 // LINE"). It is test tooling: it knows one made-up channel and the images of the webhook bodies it is
 // given (the example image set by default), serves a real JPEG for each, and never talks to LINE.
 
-import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { cannotListen, closeOnSignals, fakeApiCommand, shellQuote } from './fake-api-command.js';
 import { startFakeLineApi } from './fake-line-api.js';
 import { demoChannel, demoLineChannels, exampleImageSetFile, serveImages } from './fake-line-api-demo.js';
 
@@ -15,34 +14,14 @@ LINE_CHANNELS["${demoChannel.workspace}"]["${demoChannel.name}"], serving a JPEG
 the files given, each holding a body or a list (default: examples/line-image-set.json). --port 0 picks a
 free port (default 8082).`;
 
-const { values, positionals } = parseArgs({
-  options: { port: { type: 'string', default: '8082' }, help: { type: 'boolean', short: 'h', default: false } },
-  allowPositionals: true,
-});
-if (values.help) {
-  console.log(usage);
-  process.exit(0);
-}
-const port = Number(values.port);
-if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  console.error(`fake-line-api: --port must be a port number, not "${values.port}"`);
-  process.exit(2);
-}
-const files = positionals.length > 0 ? positionals.map((file) => path.resolve(file)) : [exampleImageSetFile];
-const relative = (file: string) => path.relative(process.cwd(), file) || file;
+const { port, files, relative } = fakeApiCommand({ name: 'fake-line-api', usage, defaultPort: 8082, exampleFile: exampleImageSetFile });
 
 const api = await startFakeLineApi({
   port,
   onAnswered: (request, status) => console.log(`${new Date(request.at).toISOString()}  ${request.method} ${request.path} → ${status}`),
-}).catch((err: NodeJS.ErrnoException) => {
-  console.error(
-    `fake-line-api: cannot listen on 127.0.0.1:${port} (${err.code ?? err.message}); pass --port with another port, or 0 for any`,
-  );
-  process.exit(1);
-});
+}).catch(cannotListen('fake-line-api', port));
 const images = await serveImages(api, files);
 
-const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 console.log(
   [
     `A FAKE LINE Messaging API (albumflow's test tooling; it never talks to LINE) is listening on ${api.url}`,
@@ -50,7 +29,7 @@ console.log(
     ...images.map((image) => `  message ${image.messageId}  JPEG, ${image.content.length} bytes  (${relative(image.file)})`),
     '',
     'Run albumflow against it, and keep LINE_CHANNELS for the CLI (it signs with the channel secret):',
-    `  export LINE_CHANNELS=${quote(demoLineChannels())}`,
+    `  export LINE_CHANNELS=${shellQuote(demoLineChannels())}`,
     `  LINE_API_ROOT=${api.url} LINE_DATA_API_ROOT=${api.url} npm start`,
     '',
     'Then send the webhook bodies (one request each, in order, as LINE does):',
@@ -62,8 +41,4 @@ console.log(
   ].join('\n'),
 );
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    void api.close().then(() => process.exit(0));
-  });
-}
+closeOnSignals(api);

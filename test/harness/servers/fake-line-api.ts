@@ -7,7 +7,7 @@
 // see where the token went.
 
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listen } from './listen.js';
 
 export interface FakeContent {
   content: Buffer;
@@ -114,11 +114,7 @@ export async function startFakeLineApi(
       return send(response, 200, {});
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port);
   const filesOf = (token: string) => channels.get(token) ?? channels.set(token, new Map()).get(token)!;
 
   return {

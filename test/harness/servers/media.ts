@@ -6,11 +6,11 @@
 import crypto from 'node:crypto';
 import { once } from 'node:events';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { seededRandom, unique } from '../random.js';
 import { generateMedia, type MediaFile } from './catalogue.js';
+import { listen } from './listen.js';
 
 /** Answers one request; `hit` counts the requests for its path so far, this one included. */
 export type Handler = (req: http.IncomingMessage, res: http.ServerResponse, hit: number) => void;
@@ -88,8 +88,7 @@ export async function startMediaServer(options: MediaServerOptions = {}): Promis
     (routes.get(route) ?? fallback)(req, res, hit);
   });
   if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port, host);
   const baseUrl = `http://${host}:${port}`;
   const route = (handler: Handler) => {
     const path = `/${unique('media')}`;

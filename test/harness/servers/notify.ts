@@ -2,8 +2,8 @@
 // when it knows the secret, answers after a delay (so a kill can land mid-notify) with the statuses a
 // test queued (then 200), and keeps every delivery whose signature verified.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { verifySignature } from '../../../src/common/signature.js';
+import { listen } from './listen.js';
 
 export interface ReceivedRequest {
   method: string;
@@ -81,9 +81,9 @@ export async function startNotifyReceiver(options: NotifyReceiverOptions = {}): 
         .finally(() => (inFlight -= 1));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = await listen(server);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${options.path ?? '/albumflow-events'}`,
+    url: `http://127.0.0.1:${port}${options.path ?? '/albumflow-events'}`,
     requests,
     answers,
     deliveries,

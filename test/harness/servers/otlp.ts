@@ -2,7 +2,7 @@
 // (OTEL_EXPORTER_OTLP_PROTOCOL=http/json), keeps every span with its resource's service name, and answers
 // as a collector does. Anything else is refused, so that a misconfigured exporter fails the test.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listen } from './listen.js';
 
 /** One span as received, its attribute values unwrapped. */
 export interface ReceivedSpan {
@@ -98,8 +98,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server);
   return {
     endpoint: `http://127.0.0.1:${port}`,
     spans,
