@@ -50,7 +50,8 @@ export async function servePhotos(api: FakeBotApi, token: string, files: readonl
   for (const { file, update } of updates) {
     const parsed = parseUpdate(demoBot.workspace, token.split(':')[0]!, Buffer.from(JSON.stringify(update)));
     const media = parsed.kind === 'child' || parsed.kind === 'edit' ? parsed.child.attachments[0]?.telegramFile : undefined;
-    if (!media) continue;
+    // A redelivered Update names a file already served: Telegram has one file per file id.
+    if (!media || served.some((photo) => photo.fileId === media.fileId)) continue;
     const width = media.width ?? 1280;
     const height = media.height ?? 960;
     const content = await jpeg(width, height, (200 + 47 * served.length) % 360);

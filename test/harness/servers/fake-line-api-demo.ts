@@ -44,6 +44,8 @@ export async function serveImages(api: FakeLineApi, files: readonly string[]): P
       for (const event of parsed.events) {
         if (event.kind !== 'child' || event.child.attachments[0]?.lineChannel == null) continue;
         const messageId = event.child.key.messageId;
+        // A redelivered event names a message already served: LINE has one content per message.
+        if (served.some((image) => image.messageId === messageId)) continue;
         const content = await jpeg(1280, 960, (20 + 53 * served.length) % 360);
         api.addContent(demoChannel.channelAccessToken, messageId, { content, contentType: 'image/jpeg' });
         served.push({ file, messageId, content });
