@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -72,7 +73,8 @@ describe('the console in a browser', () => {
     media = await startMediaServer();
     const own = workspaceInbox(stack, ownWorkspace, webhookSecret);
 
-    albums.trip = testAlbum(own, unique('trip'));
+    // As long as a LINE image set's id (64 hex digits), so the pages are seen to fit such ids.
+    albums.trip = testAlbum(own, `${unique('trip')}-${crypto.randomBytes(24).toString('hex')}`.slice(0, 64));
     const photos = [await jpeg(1200, 900, 20), await jpeg(900, 1200, 200), await png(800, 800, 280)];
     const tripFiles = [
       ...photos.map((body, i) => ({ body, type: i === 2 ? 'image/png' : 'image/jpeg', name: `beach-${i}.${i === 2 ? 'png' : 'jpg'}` })),
@@ -254,6 +256,17 @@ describe('the console in a browser', () => {
     const screenshot = path.join(artifactsDir, 'album-page.png');
     await page.screenshot({ path: screenshot, fullPage: true });
     if (process.env.UPDATE_SCREENSHOT === '1') fs.copyFileSync(screenshot, path.join(projectRoot, 'docs/console-album.png'));
+  });
+
+  it('fits the albums list and an album page to the window, with album and workflow ids as long as LINE’s', async () => {
+    expect(albums.trip.key.albumId).toHaveLength(64);
+    const overflow = () => page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    await open(consolePaths.albums);
+    expect(await albumRows()).toContain(albums.trip.key.albumId);
+    expect(await overflow()).toBe(0);
+    await open(consolePaths.album(albums.trip.key));
+    expect(await page.locator('h1 code').textContent()).toBe(albums.trip.key.albumId);
+    expect(await overflow()).toBe(0);
   });
 
   it('shows a failed and an expired attachment with their badges and errors', async () => {
