@@ -36,8 +36,11 @@ export interface FakeLineApi {
   endpoints: Map<string, string[]>;
   addChannel(channelAccessToken: string): void;
   addContent(channelAccessToken: string, messageId: string, content: FakeContent): void;
-  /** The next request to `route` gets `answer` instead (once per call of this). */
-  failNext(route: FakeLineRoute, answer: ScriptedLineAnswer): void;
+  /**
+   * The next request to `route` gets `answer` instead (once per call of this); with `messageId`, the next
+   * request for that message's content only, whatever other downloads are under way.
+   */
+  failNext(route: FakeLineRoute, answer: ScriptedLineAnswer, messageId?: string): void;
   /** Requests of one route, optionally for one message id. */
   calls(route: FakeLineRoute, messageId?: string): RecordedLineRequest[];
   close(): Promise<void>;
@@ -50,7 +53,8 @@ export async function startFakeLineApi(
   options: { port?: number; onAnswered?: (request: RecordedLineRequest, status: number) => void } = {},
 ): Promise<FakeLineApi> {
   const channels = new Map<string, Map<string, FakeContent>>();
-  const scripted = new Map<FakeLineRoute, ScriptedLineAnswer[]>();
+  /** Scripted answers by route, or by `content:<message id>` for one message's content. */
+  const scripted = new Map<string, ScriptedLineAnswer[]>();
   const requests: RecordedLineRequest[] = [];
   const endpoints = new Map<string, string[]>();
 
@@ -82,7 +86,8 @@ export async function startFakeLineApi(
 
       const route = routeOf(recorded.method, url.pathname);
       if (route === null) return send(response, 404, { message: 'Not found' });
-      const answer = scripted.get(route)?.shift();
+      const contentOf = route === 'content' ? `content:${decodeURIComponent(contentPath.exec(url.pathname)![1]!)}` : null;
+      const answer = (contentOf === null ? undefined : scripted.get(contentOf)?.shift()) ?? scripted.get(route)?.shift();
       if (answer) return send(response, answer.status, answer.body ?? {});
       const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
       const files = token === undefined ? undefined : channels.get(token);
@@ -127,8 +132,9 @@ export async function startFakeLineApi(
     addContent(token, messageId, content) {
       filesOf(token).set(messageId, content);
     },
-    failNext(route, answer) {
-      scripted.set(route, [...(scripted.get(route) ?? []), answer]);
+    failNext(route, answer, messageId) {
+      const key = messageId === undefined ? route : `${route}:${messageId}`;
+      scripted.set(key, [...(scripted.get(key) ?? []), answer]);
     },
     calls(route, messageId) {
       return requests.filter((request) => {
