@@ -6,7 +6,12 @@ import {
   cpuMsPerChildByProcess,
   duration,
   pct,
+  round,
+  routeLabels,
+  tracingSummary,
   type BenchReport,
+  type TracingRun,
+  type TracingVariant,
   type EndToEnd,
   type StepStats,
   type Target,
@@ -36,16 +41,62 @@ function met(target: Target): string {
   return target.met === null ? 'n/a' : target.met ? 'yes' : '**no**';
 }
 
-/** The Telegram step in a sentence: the two routes of the whole app under the same albums. */
-function telegramSentence(report: BenchReport): string {
-  const { telegram } = report;
-  if (!telegram) return 'The Telegram route was not measured (the telegram phase did not run).';
-  const route = (stats: StepStats) =>
-    `${stats.acceptedPerS} req/s acknowledged, p50 / p99 ${cell(stats.ackMs.p50)} / ${cell(stats.ackMs.p99)} ms, ${failures(stats)} failures`;
-  return (
-    `The Telegram route, the whole app at ${telegram.rate} req/s: ${route(telegram.telegram)}; ` +
-    `the UnifyPort route, the same albums just before: ${route(telegram.unifyport)}.`
-  );
+/** The routes step: each webhook route of the whole app under the same albums, with its ingest cost. */
+function routesSection(report: BenchReport): string {
+  const { routes } = report;
+  if (!routes) return 'The routes were not compared (the routes phase did not run).';
+  return [
+    `The same albums at ${routes.rate} req/s to each route of the whole app in turn (their rows above are the "routes step" phases); ` +
+      "the ingress's CPU per request is what verifying, parsing, committing and answering one webhook costs there.",
+    '',
+    table(
+      ['route', 'req/s acknowledged', 'p50 / p99 ack ms', 'failures', 'ingress CPU ms per request'],
+      routes.routes.map((route) => [
+        routeLabels[route.route],
+        route.stats.acceptedPerS,
+        `${cell(route.stats.ackMs.p50)} / ${cell(route.stats.ackMs.p99)}`,
+        failures(route.stats),
+        route.ingressCpuMsPerRequest,
+      ]),
+    ),
+  ].join('\n');
+}
+
+/** The tracing step: each app's rounds and mean, and the noise between two rounds of one app. */
+function tracingSection(report: BenchReport): string {
+  const { tracing } = report;
+  if (!tracing) return 'Tracing was not measured (the tracing phase did not run).';
+  const summary = tracingSummary(tracing);
+  const variants: TracingVariant[] = ['off', 'sampled out', '100%'];
+  const roundsOf = (variant: TracingVariant, figure: (run: TracingRun) => number | null) =>
+    tracing.runs
+      .filter((run) => run.variant === variant)
+      .map((run) => cell(figure(run)))
+      .join(', ');
+  const { off } = summary.means;
+  const full = summary.means['100%'];
+  const more = (a: number | null, b: number | null) => (a === null || b === null ? '–' : String(round(a - b, 2)));
+  return [
+    `The same ingest load (UnifyPort, no media) at ${tracing.rate} req/s to three apps alike but for OpenTelemetry, two rounds in ` +
+      `alternating order; noise: the largest difference between two rounds of one app. At 100% sampling ${cell(tracing.spansPerChild)} ` +
+      `spans per child were exported (OTLP/JSON), costing ${more(full.appCpuMsPerChild, off.appCpuMsPerChild)} CPU-ms more per child ` +
+      `for the whole app and ${more(full.ingressCpuMsPerRequest, off.ingressCpuMsPerRequest)} more per request for the ingress` +
+      `; the app sampled out exported ${tracing.spans['sampled out']}, the app off ${tracing.spans.off}` +
+      (tracing.spansRefused > 0 ? `; the receiver refused ${tracing.spansRefused} exports.` : '.'),
+    '',
+    table(
+      ['app', 'ingress CPU ms per request (rounds)', 'p99 ack ms (rounds)', 'CPU ms per child, the whole app (mean)'],
+      [
+        ...variants.map((variant) => [
+          variant,
+          roundsOf(variant, (run) => run.ingressCpuMsPerRequest),
+          roundsOf(variant, (run) => run.stats.ackMs.p99),
+          summary.means[variant].appCpuMsPerChild,
+        ]),
+        ['noise', summary.noise.ingressCpuMsPerRequest, summary.noise.ackP99Ms, summary.noise.appCpuMsPerChild],
+      ],
+    ),
+  ].join('\n');
 }
 
 /** A phase's decisions: p50 / p99 of the albums with a total, p99 of those without (after their quiet period). */
@@ -111,8 +162,10 @@ export function renderMarkdown(report: BenchReport): string {
         ];
       }),
     ),
-    telegramSentence(report),
   );
+
+  section('The webhook routes', routesSection(report));
+  section('Tracing', tracingSection(report));
 
   section(
     'The whole app, phase by phase',

@@ -7,13 +7,13 @@ import type { AlbumShape } from './workload.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export const phaseNames = ['ingest', 'telegram', 'sustained', 'burst', 'baseline', 'knee', 'scale'] as const;
+export const phaseNames = ['ingest', 'routes', 'tracing', 'sustained', 'burst', 'baseline', 'knee', 'scale'] as const;
 export type PhaseName = (typeof phaseNames)[number];
 
 export interface BenchOptions {
   /** Which sections to run (the others are reported as not measured). */
   phases: PhaseName[];
-  /** Offered rates of the open-loop ingest steps, requests/s (the first also of the telegram step). */
+  /** Offered rates of the open-loop ingest steps, requests/s (the first also of the routes and tracing steps). */
   rates: number[];
   stepSeconds: number;
   /** Requests in flight at most in the open-loop steps. */
@@ -129,7 +129,7 @@ export const tinyOptions: Partial<BenchOptions> = {
 };
 
 const usage =
-  'npm run bench -- [--tiny] [--phases ingest,telegram,sustained,burst,baseline,knee,scale] [--rates 100,200,400] [--step-seconds 10]\n' +
+  'npm run bench -- [--tiny] [--phases ingest,routes,tracing,sustained,burst,baseline,knee,scale] [--rates 100,200,400] [--step-seconds 10]\n' +
   '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 15] [--sustained-rate 150] [--sustained-seconds 20]\n' +
   '  [--burst-albums-per-second 20] [--burst-seconds 10] [--knee-start-rate 100] [--knee-step-rate 25] [--knee-max-rate 400]\n' +
   '  [--knee-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +

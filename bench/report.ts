@@ -21,7 +21,7 @@ export function percentiles(values: readonly number[]): Percentiles {
 export interface StepStats {
   /** Requests the load generator sent. */
   sent: number;
-  /** Acknowledgements (new children and redeliveries): 202 from the UnifyPort route, 200 from the Telegram route. */
+  /** Acknowledgements (new children and redeliveries): 202 from the UnifyPort route, 200 from the Telegram and LINE routes. */
   accepted: number;
   duplicates: number;
   /** Other answers and requests without an answer, by status ("0" = no answer). */
@@ -70,13 +70,97 @@ export interface IngestStep {
   ingressAlone?: { stats: StepStats; throughputRatio: number | null; p99Ratio: number | null };
 }
 
-/** The Telegram route and the UnifyPort route under the same load of the whole app. */
-export interface TelegramStep {
+export type RouteName = 'unifyport' | 'telegram' | 'line';
+
+export const routeLabels: Record<RouteName, string> = { unifyport: 'UnifyPort', telegram: 'Telegram', line: 'LINE' };
+
+/** One route of the routes step: the whole app under the step's albums sent to that route. */
+export interface RouteStep {
+  route: RouteName;
+  /** Its phase's name in the CPU and Temporal figures. */
+  phase: string;
+  stats: StepStats;
+  /** The ingress's CPU over the step per request it was sent (verify, parse, commit, answer; and its dispatcher). */
+  ingressCpuMsPerRequest: number | null;
+}
+
+/** The three webhook routes under the same albums at the same offered rate, one after the other. */
+export interface RoutesStep {
   /** Offered rate, requests/s. */
   rate: number;
   concurrency: number;
-  unifyport: StepStats;
-  telegram: StepStats;
+  routes: RouteStep[];
+}
+
+/** An app of the tracing step: OpenTelemetry off, on with every trace sampled out, or on at 100% sampling. */
+export type TracingVariant = 'off' | 'sampled out' | '100%';
+
+/** One app's turn in the tracing step. */
+export interface TracingRun {
+  variant: TracingVariant;
+  round: number;
+  stats: StepStats;
+  children: number;
+  /** Its ingress's CPU per request it was sent. */
+  ingressCpuMsPerRequest: number | null;
+  /** Its ingress, its worker, the Temporal server and PostgreSQL, per new child. */
+  appCpuMsPerChild: number | null;
+}
+
+/** The same ingest load against three apps alike but for tracing, in alternating rounds. */
+export interface TracingStep {
+  rate: number;
+  concurrency: number;
+  runs: TracingRun[];
+  /** Spans the run's OTLP receiver got from each app (by its service name), all its turns together. */
+  spans: Record<TracingVariant, number>;
+  /** The 100% app's spans per new child of its turns. */
+  spansPerChild: number | null;
+  /** Export requests the receiver refused (none expected). */
+  spansRefused: number;
+}
+
+export interface TracingFigures {
+  ingressCpuMsPerRequest: number | null;
+  appCpuMsPerChild: number | null;
+  ackP99Ms: number | null;
+}
+
+export interface TracingSummary {
+  /** Each app's mean over its rounds. */
+  means: Record<TracingVariant, TracingFigures>;
+  /** The noise: the largest difference between two rounds of the same app (off or sampled out), per figure. */
+  noise: TracingFigures;
+}
+
+const tracingFigures = (run: TracingRun): TracingFigures => ({
+  ingressCpuMsPerRequest: run.ingressCpuMsPerRequest,
+  appCpuMsPerChild: run.appCpuMsPerChild,
+  ackP99Ms: run.stats.ackMs.p99,
+});
+
+/** Means per app and the noise between rounds of one app. */
+export function tracingSummary(step: TracingStep): TracingSummary {
+  const keys = ['ingressCpuMsPerRequest', 'appCpuMsPerChild', 'ackP99Ms'] as const;
+  const of = (variant: TracingVariant) => step.runs.filter((run) => run.variant === variant).map(tracingFigures);
+  const mean = (figures: TracingFigures[]): TracingFigures => {
+    const result = {} as TracingFigures;
+    for (const key of keys) {
+      const values = figures.map((f) => f[key]).filter((v): v is number => v !== null);
+      result[key] = values.length > 0 ? round(values.reduce((a, b) => a + b, 0) / values.length, 2) : null;
+    }
+    return result;
+  };
+  const spread = (figures: TracingFigures[], key: (typeof keys)[number]) => {
+    const values = figures.map((f) => f[key]).filter((v): v is number => v !== null);
+    return values.length > 1 ? Math.max(...values) - Math.min(...values) : null;
+  };
+  const noise = {} as TracingFigures;
+  for (const key of keys) {
+    const spreads = [spread(of('off'), key), spread(of('sampled out'), key)].filter((v): v is number => v !== null);
+    noise[key] = spreads.length > 0 ? round(Math.max(...spreads), 2) : null;
+  }
+  return { means: { off: mean(of('off')), 'sampled out': mean(of('sampled out')), '100%': mean(of('100%')) }, noise };
 }
 
 export interface EndToEnd {
@@ -203,8 +287,10 @@ export interface BenchReport {
   versions: Record<string, string>;
   configuration: Record<string, unknown>;
   ingest: IngestStep[];
-  /** Null when the telegram phase did not run. */
-  telegram: TelegramStep | null;
+  /** Null when the routes phase did not run. */
+  routes: RoutesStep | null;
+  /** Null when the tracing phase did not run. */
+  tracing: TracingStep | null;
   endToEnd: EndToEnd[];
   /** The phase held to the end-to-end target. */
   sustainedPhase: string;
@@ -343,6 +429,18 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
   const signalsMet = burst?.signalsPerChild == null ? null : burst.signalsPerChild <= targetLimits.signalsPerChild;
   const actionsMet =
     sustainedCounts && sustainedMedia ? sustainedCounts.perPhoto.billableActions <= targetLimits.billableActionsPerPhoto : null;
+  const tracing = report.tracing ? tracingSummary(report.tracing) : null;
+  const within = (key: keyof TracingFigures) => {
+    if (!tracing) return null;
+    const off = tracing.means.off[key];
+    const sampledOut = tracing.means['sampled out'][key];
+    const noise = tracing.noise[key];
+    return off === null || sampledOut === null || noise === null ? null : Math.abs(sampledOut - off) <= noise;
+  };
+  const tracingMet =
+    within('ingressCpuMsPerRequest') === null || within('ackP99Ms') === null
+      ? null
+      : within('ingressCpuMsPerRequest')! && within('ackP99Ms')!;
 
   return [
     {
@@ -495,6 +593,17 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
         }),
       };
     }),
+    {
+      name: 'Tracing on, every trace sampled out (ingest)',
+      target: "ingress CPU per request and p99 ack within the noise of the same load with tracing off (two rounds' difference)",
+      measured: tracing
+        ? `${tracing.means['sampled out'].ingressCpuMsPerRequest} vs ${tracing.means.off.ingressCpuMsPerRequest} CPU-ms per request ` +
+          `(noise ${tracing.noise.ingressCpuMsPerRequest}); p99 ${tracing.means['sampled out'].ackP99Ms} vs ${tracing.means.off.ackP99Ms} ms ` +
+          `(noise ${tracing.noise.ackP99Ms})`
+        : 'not measured',
+      met: tracingMet,
+      bound: missed(tracingMet, () => 'Not examined yet.'),
+    },
     {
       name: 'Correctness',
       target: 'every accepted child in a decision; no duplicate album.ready; every attachment with a URL downloaded',

@@ -1,5 +1,5 @@
 // `npm run bench`: starts the whole stack on this machine (bench/stack.ts), runs the phases
-// (bench/phases/: ingest, telegram, sustained, burst, the cost baseline, the knee search, scale), checks correctness, and reports as JSON under
+// (bench/phases/: ingest, routes, tracing, sustained, burst, the cost baseline, the knee search, scale), checks correctness, and reports as JSON under
 // bench/results/ and as the run section of BENCHMARKS.md, in place of the previous run's. Everything it
 // started is stopped and its databases dropped, also on failure and Ctrl-C.
 import crypto from 'node:crypto';
@@ -16,7 +16,8 @@ import { runIngest } from './phases/ingest.js';
 import { runKnee } from './phases/knee.js';
 import { runScale } from './phases/scale.js';
 import { runBaseline, runSustained } from './phases/sustained.js';
-import { runTelegram } from './phases/telegram.js';
+import { runRoutes } from './phases/routes.js';
+import { runTracing } from './phases/tracing.js';
 import { countLogProblems } from '../test/harness/processes.js';
 import { Cleanups } from '../test/harness/cleanups.js';
 import { attachmentOutcomes, mediaSettledOf } from '../test/harness/rows.js';
@@ -45,7 +46,8 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const stack = await startStack(options, runTag, runDir, closers);
     const ctx = new PhaseContext(options, stack);
     const ingest = await runIngest(ctx);
-    const telegram = await runTelegram(ctx);
+    const routes = await runRoutes(ctx);
+    const tracing = await runTracing(ctx);
     const sustainedPhase = await runSustained(ctx);
     const burstPhase = await runBurst(ctx);
     const baselinePhase = await runBaseline(ctx);
@@ -111,7 +113,8 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
         profile: options.profile,
       },
       ingest,
-      telegram,
+      routes,
+      tracing,
       endToEnd: endToEndFigures,
       sustainedPhase,
       temporalCost: ctx.appPhases.map((phase) => phase.cost),

@@ -17,18 +17,31 @@ import { appEnvironment, userEnvironment } from '../test/harness/environment.js'
 import { appProcess, childPids, MemorySampler, NodeProcess, pidsListeningOn } from '../test/harness/processes.js';
 import type { MediaFile } from '../test/harness/servers/catalogue.js';
 import { connectAdmin, startPrivateCluster } from '../test/harness/servers/postgres.js';
+import { startFakeLineApi } from '../test/harness/servers/fake-line-api.js';
 import { devServer } from '../test/harness/servers/temporal.js';
 import type { BenchOptions, PhaseName } from './options.js';
 import { recordPerf } from './perf.js';
 import { describePerfSummary } from './perf-summary.js';
 import type { ServedMedia } from './workload.js';
 
-/** A second app, in the cost baseline's configuration, on a database and task queue of its own. */
-export interface BaselineApp {
+/**
+ * A second app of the run (the cost baseline's, or the main one's with a few settings changed), on a
+ * database, task queue and media folder of its own; its ingress and worker are watched as
+ * `<name> ingress` and `<name> worker` while it runs.
+ */
+export interface VariantApp {
+  name: string;
   pool: Pool;
   /** The ingress's base URL. */
   url: string;
   stop: () => Promise<void>;
+}
+
+export interface VariantOptions {
+  /** Settings on top of the main app's environment. */
+  env?: NodeJS.ProcessEnv;
+  /** Other entry points of the ingress and the worker (the cost baseline's). */
+  scripts?: { ingress: string; worker: string };
 }
 
 export interface Stack {
@@ -43,6 +56,8 @@ export interface Stack {
   secret: string;
   /** The bot of TELEGRAM_BOTS[workspace] the Telegram step posts to. */
   telegram: { bot: string; botId: string; secretToken: string };
+  /** The channel of LINE_CHANNELS[workspace] the routes step posts to (its content API is a fake LINE API that keeps nothing). */
+  line: { channel: string; channelSecret: string; destination: string };
   worker: NodeProcess;
   ingress: NodeProcess;
   ceiling: NodeProcess;
@@ -56,8 +71,8 @@ export interface Stack {
   /** An `["*"]` token of the app's API_TOKENS: the ingress's /metrics answers only such tokens. */
   metricsToken: string;
   workerMetricsUrl: string;
-  /** Starts the cost baseline's ingress and worker (bench/baseline/: one signal per child, one download activity per attachment). */
-  startBaseline: () => Promise<BaselineApp>;
+  /** Starts a second app: the cost baseline's (bench/baseline/), or the main one's with other settings. */
+  startVariant: (name: string, variant?: VariantOptions) => Promise<VariantApp>;
 }
 
 async function getJson<T>(url: string): Promise<T> {
@@ -120,6 +135,14 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const metricsToken = crypto.randomBytes(32).toString('base64url');
   const telegram = { bot: 'bench', botId: '7000000099', secretToken: crypto.randomBytes(24).toString('hex') };
   const telegramToken = `${telegram.botId}:${crypto.randomBytes(24).toString('base64url')}`;
+  const line = {
+    channel: 'bench',
+    channelSecret: crypto.randomBytes(16).toString('hex'),
+    destination: `U${crypto.randomBytes(16).toString('hex')}`,
+  };
+  // The LINE content API of the run: it keeps no content, so each image's download is one 404 (`expired`).
+  const lineApi = await startFakeLineApi();
+  closers.push('the fake LINE API', () => lineApi.close());
   /** The app's environment on one of the run's databases. */
   const albumEnv = (db: pg.ClientConfig, overrides: { taskQueue?: string; mediaDir?: string } = {}): NodeJS.ProcessEnv => ({
     ...inherited,
@@ -140,6 +163,13 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     // The cloud Bot API (unreachable here): the Telegram step's files are over its 20 MB limit, so none is fetched.
     TELEGRAM_BOTS: JSON.stringify({ [workspace]: { [telegram.bot]: { token: telegramToken, secretToken: telegram.secretToken } } }),
     TELEGRAM_API_ROOT: defaultTelegramApiRoot,
+    LINE_CHANNELS: JSON.stringify({
+      [workspace]: {
+        [line.channel]: { channelSecret: line.channelSecret, channelAccessToken: crypto.randomBytes(32).toString('base64url') },
+      },
+    }),
+    LINE_API_ROOT: lineApi.url,
+    LINE_DATA_API_ROOT: lineApi.url,
   });
   const profileArgs = (name: string) => (options.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles', name)}`] : []);
   const logFile = (name: string) => path.join(runDir, `${name}.log`);
@@ -228,35 +258,39 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   sampler.start();
   closers.push('the memory sampler', async () => sampler.stop());
 
-  const startBaseline = async (): Promise<BaselineApp> => {
-    const database = `${appDatabase}_baseline`;
+  const startVariant = async (name: string, variant: VariantOptions = {}): Promise<VariantApp> => {
+    const slug = name.replace(/[^a-z0-9]+/gi, '_').toLowerCase();
+    const database = `${appDatabase}_${slug}`;
     await admin.createDatabase(database);
     closers.push(`database ${database}`, () => admin.dropDatabase(database));
     const db = withDatabase(base, database);
-    const baselinePool = createPool(db, { max: 3, applicationName: 'albumflow-bench' });
-    closers.push('the baseline pool', () => baselinePool.end());
-    const baselineMedia = path.join(runDir, 'baseline-media');
-    const env = {
-      ...albumEnv(db, { taskQueue: `${taskQueue}-baseline`, mediaDir: baselineMedia }),
-    };
-    closers.push('the baseline media', () => fs.promises.rm(baselineMedia, { recursive: true, force: true }));
+    const variantPool = createPool(db, { max: 3, applicationName: 'albumflow-bench' });
+    closers.push(`the ${name} pool`, () => variantPool.end());
+    const variantMedia = path.join(runDir, `${slug}-media`);
+    closers.push(`the ${name} media`, () => fs.promises.rm(variantMedia, { recursive: true, force: true }));
+    const env = { ...albumEnv(db, { taskQueue: `${taskQueue}-${slug}`, mediaDir: variantMedia }), ...variant.env };
     const metricsPort = await pickPort();
-    const [baselineWorker, baselineIngress] = await Promise.all([
-      startApp('baseline worker', 'worker', { ...env, WORKER_METRICS_PORT: String(metricsPort) }, [], 'bench/baseline/worker.ts'),
-      startApp('baseline ingress', 'ingress', env, [], 'bench/baseline/ingress.ts'),
+    const [variantWorker, variantIngress] = await Promise.all([
+      startApp(`${name} worker`, 'worker', { ...env, WORKER_METRICS_PORT: String(metricsPort) }, [], variant.scripts?.worker),
+      startApp(`${name} ingress`, 'ingress', env, [], variant.scripts?.ingress),
     ]);
+    watched[`${name} ingress`] = variantIngress.pid!;
+    watched[`${name} worker`] = variantWorker.pid!;
     return {
-      pool: baselinePool,
-      url: baselineIngress.readyMatch,
+      name,
+      pool: variantPool,
+      url: variantIngress.readyMatch,
       stop: async () => {
-        await baselineIngress.stop();
-        await baselineWorker.stop();
+        delete watched[`${name} ingress`];
+        delete watched[`${name} worker`];
+        await variantIngress.stop();
+        await variantWorker.stop();
       },
     };
   };
 
   return {
-    startBaseline,
+    startVariant,
     base,
     pool,
     ingressAloneDatabase,
@@ -266,6 +300,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     workspace,
     secret,
     telegram,
+    line: { channel: line.channel, channelSecret: line.channelSecret, destination: line.destination },
     worker,
     ingress,
     ceiling,

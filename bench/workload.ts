@@ -1,8 +1,8 @@
 // The bench's traffic: UnifyPort `message.received` events for albums of several children, in
 // shuffled order, some redelivered, each child's attachment on the bench's media server or without a
-// URL; or the same albums as a Telegram bot's webhook receives them (the events built by
-// test/harness/events.ts). Deterministic for a seed; pure (no I/O, no clock).
-import { telegramMessage, telegramUpdate, unifyportEvent } from '../test/harness/events.js';
+// URL; or the same albums as a Telegram bot's or a LINE channel's webhook receives them (the events built
+// by test/harness/events.ts). Deterministic for a seed; pure (no I/O, no clock).
+import { lineEvent, telegramMessage, telegramUpdate, unifyportEvent, type LineBody } from '../test/harness/events.js';
 import type { ChildRequest, Traffic, Unit } from '../test/harness/load.js';
 import { seededRandom } from '../test/harness/random.js';
 import type { MediaFile } from '../test/harness/servers/catalogue.js';
@@ -34,12 +34,21 @@ export interface WorkloadOptions {
   media?: ServedMedia;
   /** Send the albums as Telegram Updates of this bot instead (no total; the albums' keys are known from the request). */
   telegram?: TelegramAlbums;
+  /** Send the albums as a LINE channel's image sets instead (index and total; one event per request). */
+  line?: LineAlbums;
 }
 
 /** Whose Telegram albums the workload makes: the key of each album is `<workspace>:telegram:<bot id>:<chat>:<album>`. */
 export interface TelegramAlbums {
   workspace: string;
   botId: string;
+}
+
+/** Whose LINE image sets the workload makes: the key of each album is `<workspace>:line:<destination>:<user>:<set>`. */
+export interface LineAlbums {
+  workspace: string;
+  /** The channel's bot user id, the `destination` of its webhook bodies. */
+  destination: string;
 }
 
 /** The media server as the workload uses it: where it is and what it serves. */
@@ -214,12 +223,13 @@ export class Workload implements Traffic {
   }
 
   private createAlbum(): OpenAlbum {
-    const { idPrefix, albums, telegram } = this.options;
+    const { idPrefix, albums, telegram, line } = this.options;
     const number = this.albumsCreated++;
     const size = albums.minChildren + Math.floor(this.random() * (albums.maxChildren - albums.minChildren + 1));
     const hasTotal = this.random() < albums.totalShare;
     const albumId = `${idPrefix}-a${number}`;
     if (telegram) return this.telegramAlbum(telegram, number, albumId, size);
+    if (line) return this.lineAlbum(line, number, albumId, size);
     const provider = hasTotal ? 'whatsapp' : 'telegram';
     const conversationId = `conv-${number % 50}`;
     const children: ChildRequest[] = [];
@@ -260,6 +270,42 @@ export class Workload implements Traffic {
         messageId: String(messageId),
         albumSize: size,
         albumHasTotal: false,
+        redelivery: false,
+        albumKey,
+      });
+    }
+    return { pending: shuffle(children, this.random) };
+  }
+
+  /**
+   * The album as one person's LINE image set: each image its own webhook body of one event, with the set's
+   * index (from 1) and total, as LINE's current apps send it; its content is fetched from the content API.
+   */
+  private lineAlbum({ workspace, destination }: LineAlbums, number: number, albumId: string, size: number): OpenAlbum {
+    const userId = `U${phaseNumber(this.options.idPrefix)}x${number}`;
+    const albumKey = [workspace, 'line', destination, userId, albumId].map(encodeURIComponent).join(':');
+    const children: ChildRequest[] = [];
+    for (let index = 0; index < size; index++) {
+      const messageId = `${albumId}-m${index}`;
+      const event = lineEvent({
+        webhookEventId: `evt-${messageId}`,
+        type: 'message',
+        timestamp: sentAtBase + index * 40,
+        source: { type: 'user', userId },
+        message: {
+          type: 'image',
+          id: messageId,
+          quoteToken: `q-${messageId}`,
+          contentProvider: { type: 'line' },
+          imageSet: { id: albumId, index: index + 1, total: size },
+        },
+      });
+      children.push({
+        body: JSON.stringify({ destination, events: [event] } satisfies LineBody),
+        albumId,
+        messageId,
+        albumSize: size,
+        albumHasTotal: true,
         redelivery: false,
         albumKey,
       });

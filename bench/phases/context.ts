@@ -16,7 +16,7 @@ import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type RecordedDec
 import { acceptedChildren, newChildren, undecided } from '../records.js';
 import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
 import type { Pool } from '../../src/db/pool.js';
-import type { Stack } from '../stack.js';
+import type { Stack, VariantApp } from '../stack.js';
 import type { ServedMedia, WorkloadOptions } from '../workload.js';
 
 export interface AppPhase {
@@ -209,7 +209,9 @@ export class PhaseContext {
   async runBaselinePhase(name: string, phase: Omit<LoadPhase, 'url'>, media: boolean): Promise<void> {
     this.options.signal?.throwIfAborted();
     this.options.log(`bench: ${name} (starting the app in the cost baseline's configuration)`);
-    const app = await this.stack.startBaseline();
+    const app = await this.stack.startVariant('baseline', {
+      scripts: { ingress: 'bench/baseline/ingress.ts', worker: 'bench/baseline/worker.ts' },
+    });
     try {
       const { records } = await this.runLoad({ ...phase, url: app.url });
       this.reportUnsettled(name, await this.settle(app.pool, records, media));
@@ -218,6 +220,20 @@ export class PhaseContext {
     } finally {
       await app.stop();
     }
+  }
+
+  /**
+   * One phase against a second app of the run (stack.startVariant): the load, then the wait until it is
+   * decided, with the CPU every process took (the variant's as `<name> ingress` and `<name> worker`).
+   */
+  async runVariantPhase(name: string, app: VariantApp, phase: LoadPhase): Promise<PhaseResult> {
+    this.options.signal?.throwIfAborted();
+    this.options.log(`bench: ${name} (${app.name})`);
+    return this.measureCpu(`${name}, ${app.name}`, async () => {
+      const loaded = await this.runLoad({ ...phase, url: app.url });
+      this.reportUnsettled(name, await this.settle(app.pool, loaded.records, false));
+      return loaded;
+    });
   }
 
   async runCeilingPhase(name: string, phase: LoadPhase): Promise<PhaseResult> {

@@ -36,6 +36,12 @@ export interface TelegramBot {
   secretToken: string;
 }
 
+/** A channel of LINE_CHANNELS[workspace] whose webhook the load posts LINE webhook bodies to, with its channel secret. */
+export interface LineChannel {
+  channel: string;
+  channelSecret: string;
+}
+
 /** Where a phase's load goes and how fast. */
 export interface PhaseOptions {
   /** Base URL of the server under test (the ingress or the ceiling). */
@@ -44,6 +50,8 @@ export interface PhaseOptions {
   secret: string;
   /** Post to this bot's Telegram webhook (the traffic then holds Telegram Updates) instead of the UnifyPort route. */
   telegram?: TelegramBot;
+  /** Post to this channel's LINE webhook (the traffic then holds LINE webhook bodies) instead. */
+  line?: LineChannel;
   /** Requests per second, or null for a closed loop (as fast as the server answers). */
   rate: number | null;
   durationMs: number;
@@ -62,7 +70,7 @@ export interface ChildRequest {
   albumSize: number;
   albumHasTotal: boolean;
   redelivery: boolean;
-  /** A Telegram Update's album key (its answer is an empty body); null for UnifyPort events, whose 202 names it. */
+  /** A Telegram Update's or LINE body's album key (their answer does not name it); null for UnifyPort events, whose 202 names it. */
   albumKey: string | null;
 }
 
@@ -88,9 +96,9 @@ export interface RequestRecord {
   ackAt: number;
   /** HTTP status, or 0 when no response came (connection error, timeout). */
   status: number;
-  /** Committed: a 202 from the UnifyPort route, a 200 from the Telegram route. */
+  /** Committed: a 202 from the UnifyPort route, a 200 from the Telegram and LINE routes. */
   accepted: boolean;
-  /** From a 202 body: the child was already stored; for a Telegram Update (an empty answer), whether it was a redelivery. */
+  /** From a 202 body: the child was already stored; for a Telegram Update or a LINE body (no such answer), whether it was a redelivery. */
   duplicate: boolean | null;
   albumKey: string | null;
   error?: string;
@@ -133,7 +141,7 @@ class Slots {
 /** Sends one phase's traffic and answers every request's record once the last one was answered. */
 export async function runPhase(phase: PhaseOptions, traffic: Traffic): Promise<PhaseResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: phase.concurrency });
-  const { telegram, workspace } = phase;
+  const { telegram, line, workspace } = phase;
   const records: RequestRecord[] = [];
   const slots = new Slots(phase.concurrency);
   const inFlight = new Set<Promise<void>>();
@@ -144,7 +152,9 @@ export async function runPhase(phase: PhaseOptions, traffic: Traffic): Promise<P
     const sentAt = now();
     const delivery: Delivery = telegram
       ? { route: 'telegram', workspace, bot: telegram.bot, secretToken: telegram.secretToken, body: request.body }
-      : { route: 'unifyport', workspace, secret: phase.secret, body: request.body };
+      : line
+        ? { route: 'line', workspace, channel: line.channel, channelSecret: line.channelSecret, body: request.body }
+        : { route: 'unifyport', workspace, secret: phase.secret, body: request.body };
     const record: RequestRecord = {
       albumId: request.albumId,
       messageId: request.messageId,
@@ -165,7 +175,7 @@ export async function runPhase(phase: PhaseOptions, traffic: Traffic): Promise<P
       record.status = response.status;
       if (response.status === committedStatus[delivery.route]) {
         record.accepted = true;
-        if (telegram) {
+        if (delivery.route !== 'unifyport') {
           record.duplicate = request.redelivery;
           record.albumKey = request.albumKey;
         } else {

@@ -60,11 +60,33 @@ describe('npm run bench, tiny', () => {
       expect(isNumber(alone?.stats.ackMs.p99) && isNumber(alone.throughputRatio) && isNumber(alone.p99Ratio)).toBe(true);
     }
 
-    for (const side of [report.telegram?.unifyport, report.telegram?.telegram]) {
-      expect(side?.accepted).toBeGreaterThan(0);
-      expect(side?.failures).toEqual({});
-      expect(isNumber(side?.ackMs.p50) && isNumber(side.ackMs.p99)).toBe(true);
+    expect(report.routes?.routes.map((route) => route.route)).toEqual(['unifyport', 'telegram', 'line']);
+    for (const { stats, ingressCpuMsPerRequest } of report.routes!.routes) {
+      expect(stats.accepted).toBeGreaterThan(0);
+      expect(stats.failures).toEqual({});
+      expect(isNumber(stats.ackMs.p50) && isNumber(stats.ackMs.p99)).toBe(true);
+      expect(isNumber(ingressCpuMsPerRequest) && ingressCpuMsPerRequest > 0).toBe(true);
     }
+
+    const tracing = report.tracing!;
+    expect(tracing.runs.map((run) => `${run.variant} ${run.round}`)).toEqual([
+      'off 1',
+      'sampled out 1',
+      '100% 1',
+      '100% 2',
+      'sampled out 2',
+      'off 2',
+    ]);
+    for (const run of tracing.runs) {
+      expect(run.stats.accepted).toBeGreaterThan(0);
+      expect(run.stats.failures).toEqual({});
+      expect(isNumber(run.ingressCpuMsPerRequest) && isNumber(run.appCpuMsPerChild)).toBe(true);
+    }
+    // Only the app at 100% sampling exports spans: more than one per child (its webhook, its batch, its workflow's).
+    expect(tracing.spans.off).toBe(0);
+    expect(tracing.spans['sampled out']).toBe(0);
+    expect(tracing.spansPerChild).toBeGreaterThan(1);
+    expect(tracing.spansRefused).toBe(0);
 
     const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
     expect(sustained).toBeDefined();
@@ -123,6 +145,7 @@ describe('npm run bench, tiny', () => {
         'Signals per child (10-photo bursts)',
         'Billable Temporal actions per photo (sustained, with downloads)',
         'Completion p99 (total known): the knee',
+        'Tracing on, every trace sampled out (ingest)',
         'Correctness',
       ]),
     );
@@ -141,7 +164,8 @@ describe('npm run bench, tiny', () => {
     for (const heading of [
       '### Targets',
       '### Ingest against the ceiling',
-      'The Telegram route, the whole app at',
+      '### The webhook routes',
+      '### Tracing',
       '### The whole app, phase by phase',
       '### Temporal counts',
       '### Resident memory',

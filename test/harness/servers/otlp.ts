@@ -15,6 +15,8 @@ export interface ReceivedSpan {
   links: Array<{ traceId: string; spanId: string }>;
   /** The `albumflow.roles` of the process that sent it. */
   roles: string;
+  /** The `service.name` of the process that sent it. */
+  service: string;
 }
 
 export interface OtlpReceiver {
@@ -80,7 +82,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         return refuse(res, 400);
       }
       for (const { resource, scopeSpans = [] } of request.resourceSpans ?? []) {
-        const roles = String(attributesOf(resource?.attributes)['albumflow.roles'] ?? '');
+        const resourceAttributes = attributesOf(resource?.attributes);
+        const roles = String(resourceAttributes['albumflow.roles'] ?? '');
+        const service = String(resourceAttributes['service.name'] ?? '');
         for (const { spans: received = [] } of scopeSpans) {
           for (const span of received) {
             spans.push({
@@ -91,6 +95,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               attributes: attributesOf(span.attributes),
               links: (span.links ?? []).map(({ traceId, spanId }) => ({ traceId, spanId })),
               roles,
+              service,
             });
           }
         }
