@@ -10,7 +10,8 @@ import {
 import { albumStatusFromDatabase, findAlbum } from '../src/db/status.js';
 import { errorMessage } from '../src/common/error-message.js';
 import { notificationFailuresTotal, notificationsTotal } from '../src/common/metrics.js';
-import { annotate, inSpan, withTraceHeaders } from '../src/common/tracing.js';
+import { annotate, inSpan, linksTo, withTraceHeaders } from '../src/common/tracing.js';
+import { changeTraceparent } from '../src/db/decisions.js';
 import { signatureHeader } from '../src/common/signature.js';
 import type { AlbumKey, AlbumView, ChildEdit, ChildWithdrawal, NotificationType } from '../src/domain/types.js';
 import type { NotifyInput, NotifyOutcome } from '../workflows/activity-types.js';
@@ -147,6 +148,15 @@ export function createNotifyActivities(deps: ActivityDeps) {
     const body = JSON.stringify(payload);
     const attributes = { 'albumflow.notification.type': input.type, 'albumflow.decision.seq': input.seq };
     return inSpan('albumflow.notify', { attributes }, async (span) => {
+      // An update an edit or a withdrawal caused is linked to the request that brought it.
+      const change = input.edit ?? input.unsent;
+      if (span.isRecording() && change) {
+        const traceparent = await changeTraceparent(pool, input.workflowId, {
+          messageId: change.messageId,
+          ...(input.edit ? { version: input.edit.version } : {}),
+        });
+        if (traceparent) span.addLinks(linksTo([traceparent]));
+      }
       const outcome = await send({ id, workflowId: input.workflowId, type: input.type, body });
       annotate(span, { 'albumflow.notification.outcome': outcome });
       return { id, outcome };

@@ -81,3 +81,19 @@ export async function childTraceparents(pool: Pool, workflowId: string, messageI
   );
   return rows.map((row) => row.traceparent);
 }
+
+/** The traceparent of the request that made an edit (its version) or withdrew a child of the album; null when it was not traced. */
+export async function changeTraceparent(
+  pool: Pool,
+  workflowId: string,
+  change: { messageId: string; version?: number },
+): Promise<string | null> {
+  const { rows } = await pool.query<{ traceparent: string | null }>(
+    `SELECT CASE WHEN $3::int IS NULL THEN m.withdrawn_traceparent
+                 ELSE (SELECT h.traceparent FROM message_history h WHERE h.message_pk = m.id AND h.version = $3) END AS traceparent
+       FROM messages m JOIN albums a ON a.id = m.album_pk
+      WHERE a.workflow_id = $1 AND m.message_id = $2`,
+    [workflowId, change.messageId, change.version ?? null],
+  );
+  return rows[0]?.traceparent ?? null;
+}

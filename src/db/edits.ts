@@ -77,8 +77,8 @@ export async function storeEdit(pool: Pool, edit: EditDelivery): Promise<{ resul
     if (!changed) return { result: { ...stored, outcome: 'unchanged' }, queued: 0 };
 
     await client.query(
-      `INSERT INTO message_history (message_pk, version, caption, media_replaced, replaced_at) VALUES ($1, $2, $3, $4, $5)`,
-      [current.id, current.versions + 1, current.caption, replaced.length > 0, edit.editedAt],
+      `INSERT INTO message_history (message_pk, version, caption, media_replaced, replaced_at, traceparent) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [current.id, current.versions + 1, current.caption, replaced.length > 0, edit.editedAt, edit.traceparent ?? null],
     );
     await client.query(`INSERT INTO outbox (message_pk, traceparent) VALUES ($1, $2)`, [current.id, edit.traceparent ?? null]);
     return { result: { ...stored, outcome: 'applied' }, queued: 1 };

@@ -210,8 +210,10 @@ export function createIngestBatcher(options: IngestBatcherOptions): IngestBatche
     },
     async storeTogether(deliveries, withdrawals = []) {
       if (withdrawals.length === 0) return deliveries.length === 0 ? [] : submit(deliveries);
-      const traced = withTraceparent(deliveries, sampledSpanContext());
-      return (await writeAlone(() => storeWithdrawals(pool, traced, withdrawals))).results;
+      const span = sampledSpanContext();
+      const traceparent = span ? traceparentOf(span) : undefined;
+      const tracedWithdrawals = traceparent ? withdrawals.map((withdrawal) => ({ ...withdrawal, traceparent })) : withdrawals;
+      return (await writeAlone(() => storeWithdrawals(pool, withTraceparent(deliveries, span), tracedWithdrawals))).results;
     },
     get pending() {
       return gathered.length + writingDeliveries;

@@ -8,6 +8,8 @@ export interface Withdrawal extends EventRecord {
   key: MessageKey;
   /** When the sender withdrew it (ISO 8601). */
   withdrawnAt: string;
+  /** The W3C traceparent of the request that brought it (tracing on and sampled). */
+  traceparent?: string;
 }
 
 export interface StoredWithdrawals extends StoredDeliveries {
@@ -37,23 +39,25 @@ export async function storeWithdrawals(
     const stored = await storeDeliveries(client, [...deliveries, ...records]);
     const { rows } = await client.query<{ id: string }>(
       `WITH withdrawn AS (
-         UPDATE messages m SET withdrawn_at = w.withdrawn_at
+         UPDATE messages m SET withdrawn_at = w.withdrawn_at, withdrawn_traceparent = w.traceparent
            FROM jsonb_to_recordset($1::jsonb)
-             AS w (workspace text, provider text, account_id text, conversation_id text, message_id text, withdrawn_at timestamptz)
+             AS w (workspace text, provider text, account_id text, conversation_id text, message_id text, withdrawn_at timestamptz,
+                   traceparent text)
           WHERE m.workspace = w.workspace AND m.provider = w.provider AND m.account_id = w.account_id
             AND m.conversation_id = w.conversation_id AND m.message_id = w.message_id AND m.withdrawn_at IS NULL
-         RETURNING m.id
+         RETURNING m.id, w.traceparent
        )
-       INSERT INTO outbox (message_pk) SELECT id FROM withdrawn ORDER BY id RETURNING message_pk AS id`,
+       INSERT INTO outbox (message_pk, traceparent) SELECT id, traceparent FROM withdrawn ORDER BY id RETURNING message_pk AS id`,
       [
         JSON.stringify(
-          withdrawals.map(({ key, withdrawnAt }) => ({
+          withdrawals.map(({ key, withdrawnAt, traceparent }) => ({
             workspace: key.workspace,
             provider: key.provider,
             account_id: key.accountId,
             conversation_id: key.conversationId,
             message_id: key.messageId,
             withdrawn_at: withdrawnAt,
+            traceparent: traceparent ?? null,
           })),
         ),
       ],

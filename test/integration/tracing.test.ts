@@ -2,7 +2,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../harness/albums.js';
-import { albumEvent, unifyportHeaders } from '../harness/events.js';
+import crypto from 'node:crypto';
+import {
+  albumEvent,
+  editOf,
+  fileIdOf,
+  lineHeaders,
+  lineImageSet,
+  lineMessageId,
+  serveFiles,
+  telegramFixture,
+  telegramHeaders,
+  unifyportHeaders,
+  unsendOf,
+  type LineEvent,
+} from '../harness/events.js';
+import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
+import { startFakeLineApi, type FakeLineApi } from '../harness/servers/fake-line-api.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../harness/servers/otlp.js';
 import { pickPort } from '../../src/embedded/ports.js';
 import { projectRoot } from '../../src/common/paths.js';
@@ -36,22 +52,36 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
   let receiver: OtlpReceiver;
   let stack: ProcessStack;
   let workerMetricsPort: number;
+  let botApi: FakeBotApi;
+  let lineApi: FakeLineApi;
   const caption = `caption ${unique('secret-looking')}`;
+  const botToken = `7000000031:AAH${crypto.randomBytes(16).toString('hex')}`;
+  const botSecretToken = `bot-secret-${crypto.randomBytes(8).toString('hex')}`;
+  const channelSecret = crypto.randomBytes(16).toString('hex');
+  const channelAccessToken = crypto.randomBytes(32).toString('base64url');
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
+    botApi = await startFakeBotApi();
+    lineApi = await startFakeLineApi();
+    lineApi.addChannel(channelAccessToken);
     workerMetricsPort = await pickPort();
     stack = await startProcessStack({
       temporal: 'dev-server',
       ingresses: 1,
       workers: 1,
-      env: {
+      env: (workspace) => ({
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_BSP_SCHEDULE_DELAY: '200',
         LOG_LEVEL: 'info',
         WORKER_METRICS_PORT: String(workerMetricsPort),
-      },
+        TELEGRAM_API_ROOT: botApi.url,
+        TELEGRAM_BOTS: JSON.stringify({ [workspace]: { shop: { token: botToken, secretToken: botSecretToken } } }),
+        LINE_API_ROOT: lineApi.url,
+        LINE_DATA_API_ROOT: lineApi.url,
+        LINE_CHANNELS: JSON.stringify({ [workspace]: { oa: { channelSecret, channelAccessToken } } }),
+      }),
       media: { bytes: photoBytes, durationMs: () => 0 },
       notifyDelayMs: () => 0,
     });
@@ -60,6 +90,8 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
   afterAll(async () => {
     await stack?.teardown();
     await receiver?.close();
+    await botApi?.close();
+    await lineApi?.close();
   }, 120_000);
 
   it('forms one connected picture, and the notification names its trace', { timeout: 120_000 }, async () => {
@@ -160,6 +192,118 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
     expect(everything).not.toContain('v1=');
     expect(receiver.refused).toBe(0);
   });
+
+  it(
+    "follows a Telegram album, its edit after the decision, and a LINE image set the same way, with neither platform's token in a span",
+    { timeout: 120_000 },
+    async () => {
+      const post = async (route: string, headers: Record<string, string>, body: string) => {
+        const response = await fetch(`${stack.ingressUrls[0]}/webhooks/${route}`, { method: 'POST', headers, body });
+        expect(response.status).toBe(200);
+      };
+      const readyBefore = stack.receiver.deliveries.filter((d) => d.type === 'album.ready').length;
+      const updates = telegramFixture('photo-album');
+      serveFiles(botApi, botToken, updates);
+      for (const update of updates) await post(`telegram/${stack.workspace}/shop`, telegramHeaders(botSecretToken), JSON.stringify(update));
+      const lineEvents: LineEvent[] = lineImageSet({ setId: unique('set'), count: 2 });
+      for (const event of lineEvents)
+        lineApi.addContent(channelAccessToken, lineMessageId(event), { content: Buffer.from(`jpeg ${lineMessageId(event)}`) });
+      const lineBody = JSON.stringify({ destination: 'Ubot0000000000000000000000000000', events: lineEvents });
+      await post(`line/${stack.workspace}/oa`, lineHeaders(channelSecret, lineBody), lineBody);
+
+      const webhookSpans = (route: string) => receiver.spans.filter((span) => span.name === `POST /webhooks/${route}`);
+      const telegramRoute = 'telegram/:workspace/:bot';
+      await eventually(() => {
+        expect(stack.receiver.deliveries.filter((d) => d.type === 'album.ready')).toHaveLength(readyBefore + 2);
+        expect(webhookSpans(telegramRoute)).toHaveLength(3);
+        expect(webhookSpans('line/:workspace/:channel')).toHaveLength(1);
+      }, 90_000);
+      // An edit of the album's first photo after its decision: one album.updated, in the edit's own trace.
+      const edit = editOf(updates[0]!, 10, (message) => {
+        message.caption = 'edited caption';
+        message.edit_date = 1790676600;
+      });
+      await post(`telegram/${stack.workspace}/shop`, telegramHeaders(botSecretToken), JSON.stringify(edit));
+      await eventually(() => {
+        expect(stack.receiver.deliveries.filter((d) => d.type === 'album.updated')).toHaveLength(1);
+        expect(webhookSpans(telegramRoute)).toHaveLength(4);
+        expect(receiver.spans.filter((span) => span.attributes['albumflow.notification.type'] === 'album.updated')).toHaveLength(1);
+      }, 90_000);
+
+      const telegramSpans = webhookSpans(telegramRoute);
+      expect(telegramSpans.map((span) => span.attributes['albumflow.outcome'])).toEqual(['accepted', 'accepted', 'accepted', 'edited']);
+      for (const span of telegramSpans)
+        expect(span.attributes).toMatchObject({
+          'http.response.status_code': 200,
+          'albumflow.workspace': stack.workspace,
+          'albumflow.telegram.bot': 'shop',
+        });
+      const [lineSpan] = webhookSpans('line/:workspace/:channel');
+      expect(lineSpan!.attributes).toMatchObject({
+        'http.response.status_code': 200,
+        'albumflow.line.channel': 'oa',
+        'albumflow.outcome': 'accepted',
+      });
+
+      const parts = connectedParts(receiver.spans);
+      const partOf = (span: ReceivedSpan) => parts.get(span.spanId);
+      const inPart = (part: string | undefined, name: string) =>
+        receiver.spans.filter((span) => span.name === name && partOf(span) === part);
+      // The three Telegram photos: one picture from their webhooks to album.ready, with a download each through getFile.
+      const telegramPart = partOf(telegramSpans[0]!);
+      for (const span of telegramSpans.slice(0, 3)) expect(partOf(span)).toBe(telegramPart);
+      const telegramDownloads = inPart(telegramPart, 'albumflow.download');
+      expect(telegramDownloads.map((span) => span.attributes['albumflow.download.outcome'])).toEqual([
+        'downloaded',
+        'downloaded',
+        'downloaded',
+      ]);
+      const readyIn = (part: string | undefined) =>
+        inPart(part, 'albumflow.notify').filter((span) => span.attributes['albumflow.notification.type'] === 'album.ready');
+      expect(readyIn(telegramPart)).toHaveLength(1);
+      // The edit's webhook joins the album's picture: its signal and the album.updated it caused link to it.
+      const editSpan = telegramSpans[3]!;
+      expect(partOf(editSpan)).toBe(telegramPart);
+      const linksToEdit = receiver.spans
+        .filter((span) => span.links.some((link) => link.spanId === editSpan.spanId))
+        .map((span) => span.name);
+      expect(linksToEdit.sort()).toEqual(['albumflow.notify', 'albumflow.signal']);
+      const updated = inPart(telegramPart, 'albumflow.notify').filter(
+        (span) => span.attributes['albumflow.notification.type'] === 'album.updated',
+      );
+      expect(updated).toHaveLength(1);
+      const updatedRequest = stack.receiver.requests.find((request) => request.body.toString().includes('"album.updated"'))!;
+      expect(updatedRequest.headers.traceparent).toBe(`00-${updated[0]!.traceId}-${updated[0]!.spanId}-01`);
+      // The LINE set: its one request, two downloads from the content API, one album.ready.
+      const linePart = partOf(lineSpan!);
+      expect(linePart).not.toBe(telegramPart);
+      expect(inPart(linePart, 'albumflow.download').map((span) => span.attributes['albumflow.download.outcome'])).toEqual([
+        'downloaded',
+        'downloaded',
+      ]);
+      expect(readyIn(linePart)).toHaveLength(1);
+      // An unsend of a LINE image after the decision: its album.updated links to the unsend's request.
+      const unsendBody = JSON.stringify({ destination: 'Ubot0000000000000000000000000000', events: [unsendOf(lineEvents[1]!)] });
+      await post(`line/${stack.workspace}/oa`, lineHeaders(channelSecret, unsendBody), unsendBody);
+      const unsendSpan = await eventually(() => {
+        const spans = webhookSpans('line/:workspace/:channel');
+        expect(spans).toHaveLength(2);
+        const linked = receiver.spans
+          .filter((span) => span.links.some((link) => link.spanId === spans[1]!.spanId))
+          .map((span) => span.name);
+        expect(linked.sort()).toEqual(['albumflow.notify', 'albumflow.signal']);
+        return spans[1]!;
+      }, 90_000);
+      const partsNow = connectedParts(receiver.spans);
+      expect(partsNow.get(unsendSpan.spanId)).toBe(partsNow.get(lineSpan!.spanId));
+      for (const update of updates) expect(botApi.calls('getFile', botToken).some((r) => r.body.includes(fileIdOf(update)))).toBe(true);
+
+      const everything = JSON.stringify(receiver.spans);
+      for (const value of [botToken, botSecretToken, channelSecret, channelAccessToken, 'edited caption'])
+        expect(everything).not.toContain(value);
+      expect(receiver.refused).toBe(0);
+    },
+  );
 
   // Run after the album above, so that the labelled series and the worker's histograms exist.
   it("queries in the Grafana dashboard only metrics the ingress's /metrics and the worker's Temporal metrics export", async () => {
