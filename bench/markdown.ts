@@ -45,21 +45,16 @@ function met(target: Target): string {
 function routesSection(report: BenchReport): string {
   const { routes } = report;
   if (!routes) return 'The routes were not compared (the routes phase did not run).';
-  return [
-    `The same albums at ${routes.rate} req/s to each route of the whole app in turn (their rows above are the "routes step" phases); ` +
-      "the ingress's CPU per request is what verifying, parsing, committing and answering one webhook costs there.",
-    '',
-    table(
-      ['route', 'req/s acknowledged', 'p50 / p99 ack ms', 'failures', 'ingress CPU ms per request'],
-      routes.routes.map((route) => [
-        routeLabels[route.route],
-        route.stats.acceptedPerS,
-        `${cell(route.stats.ackMs.p50)} / ${cell(route.stats.ackMs.p99)}`,
-        failures(route.stats),
-        route.ingressCpuMsPerRequest,
-      ]),
-    ),
-  ].join('\n');
+  return table(
+    [`route (the same albums at ${routes.rate} req/s)`, 'req/s acknowledged', 'p50 / p99 ack ms', 'failures', 'ingress CPU ms per request'],
+    routes.routes.map((route) => [
+      routeLabels[route.route],
+      route.stats.acceptedPerS,
+      `${cell(route.stats.ackMs.p50)} / ${cell(route.stats.ackMs.p99)}`,
+      failures(route.stats),
+      route.ingressCpuMsPerRequest,
+    ]),
+  );
 }
 
 /** The tracing step: each app's rounds and mean, and the noise between two rounds of one app. */
