@@ -9,5 +9,5 @@ export function ingressReadyLine(httpUrl: string | undefined, temporal: string):
 }
 
 export function workerReadyLine(taskQueue: string, temporal: string, metricsUrl: string | undefined): string {
-  return `${workerReadyPrefix} task queue "${taskQueue}" on ${temporal}; Temporal worker metrics at ${String(metricsUrl)}\n`;
+  return `${workerReadyPrefix} task queue "${taskQueue}" on ${temporal}; metrics at ${String(metricsUrl)}\n`;
 }

@@ -10,6 +10,8 @@ import { createDispatcher, type Dispatcher, type DispatcherOptions } from './dis
 import { resolveApiTokens } from './http/access/admin-token.js';
 import { consolePath, signInPath } from './http/access/plugin.js';
 import { ConsoleSessions } from './http/access/session.js';
+import { TokenTable } from './http/access/tokens.js';
+import { serveWorkerMetrics } from './http/worker-metrics.js';
 import { buildApp, type App } from './app.js';
 import type { Logger } from './common/log.js';
 import { claimDataDir } from './embedded/ownership.js';
@@ -107,11 +109,25 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     await migrate(dbConfig, logger);
 
     // Before any Temporal connection (the SDK's download of the dev server makes one).
-    let workerMetrics: string | undefined;
+    // The Temporal SDK's metrics, on a loopback port: the HTTP API's /metrics includes them, or the worker's own listener.
+    let temporalMetrics: string | undefined;
     if (roles.worker) {
-      const metricsPort = config.temporal.workerMetricsPort ?? (await pickPort());
+      const metricsPort = await pickPort();
       installTemporalRuntime(logger, `127.0.0.1:${metricsPort}`);
-      workerMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
+      temporalMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
+    }
+    let workerMetrics: string | undefined;
+    if (roles.worker && !roles.http && temporalMetrics) {
+      const server = await serveWorkerMetrics({
+        host: config.temporal.workerMetricsHost,
+        port: config.temporal.workerMetricsPort ?? (await pickPort()),
+        tokens: new TokenTable(resolveApiTokens(config, logger).tokens),
+        temporalMetricsUrl: temporalMetrics,
+        timeouts: config.http,
+        logger,
+      });
+      closers.push(() => server.close());
+      workerMetrics = server.url;
     }
 
     const devServer: DevServer | undefined = config.temporal.address
@@ -191,7 +207,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         wakeDispatcher: () => dispatcher?.wake(),
         logger,
         embeddedServers: embedded,
-        ...(workerMetrics ? { workerMetricsUrl: workerMetrics } : {}),
+        ...(temporalMetrics ? { workerMetricsUrl: temporalMetrics } : {}),
         tokens,
         consoleSessions,
         traced: tracing !== undefined,

@@ -30,7 +30,7 @@ export async function runScale(ctx: PhaseContext): Promise<Scale> {
   stack.sampler.openWindow('open');
   await sleep(3_000, undefined, { signal: options.signal });
   stack.sampler.closeWindow('open');
-  const workerMetrics = await scrape(stack.workerMetricsUrl).catch((): Metrics => new Map());
+  const workerMetrics = await scrape(stack.workerMetricsUrl, stack.metricsToken).catch((): Metrics => new Map());
   let runningWorkflows: number | null = null;
   try {
     runningWorkflows = (await stack.temporal.workflow.count(`TaskQueue = "${stack.taskQueue}" AND ExecutionStatus = "Running"`)).count;

@@ -25,6 +25,7 @@ const Env = Type.Object({
   TEMPORAL_UI_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8233 }),
   TEMPORAL_UI_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   WORKER_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+  WORKER_METRICS_HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
   WORKER_MAX_CACHED_WORKFLOWS: Type.Integer({ minimum: 0, default: 150 }),
   WORKSPACE_SECRETS: Type.String({ default: '{}' }),
   API_TOKENS: Type.Optional(Type.String({ minLength: 1 })),
@@ -154,8 +155,9 @@ export interface Config {
     uiPort: number;
     /** Where people open the Temporal UI (the console links each album's workflow there); unset without one. */
     uiUrl: string | undefined;
-    /** Where the worker serves Temporal's own metrics (Prometheus); a free port when unset. */
+    /** Where a process with the worker role and no HTTP API serves its /metrics; a free port when unset. */
     workerMetricsPort: number | undefined;
+    workerMetricsHost: string;
     maxCachedWorkflows: number;
   };
   workspaceSecrets: ReadonlyMap<string, readonly string[]>;
@@ -208,6 +210,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         raw.TEMPORAL_UI_URL?.replace(/\/+$/, '') ??
         (raw.TEMPORAL_ADDRESS || raw.TEMPORAL_UI_PORT === 0 ? undefined : `http://127.0.0.1:${raw.TEMPORAL_UI_PORT}`),
       workerMetricsPort: raw.WORKER_METRICS_PORT,
+      workerMetricsHost: raw.WORKER_METRICS_HOST,
       maxCachedWorkflows: raw.WORKER_MAX_CACHED_WORKFLOWS,
     },
     workspaceSecrets: parseWorkspaceSecrets(raw.WORKSPACE_SECRETS),

@@ -306,14 +306,28 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
   );
 
   // Run after the album above, so that the labelled series and the worker's histograms exist.
-  it("queries in the Grafana dashboard only metrics the ingress's /metrics and the worker's Temporal metrics export", async () => {
+  it("queries in the Grafana dashboard only metrics the ingress's /metrics and the worker's /metrics export", async () => {
     const token = fs.readFileSync(path.join(stack.dir, 'data', 'admin-token'), 'utf8').trim();
     const ingress = await fetch(`${stack.ingressUrls[0]}/metrics`, { headers: { authorization: `Bearer ${token}` } });
     expect(ingress.status).toBe(200);
-    const worker = await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`);
+    const workerUrl = `http://127.0.0.1:${workerMetricsPort}/metrics`;
+    // The worker's listener is behind a `*` token, as the ingress's /metrics is.
+    expect((await fetch(workerUrl)).status).toBe(401);
+    expect((await fetch(workerUrl, { headers: { authorization: 'Bearer not-a-token' } })).status).toBe(401);
+    const worker = await fetch(workerUrl, { headers: { authorization: `Bearer ${token}` } });
     expect(worker.status).toBe(200);
+    const workerText = await worker.text();
+    // The worker's own counters have samples there (the ingress only declares them), beside the Temporal SDK's.
+    const samples = (name: string) => workerText.split('\n').filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `));
+    expect(samples('albumflow_downloads_total').some((line) => /outcome="downloaded"\S* [1-9]/.test(line))).toBe(true);
+    expect(samples('albumflow_decisions_total').length).toBeGreaterThan(0);
+    expect(samples('albumflow_notifications_total').length).toBeGreaterThan(0);
+    expect(samples('temporal_worker_task_slots_available').length).toBeGreaterThan(0);
+    expect((await fetch(`http://127.0.0.1:${workerMetricsPort}/other`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(
+      404,
+    );
     const exported = new Set(
-      `${await ingress.text()}\n${await worker.text()}`
+      `${await ingress.text()}\n${workerText}`
         .split('\n')
         .flatMap((line) => /^(?:# (?:HELP|TYPE) )?([a-zA-Z_:][\w:]*)/.exec(line)?.[1] ?? []),
     );

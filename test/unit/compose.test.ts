@@ -147,7 +147,8 @@ describe('docker-compose.yml', () => {
       }
     }
     expect(services.ingress?.environment?.API_TOKENS).toBe('${API_TOKENS:-}');
-    expect(services.worker?.environment?.API_TOKENS).toBeUndefined();
+    // The worker checks the same tokens on its /metrics: from the environment too, never written here.
+    expect(services.worker?.environment?.API_TOKENS).toBe('${API_TOKENS:-}');
     // The ingress is public: a signing secret written here would let anyone who reads this file post webhooks.
     expect(services.ingress?.environment?.WORKSPACE_SECRETS).toBe('${WORKSPACE_SECRETS:-{}}');
     // Without API_TOKENS the ingress generates its admin token in DATA_DIR: a volume, so it survives a new container.
@@ -191,6 +192,12 @@ describe('docker-compose.yml', () => {
     const scrape = parse(fs.readFileSync(path.join(projectRoot, 'deploy/prometheus.yml'), 'utf8')) as {
       scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }>;
     };
-    expect(scrape.scrape_configs.flatMap((job) => job.static_configs.flatMap((c) => c.targets))).toContain('ingress:3000');
+    const targets = scrape.scrape_configs.flatMap((job) => job.static_configs.flatMap((c) => c.targets));
+    expect(targets).toContain('ingress:3000');
+    // The worker's listener, on the compose network only, where its WORKER_METRICS_HOST and _PORT put it.
+    const worker = services.worker?.environment;
+    expect(worker?.WORKER_METRICS_HOST).toBe('0.0.0.0');
+    expect(services.worker?.ports).toBeUndefined();
+    expect(targets).toContain(`worker:${worker?.WORKER_METRICS_PORT}`);
   });
 });
