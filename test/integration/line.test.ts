@@ -263,6 +263,21 @@ describe('LINE image sets end to end (fake LINE API, real PostgreSQL and Tempora
     for (const id of ids) expect(cli.stdout).toContain(id);
     const json = await runCli(['status', ...Object.values(key), '--json'], { ALBUMFLOW_URL: url, ALBUMFLOW_TOKEN: apiToken });
     expect((JSON.parse(json.stdout) as AlbumView).children.map((c) => c.index)).toEqual([1, 2, 3, 4]);
+
+    // The console's album page: every image with its thumbnail, and the trigger that decided them.
+    const page = await stack.app.inject({ method: 'GET', url: consolePaths.album(key), headers: { authorization: `Bearer ${apiToken}` } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('expected count reached');
+    const thumbnails = [...page.body.matchAll(/<img class="thumbnail" src="([^"]+)" alt="photo of message ([^"]+)">/g)];
+    expect(thumbnails.map((match) => match[2])).toEqual(ids);
+    for (const [, src] of thumbnails) {
+      const thumbnail = await stack.app.inject({
+        method: 'GET',
+        url: src!.replaceAll('&amp;', '&'),
+        headers: { authorization: `Bearer ${apiToken}` },
+      });
+      expect([thumbnail.statusCode, thumbnail.headers['content-type']]).toEqual([200, expect.stringMatching(/^image\//)]);
+    }
   });
 
   it('decides a 3-image set of an old Android client (no index, no total) by the quiet period', async () => {
