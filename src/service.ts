@@ -22,6 +22,8 @@ import { installTemporalRuntime } from './temporal/telemetry.js';
 import type { Tracing } from './common/tracing.js';
 import { clientTracingInterceptors, workerTracingOptions } from './temporal/tracing.js';
 import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
+import { resolveSecretKey } from './common/secret-key.js';
+import { createRegistry, withRegisteredBots, type TenantRegistry } from './tenants/registry.js';
 
 export interface Roles {
   /** The HTTP server: webhooks, status, health, metrics. */
@@ -135,6 +137,33 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     const pool: Pool = createPool(dbConfig, { max: 20, logger });
     closers.push(() => pool.end());
 
+    // One registry of the tenants for the HTTP routes and the worker's downloads, following the tables' changes.
+    const apiTokens = roles.http ? resolveApiTokens(config, logger) : { tokens: new Map<string, string[]>() };
+    let tenants: TenantRegistry | undefined;
+    if (roles.http || roles.worker) {
+      const secretKey = resolveSecretKey({ secretKey: config.secretKey, dataDir: config.dataDir });
+      if (secretKey.file) {
+        logger.info(
+          { file: secretKey.file },
+          secretKey.created
+            ? 'ALBUMFLOW_SECRET_KEY is unset: generated a secret key'
+            : 'ALBUMFLOW_SECRET_KEY is unset: using the secret key',
+        );
+      }
+      if (secretKey.warning) logger.warn(secretKey.warning);
+      const registry = createRegistry({
+        config,
+        pool,
+        keys: secretKey.ring,
+        logger,
+        tokens: apiTokens.tokens,
+        tokenLabel: config.apiTokens ? 'API_TOKENS' : 'admin token',
+      });
+      await registry.start();
+      closers.push(() => registry.close());
+      tenants = registry;
+    }
+
     if (roles.worker) {
       const connection: NativeConnection = await connectWorker(connectionOptions);
       closers.push(() => connection.close());
@@ -147,7 +176,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         connection,
         namespace,
         taskQueue: config.temporal.taskQueue,
-        activities: createActivities({ pool, config, logger }),
+        activities: createActivities({ pool, config: withRegisteredBots(config, tenants!), logger }),
         workflowBundle: { codePath: bundle.codePath },
         maxCachedWorkflows: config.temporal.maxCachedWorkflows,
         ...(tracing ? { tracing: await workerTracingOptions(tracing) } : {}),
@@ -179,7 +208,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     let app: App | undefined;
     let consoleLink = consolePath;
     if (roles.http) {
-      const { tokens, adminToken } = resolveApiTokens(config, logger);
+      const { adminToken } = apiTokens;
       const consoleSessions = new ConsoleSessions(pool);
       if (adminToken) consoleLink = `${signInPath}?code=${await consoleSessions.issueCode(adminToken)}`;
       // With TEMPORAL_UI_PORT=0 the console learns the UI's address from the dev server once it runs.
@@ -192,7 +221,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         logger,
         embeddedServers: embedded,
         ...(workerMetrics ? { workerMetricsUrl: workerMetrics } : {}),
-        tokens,
+        tenants,
         consoleSessions,
         traced: tracing !== undefined,
       });

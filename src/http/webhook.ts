@@ -8,9 +8,11 @@ import { webhookErrorResponses } from './schemas.js';
 import { parseEvent } from '../ingest/unifyport.js';
 import { unstorableTextProblem } from '../domain/storable-text.js';
 import type { Ingress } from './ingress.js';
+import type { TenantRegistry } from '../tenants/registry.js';
 
 export interface WebhookOptions {
   config: Config;
+  tenants: TenantRegistry;
   ingress: Ingress;
 }
 
@@ -46,7 +48,7 @@ const unstorable = {
  * `POST /webhooks/unifyport/:workspace`: verifies the raw body, stores the child in a transaction shared
  * with concurrent requests (group commit) and answers 202 only after that commit.
  */
-export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app, { config, ingress }, done) => {
+export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app, { config, tenants, ingress }, done) => {
   const { batcher, refuse } = ingress;
 
   app.post(
@@ -55,12 +57,12 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       schema: {
         summary: 'Receive a UnifyPort event',
         description:
-          'Body: the UnifyPort event as `application/json`, at most MAX_BODY_BYTES. When the workspace has signing ' +
-          `secrets, \`${signatureHeaderName}: v1=<hex>\` with hex = HMAC-SHA256(secret, "<timestamp>.<raw body>") ` +
+          'Body: the UnifyPort event as `application/json`, at most MAX_BODY_BYTES. Unless the workspace is one of ' +
+          `WORKSPACE_SECRETS with no secret, \`${signatureHeaderName}: v1=<hex>\` with hex = HMAC-SHA256(secret, "<timestamp>.<raw body>") ` +
           `and \`${timestampHeader}\` (unix seconds) are required. 202 means the child is committed. ` +
           '503 with Retry-After: the database is unavailable, or too many events are waiting to be stored.',
         tags: ['ingress'],
-        params: Type.Object({ workspace: Type.String({ description: 'A workspace configured in WORKSPACE_SECRETS' }) }),
+        params: Type.Object({ workspace: Type.String({ description: 'A workspace of WORKSPACE_SECRETS or of the admin API' }) }),
         headers: Type.Object({
           [timestampHeader]: Type.Optional(Type.String({ description: 'Unix seconds' })),
           [signatureHeaderName]: Type.Optional(Type.String({ description: 'One or more v1=<hex> entries' })),
@@ -72,7 +74,7 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       },
       onRequest: (request, _reply, next) => {
         const { workspace } = request.params;
-        if (config.workspaceSecrets.has(workspace)) return next();
+        if (tenants.workspace(workspace)) return next();
         next(refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`));
       },
     },
@@ -83,10 +85,12 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       }
       const body = request.body;
 
-      const secrets = config.workspaceSecrets.get(workspace) ?? [];
-      if (secrets.length > 0) {
+      // Looked up again: the workspace may have been removed since the request came in.
+      const tenant = tenants.workspace(workspace);
+      if (!tenant) throw refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`);
+      if (!tenant.acceptsUnsigned) {
         const verdict = verifySignature({
-          secrets,
+          secrets: tenant.secrets.map(({ secret }) => secret),
           timestamp: headerValue(request, timestampHeader),
           signature: headerValue(request, signatureHeaderName),
           body,

@@ -12,7 +12,7 @@ import { createPool, type Pool } from '../../src/db/pool.js';
 import { adminTokenPath } from '../../src/http/access/admin-token.js';
 import type { RouteAccessEntry } from '../../src/http/access/plugin.js';
 import { ConsoleSessions, sessionCookie } from '../../src/http/access/session.js';
-import { tokenHash } from '../../src/http/access/tokens.js';
+import { tokenHash } from '../../src/tenants/tokens.js';
 import { buildApp, type App } from '../../src/app.js';
 import { startService } from '../../src/service.js';
 import { capturedLogger, testClient, testConfig, testPool } from '../harness/env.js';
