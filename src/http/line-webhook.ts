@@ -60,24 +60,31 @@ export const lineWebhookRoutes: FastifyPluginCallbackTypebox<LineWebhookOptions>
           ...webhookErrorResponses,
         },
       },
-      onRequest: (request, _reply, next) => {
+      onRequest: async (request) => {
         const { workspace, channel } = request.params;
-        if (channelOf(workspace, channel)) return next();
-        next(refuse(request, 404, 'unknown_channel', `workspace "${workspace}" has no LINE channel "${channel}"`));
+        if (await tenants.find(() => channelOf(workspace, channel))) return;
+        throw refuse(request, 404, 'unknown_channel', `workspace "${workspace}" has no LINE channel "${channel}"`);
       },
     },
     async (request, reply) => {
       const { workspace } = request.params;
-      const channel = channelOf(workspace, request.params.channel);
-      if (!channel)
-        throw refuse(request, 404, 'unknown_channel', `workspace "${workspace}" has no LINE channel "${request.params.channel}"`);
       if (!Buffer.isBuffer(request.body)) throw refuse(request, 415, 'unsupported_media_type', 'the body must be application/json');
       const body = request.body;
       const sent = request.headers[lineSignatureHeader];
       let failure: keyof typeof signatureFailures | undefined;
-      if (typeof sent !== 'string' || sent === '') failure = 'missing_signature';
-      else if (!sameTextInConstantTime(sent, lineSignature(channel.channelSecret, body))) failure = 'invalid_signature';
-      if (failure !== undefined) {
+      // A channel secret this process may not know yet (the channel was just added elsewhere) is looked for again.
+      const channel = await tenants.find(() => {
+        const found = channelOf(workspace, request.params.channel);
+        if (!found) return undefined;
+        failure = undefined;
+        if (typeof sent !== 'string' || sent === '') failure = 'missing_signature';
+        else if (!sameTextInConstantTime(sent, lineSignature(found.channelSecret, body))) failure = 'invalid_signature';
+        return failure === 'invalid_signature' ? undefined : found;
+      });
+      if (!channel && failure === undefined)
+        throw refuse(request, 404, 'unknown_channel', `workspace "${workspace}" has no LINE channel "${request.params.channel}"`);
+      if (failure !== undefined || !channel) {
+        failure ??= 'invalid_signature';
         signatureFailuresTotal.inc({ reason: failure });
         throw refuse(request, 401, failure, signatureFailures[failure]);
       }

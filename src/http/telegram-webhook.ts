@@ -58,21 +58,29 @@ export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhook
           ...webhookErrorResponses,
         },
       },
-      onRequest: (request, _reply, next) => {
+      onRequest: async (request) => {
         const { workspace, bot } = request.params;
-        if (botOf(workspace, bot)) return next();
-        next(refuse(request, 404, 'unknown_bot', `workspace "${workspace}" has no Telegram bot "${bot}"`));
+        if (await tenants.find(() => botOf(workspace, bot))) return;
+        throw refuse(request, 404, 'unknown_bot', `workspace "${workspace}" has no Telegram bot "${bot}"`);
       },
     },
     async (request, reply) => {
       const { workspace } = request.params;
-      const bot = botOf(workspace, request.params.bot);
-      if (!bot) throw refuse(request, 404, 'unknown_bot', `workspace "${workspace}" has no Telegram bot "${request.params.bot}"`);
       const sent = request.headers[secretTokenHeader];
       let failure: keyof typeof secretTokenFailures | undefined;
-      if (typeof sent !== 'string' || sent === '') failure = 'missing_secret_token';
-      else if (!sameTextInConstantTime(sent, bot.secretToken)) failure = 'invalid_secret_token';
-      if (failure !== undefined) {
+      // A secret token this process may not know yet (the bot was just added elsewhere) is looked for again.
+      const bot = await tenants.find(() => {
+        const found = botOf(workspace, request.params.bot);
+        if (!found) return undefined;
+        failure = undefined;
+        if (typeof sent !== 'string' || sent === '') failure = 'missing_secret_token';
+        else if (!sameTextInConstantTime(sent, found.secretToken)) failure = 'invalid_secret_token';
+        return failure === 'invalid_secret_token' ? undefined : found;
+      });
+      if (!bot && failure === undefined)
+        throw refuse(request, 404, 'unknown_bot', `workspace "${workspace}" has no Telegram bot "${request.params.bot}"`);
+      if (failure !== undefined || !bot) {
+        failure ??= 'invalid_secret_token';
         // Counted with UnifyPort's signature failures: both are senders that did not prove who they are.
         signatureFailuresTotal.inc({ reason: failure });
         throw refuse(request, 401, failure, secretTokenFailures[failure]);

@@ -72,10 +72,10 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
           ...webhookErrorResponses,
         },
       },
-      onRequest: (request, _reply, next) => {
+      onRequest: async (request) => {
         const { workspace } = request.params;
-        if (tenants.workspace(workspace)) return next();
-        next(refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`));
+        if (await tenants.find(() => tenants.workspace(workspace))) return;
+        throw refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`);
       },
     },
     async (request, reply) => {
@@ -86,20 +86,28 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       const body = request.body;
 
       // Looked up again: the workspace may have been removed since the request came in.
-      const tenant = tenants.workspace(workspace);
-      if (!tenant) throw refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`);
-      if (!tenant.acceptsUnsigned) {
-        const verdict = verifySignature({
-          secrets: tenant.secrets.map(({ secret }) => secret),
-          timestamp: headerValue(request, timestampHeader),
-          signature: headerValue(request, signatureHeaderName),
-          body,
-          toleranceS: config.signatureToleranceS,
-        });
-        if (!verdict.ok) {
-          signatureFailuresTotal.inc({ reason: verdict.reason });
-          throw refuse(request, 401, verdict.reason, signatureFailures[verdict.reason](config.signatureToleranceS));
+      let failure: VerifyFailure | 'unknown' | undefined;
+      await tenants.find(() => {
+        const tenant = tenants.workspace(workspace);
+        if (!tenant) failure = 'unknown';
+        else if (tenant.acceptsUnsigned) failure = undefined;
+        else {
+          const verdict = verifySignature({
+            secrets: tenant.secrets.map(({ secret }) => secret),
+            timestamp: headerValue(request, timestampHeader),
+            signature: headerValue(request, signatureHeaderName),
+            body,
+            toleranceS: config.signatureToleranceS,
+          });
+          failure = verdict.ok ? undefined : verdict.reason;
         }
+        // Only a secret this process may not know yet is worth a fresher look.
+        return failure === undefined || (failure !== 'unknown' && failure !== 'invalid_signature') ? true : undefined;
+      });
+      if (failure === 'unknown') throw refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`);
+      if (failure !== undefined) {
+        signatureFailuresTotal.inc({ reason: failure });
+        throw refuse(request, 401, failure, signatureFailures[failure](config.signatureToleranceS));
       }
 
       const event = parseEvent(workspace, body);

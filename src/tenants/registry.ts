@@ -83,6 +83,8 @@ export class TenantRegistry implements Tokens {
   #timers: NodeJS.Timeout[] = [];
   #failing = false;
   #closed = false;
+  /** When the query of the current snapshot started (ms since the epoch); 0: the tables were not read yet. */
+  #loadStartedAt = 0;
 
   constructor(options: RegistryOptions) {
     this.#pool = options.pool;
@@ -163,6 +165,36 @@ export class TenantRegistry implements Tokens {
   }
 
   /**
+   * After a lookup missed (an unknown workspace, bot, channel or token, a signature no secret matches):
+   * resolves once the snapshot was read by a query that started after `since` (ms since the epoch), so an
+   * entry committed before then is found — in another process's registry too, before its notification
+   * arrives. A hit never waits; misses share one reload at a time, and wait for it at most `timeoutMs`.
+   */
+  async refreshed(since: number, timeoutMs = 1_000): Promise<void> {
+    if (this.#loadStartedAt > since) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.reload().catch(() => undefined),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * `look()` in the current snapshot; when it finds nothing, once more after `refreshed`: what a lookup
+   * that may concern an entry just added elsewhere calls.
+   */
+  async find<T>(look: () => T | undefined): Promise<T | undefined> {
+    const since = Date.now();
+    const found = look();
+    if (found !== undefined) return found;
+    await this.refreshed(since);
+    return look();
+  }
+
+  /**
    * Reads the tables again and swaps in the new snapshot. A call made while a load runs gets the load
    * after it (which sees every change committed before the call); calls made meanwhile share that one.
    */
@@ -184,6 +216,7 @@ export class TenantRegistry implements Tokens {
 
   async #load(): Promise<void> {
     let stored: StoredTenants;
+    const startedAt = Date.now();
     try {
       stored = await loadTenants(this.#pool);
     } catch (err) {
@@ -197,6 +230,7 @@ export class TenantRegistry implements Tokens {
       if (rows.length > largeTable) this.#log.warn(`${table}: ${rows.length} rows held in memory by every process`);
     }
     this.#snapshot = this.#merge(stored);
+    this.#loadStartedAt = startedAt;
   }
 
   /** Opens a sealed value (once per distinct value); undefined, logged with its place, when it does not open. */

@@ -125,6 +125,8 @@ function duplicateError(entry: TokenEntry): never {
 /** What the routes look tokens up in: the registry's current table (src/tenants/registry.ts), or a fixed one. */
 export interface Tokens {
   current(): TokenTable;
+  /** `look()`, and when it finds nothing, again once the tokens were read afresh (a token just created elsewhere). */
+  find<T>(look: () => T | undefined): Promise<T | undefined>;
   /** Told that a token was just accepted (its last use is recorded later, off the request's path). */
   used?(entry: TokenEntry): void;
 }

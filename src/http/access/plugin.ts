@@ -163,7 +163,7 @@ export const accessControl = fp<AccessOptions>(
         case 'malformed':
           return refuse(request, reply, 401, 'invalid_token', 'send exactly one Authorization header: Bearer <token>');
         case 'bearer':
-          entry = tokens.current().find(credential.token);
+          entry = await tokens.find(() => tokens.current().find(credential.token));
           if (!entry)
             return refuse(request, reply, 401, 'invalid_token', 'the token is not one albumflow accepts', tokenHash(credential.token));
           break;

@@ -148,7 +148,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<SignInOptions> = async (app
         }
       } else {
         const presented = token!.trim();
-        const entry = tokens.current().find(presented);
+        const entry = await tokens.find(() => tokens.current().find(presented));
         if (!entry) {
           request.log.info({ access: 'invalid_token', tokenHash: tokenHash(presented) }, 'access refused');
           if (fromForm) return page(reply, 401, signInPage({ next, message: 'That token is not one albumflow accepts.' }));
