@@ -87,6 +87,11 @@ export class KeyRing {
     return sealed.subarray(1, 1 + idBytes).equals(this.#keys[0]!.id);
   }
 
+  /** Opens `sealed` and seals it again under the current key; undefined when it is sealed under that key already. */
+  reseal(sealed: Buffer, purpose: string): Buffer | undefined {
+    return this.isCurrent(sealed) ? undefined : this.seal(this.open(sealed, purpose), purpose);
+  }
+
   open(sealed: Buffer, purpose: string): string {
     if (sealed.length < 1 + idBytes + ivBytes + tagBytes || sealed[0] !== formatVersion) {
       throw new SecretKeyError(`a stored ${purpose} is not a value albumflow sealed`);
@@ -94,8 +99,11 @@ export class KeyRing {
     const id = sealed.subarray(1, 1 + idBytes);
     let entry = this.#keys.find((candidate) => candidate.id.equals(id));
     if (!entry && this.#reload) {
-      for (const key of this.#reload()) {
-        if (!this.#keys.some((known) => known.key.equals(key))) this.#keys.push({ key, id: keyId(key) });
+      // The file's keys in its order (its first seals from now on), then the ones it no longer lists, to open older values.
+      const fresh = this.#reload().map((key) => ({ key, id: keyId(key) }));
+      if (fresh.length > 0) {
+        const kept = this.#keys.filter((known) => !fresh.some((candidate) => candidate.id.equals(known.id)));
+        this.#keys.splice(0, this.#keys.length, ...fresh, ...kept);
       }
       entry = this.#keys.find((candidate) => candidate.id.equals(id));
     }

@@ -2,6 +2,7 @@
 // database (a change made through one is seen by the other), rotation, revocation, removal, and what a
 // database dump, the logs and the answers hold of the secrets (nothing).
 import crypto from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
@@ -15,6 +16,7 @@ import { buildApp, type App } from '../../src/app.js';
 import { capturedLogger, freshDatabase, testClient, testConfig, testPool } from '../harness/env.js';
 import { lineHeaders, telegramHeaders, unifyportEvent, unifyportHeaders } from '../harness/events.js';
 import { unique } from '../harness/random.js';
+import { runCli } from '../harness/cli.js';
 
 const adminToken = unique('tenants-admin-token');
 const envWorkspace = unique('env-ws');
@@ -369,6 +371,74 @@ describe('a change made on one instance', () => {
   });
 });
 
+describe('the CLI', () => {
+  let url: string;
+  beforeAll(async () => {
+    await appA.listen({ port: 0, host: '127.0.0.1' });
+    url = `http://127.0.0.1:${(appA.server.address() as AddressInfo).port}`;
+  });
+  const albumflow = (args: string[], env: Record<string, string> = {}) =>
+    runCli(args, { ALBUMFLOW_URL: url, ALBUMFLOW_TOKEN: adminToken, DATABASE_URL: '', ALBUMFLOW_SECRET_KEY: '', ...env });
+  const ok = async (args: string[]) => {
+    const run = await albumflow(args);
+    expect([run.code, run.stderr], args.join(' ')).toEqual([0, '']);
+    return run.stdout;
+  };
+
+  // Each CLI run is a process of its own, seconds apart on a busy machine.
+  it(
+    'adds a customer in three commands, whose webhooks the other instance takes, then revokes and removes it',
+    { timeout: 240_000 },
+    async () => {
+      const workspace = unique('customer');
+      await ok(['workspace', 'add', workspace]);
+      const added = await ok(['secret', 'add', workspace]);
+      const [, secretId, secret] = /^secret (\S+) added to \S+: (\S+)$/m.exec(added)!;
+      keep(secret!);
+      const created = await ok(['token', 'create', `${workspace} status`, workspace]);
+      const token = keep(/: (\S+)$/m.exec(created)![1]!);
+
+      expect((await signedEvent(appB, workspace, secret!)).statusCode).toBe(202);
+      expect((await call(appB, { method: 'GET', url: `/workspaces/${workspace}/albums`, headers: bearer(token) })).statusCode).toBe(200);
+      const listed = await ok(['token', 'list']);
+      expect(listed).toContain(`${workspace} status`);
+      expect(listed).not.toContain(token);
+      expect(await ok(['workspace', 'list'])).toContain(secretId);
+
+      const botToken = keep(`7000000999:${crypto.randomBytes(20).toString('base64url')}`);
+      expect(await ok(['telegram', 'add-bot', workspace, 'shop', '--token', botToken])).toContain('id 7000000999');
+      await ok(['telegram', 'remove-bot', workspace, 'shop']);
+      const channelSecret = keep(crypto.randomBytes(16).toString('hex'));
+      const channelAccessToken = keep(crypto.randomBytes(40).toString('base64url'));
+      await ok([
+        'line',
+        'add-channel',
+        workspace,
+        'store',
+        '--channel-secret',
+        channelSecret,
+        '--channel-access-token',
+        channelAccessToken,
+      ]);
+      await ok(['line', 'remove-channel', workspace, 'store']);
+
+      const tokenId = /^token (\S+) /m.exec(created)![1]!;
+      await ok(['token', 'revoke', tokenId]);
+      expect((await call(appA, { method: 'GET', url: `/workspaces/${workspace}/albums`, headers: bearer(token) })).statusCode).toBe(401);
+      await ok(['secret', 'retire', workspace, secretId!]);
+      await ok(['workspace', 'remove', workspace]);
+      const audit = await ok(['audit']);
+      for (const action of ['workspace.add', 'secret.add', 'token.create', 'telegram-bot.add', 'line-channel.remove', 'workspace.remove'])
+        expect(audit).toContain(action);
+
+      const again = await albumflow(['workspace', 'remove', workspace]);
+      expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/^albumflow: 404 workspace_not_found/)]);
+      const scoped = await albumflow(['workspace', 'list'], { ALBUMFLOW_TOKEN: scopedToken });
+      expect([scoped.code, scoped.stderr]).toEqual([1, expect.stringMatching(/^albumflow: 403 workspace_not_allowed/)]);
+    },
+  );
+});
+
 describe('what albumflow keeps and says of the secrets', () => {
   it('leaves none in a database dump, the logs, the answers or /metrics', async () => {
     const metrics = await admin(appA, 'GET', '/metrics');
@@ -391,5 +461,27 @@ describe('what albumflow keeps and says of the secrets', () => {
       }
     }
     expect(secrets.size).toBeGreaterThan(15);
+  });
+});
+
+describe('secrets rekey', () => {
+  it('seals every stored secret under the new key: an instance that has only the new key opens them all', async () => {
+    const { workspace, secret } = await addWorkspace(appA);
+    const fresh = keep(crypto.randomBytes(32).toString('hex'));
+    const run = await runCli(['secrets', 'rekey'], { DATABASE_URL: databaseUrl, ALBUMFLOW_SECRET_KEY: `${fresh},${secretKey}` });
+    expect([run.code, run.stderr]).toEqual([0, '']);
+    expect(run.stdout).toMatch(/^\d+ stored secrets sealed again under key [0-9a-f]{16}; /);
+    expect(Number(/^(\d+)/.exec(run.stdout)![1])).toBeGreaterThan(0);
+    const again = await runCli(['secrets', 'rekey'], { DATABASE_URL: databaseUrl, ALBUMFLOW_SECRET_KEY: fresh });
+    expect(again.stdout).toMatch(/^0 stored secrets sealed again/);
+
+    const pool = testPool(config);
+    const app = await buildApp({ config: { ...config, secretKey: fresh }, pool, temporal, wakeDispatcher: () => undefined, logger });
+    try {
+      expect((await signedEvent(app, workspace, secret)).statusCode).toBe(202);
+    } finally {
+      await app.close();
+      await pool.end();
+    }
   });
 });
