@@ -4,7 +4,7 @@
 // answer is sent, in every other within the registry's reload (src/tenants/registry.ts).
 import crypto from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { botTokenPattern, channelAccessTokenPattern, channelSecretPattern, secretTokenPattern } from '../common/config.js';
 import type { Pool, Queryable } from '../db/pool.js';
@@ -25,7 +25,7 @@ import {
   sealedPlace,
 } from '../db/tenants.js';
 import type { TenantRegistry, TenantSnapshot } from '../tenants/registry.js';
-import { tokenDigest } from '../tenants/tokens.js';
+import { digestHash, tokenDigest } from '../tenants/tokens.js';
 import { HttpError } from './errors.js';
 import { ErrorBodySchema as ErrorBody } from './schemas.js';
 import { IdentifierString } from './text-schemas.js';
@@ -87,6 +87,48 @@ const AuditEntry = Type.Object({
 });
 export type AuditInfo = Static<typeof AuditEntry>;
 
+/** The bodies of the admin API's changes (the console's forms post the same fields). */
+export const WorkspaceBody = Type.Object(
+  { name: Name('The workspace: the last segment of its webhook URL') },
+  { additionalProperties: false },
+);
+export const SecretBody = Type.Object(
+  { secret: IdentifierString({ minLength: 16, maxLength: 1024, description: 'The HMAC-SHA256 key the sender signs with' }) },
+  { additionalProperties: false },
+);
+export const TokenBody = Type.Object(
+  {
+    name: IdentifierString({ minLength: 1, maxLength: 200, description: 'What the audit and the console call it' }),
+    workspaces: Type.Array(Type.Union([Name('A workspace'), Type.Literal('*')]), {
+      minItems: 1,
+      maxItems: 1000,
+      uniqueItems: true,
+      description: 'The workspaces it reaches; ["*"] for every one (and the admin API)',
+    }),
+    expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'From then on it is refused' })),
+  },
+  { additionalProperties: false },
+);
+export const BotBody = Type.Object(
+  {
+    name: Name('The bot’s name in its webhook URL'),
+    token: Type.String({ pattern: botTokenPattern.source, description: 'The bot token as BotFather gives it' }),
+    secretToken: Type.String({ pattern: secretTokenPattern.source, description: 'The secret_token given to setWebhook' }),
+  },
+  { additionalProperties: false },
+);
+export const ChannelBody = Type.Object(
+  {
+    name: Name('The channel’s name in its webhook URL'),
+    channelSecret: Type.String({ pattern: channelSecretPattern.source, description: 'The channel secret (32 hex digits)' }),
+    channelAccessToken: Type.String({
+      pattern: channelAccessTokenPattern.source,
+      description: 'A long-lived channel access token',
+    }),
+  },
+  { additionalProperties: false },
+);
+
 const WorkspaceParams = Type.Object({ ws: Name('The workspace') });
 const errors = { 400: ErrorBody, 404: ErrorBody, 409: ErrorBody, 503: ErrorBody };
 const iso = (date: Date | null | undefined) => (date ? date.toISOString() : null);
@@ -137,35 +179,191 @@ const readOnly = (what: string) =>
   new HttpError(409, 'read_only', `${what} is declared in the environment at start; change it there and restart`);
 const unknownWorkspace = (ws: string) => new HttpError(404, 'workspace_not_found', `there is no workspace "${ws}"`);
 
-export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, { pool, tenants }) => {
-  const access = 'all-workspaces' as const;
+/** Who makes a change: what the audit records of the caller's token, and where the change is logged. */
+export interface Caller {
+  tokenName: string;
+  tokenHash: string;
+  log: FastifyBaseLogger;
+}
 
+export const callerOf = (request: FastifyRequest): Caller => ({ ...request.access!, log: request.log });
+
+/**
+ * The admin changes, one function each, shared by the admin API and the console's tenants page: each throws
+ * an HttpError a client may see (404, 409), and answers only once the change is committed, audited and in
+ * this process's registry.
+ */
+export function tenantAdmin({ pool, tenants }: AdminOptions) {
   /** Runs the change, audited under the caller's token, then reloads the registry so this process sees it at once. */
-  async function change<T>(request: FastifyRequest, action: string, subject: string, work: (db: Queryable) => Promise<T | undefined>) {
-    const caller = request.access!;
+  async function change<T>(caller: Caller, action: string, subject: string, work: (db: Queryable) => Promise<T | undefined>) {
     let result: T | undefined;
     try {
       result = await auditedChange(pool, { tokenName: caller.tokenName, tokenHash: caller.tokenHash, action, subject }, work);
     } catch (err) {
-      if (err instanceof HttpError) throw err;
       if (isNameTaken(err)) throw new HttpError(409, 'name_taken', `${subject}: the name is taken`);
       throw err;
     }
     if (result !== undefined) {
-      request.log.info({ action, subject }, 'tenants changed');
-      await tenants.reload().catch((err: unknown) => request.log.warn({ err }, 'tenants not reloaded after a change; the backstop will'));
+      caller.log.info({ action, subject }, 'tenants changed');
+      await tenants.reload().catch((err: unknown) => caller.log.warn({ err }, 'tenants not reloaded after a change; the backstop will'));
     }
     return result;
   }
 
   /** The workspace of the table that `ws` names: 404 for none, 409 for one of the environment. */
   function ownWorkspace(ws: string) {
-    const snapshot = tenants.snapshot();
-    const workspace = snapshot.workspaces.get(ws);
+    const workspace = tenants.snapshot().workspaces.get(ws);
     if (workspace?.source === 'database') return workspace;
     if (tenants.knows(ws)) throw readOnly(`workspace "${ws}"`);
     throw unknownWorkspace(ws);
   }
+
+  const removed = (done: boolean) => (done ? true : undefined);
+
+  return {
+    async addWorkspace(caller: Caller, name: string): Promise<WorkspaceInfo> {
+      if (tenants.knows(name)) throw new HttpError(409, 'name_taken', `there is a workspace "${name}" already`);
+      await change(caller, 'workspace.add', `workspace ${name}`, (db) => insertWorkspace(db, name));
+      const info = workspaceInfos(tenants.snapshot()).find((w) => w.name === name);
+      return info ?? { name, source: 'database', createdAt: null, unifyport: true, secrets: [], telegramBots: [], lineChannels: [] };
+    },
+
+    async removeWorkspace(caller: Caller, ws: string): Promise<void> {
+      ownWorkspace(ws);
+      if (!(await change(caller, 'workspace.remove', `workspace ${ws}`, async (db) => removed(await deleteWorkspace(db, ws)))))
+        throw unknownWorkspace(ws);
+    },
+
+    async addSecret(caller: Caller, ws: string, secret: string): Promise<{ id: string; createdAt: string }> {
+      ownWorkspace(ws);
+      const keys = tenants.keys;
+      const stored = await change(caller, 'secret.add', `signing secret of workspace ${ws}`, (db) =>
+        insertSecret(db, ws, (id) => keys.seal(secret, sealedPlace('workspace_secrets', 'secret', [id]))),
+      );
+      if (!stored) throw unknownWorkspace(ws);
+      return { id: stored.id, createdAt: stored.createdAt.toISOString() };
+    },
+
+    async retireSecret(caller: Caller, ws: string, id: string): Promise<void> {
+      ownWorkspace(ws);
+      if (
+        !(await change(caller, 'secret.retire', `signing secret ${id} of workspace ${ws}`, async (db) =>
+          removed(await deleteSecret(db, ws, id)),
+        ))
+      )
+        throw new HttpError(404, 'secret_not_found', `workspace "${ws}" has no secret ${id}`);
+    },
+
+    async createToken(
+      caller: Caller,
+      { name, workspaces, expiresAt }: { name: string; workspaces: string[]; expiresAt?: string | undefined },
+    ): Promise<TokenInfo & { token: string }> {
+      if (workspaces.length === 0) throw new HttpError(400, 'invalid_request', 'body/workspaces must list a workspace, or "*"');
+      if (workspaces.includes('*') && workspaces.length > 1) {
+        throw new HttpError(400, 'invalid_request', 'body/workspaces lists "*" beside other workspaces; "*" alone reaches every one');
+      }
+      const expiry = expiresAt === undefined ? null : new Date(expiresAt);
+      if (expiry && !(expiry.getTime() > Date.now())) throw new HttpError(400, 'invalid_request', 'body/expiresAt must be in the future');
+      if (
+        tenants
+          .current()
+          .entries()
+          .some((entry) => entry.name === name)
+      ) {
+        throw new HttpError(409, 'name_taken', `there is a token named "${name}" already`);
+      }
+      const token = crypto.randomBytes(32).toString('base64url');
+      const stored = (await change(caller, 'token.create', `token ${name}`, (db) =>
+        insertToken(db, { name, digest: tokenDigest(token), workspaces, expiresAt: expiry }),
+      ))!;
+      const info = tokenInfos(tenants.snapshot()).find((entry) => entry.id === stored.id) ?? {
+        id: stored.id,
+        name,
+        tokenHash: digestHash(stored.digest),
+        workspaces,
+        expiresAt: iso(expiry),
+        createdAt: iso(stored.createdAt),
+        lastUsedAt: null,
+        source: 'database' as const,
+      };
+      return { ...info, token };
+    },
+
+    async revokeToken(caller: Caller, id: string): Promise<void> {
+      const entry = tenants
+        .current()
+        .entries()
+        .find((candidate) => candidate.id === id);
+      if (entry?.source === 'environment') throw readOnly(`token "${entry.name}"`);
+      if (!(await change(caller, 'token.revoke', `token ${entry?.name ?? id}`, (db) => deleteToken(db, id))))
+        throw new HttpError(404, 'token_not_found', `there is no token ${id}`);
+    },
+
+    async addBot(caller: Caller, ws: string, { name, token, secretToken }: { name: string; token: string; secretToken: string }) {
+      ownWorkspace(ws);
+      const botId = botTokenPattern.exec(token)?.[1];
+      if (botId === undefined) throw new HttpError(400, 'invalid_request', 'body/token must be a bot token as BotFather gives it');
+      const keys = tenants.keys;
+      const place = [ws, name];
+      const stored = await change(caller, 'telegram-bot.add', `Telegram bot ${name} of workspace ${ws}`, (db) =>
+        insertBot(db, {
+          workspace: ws,
+          name,
+          botId,
+          sealedToken: keys.seal(token, sealedPlace('telegram_bots', 'token', place)),
+          sealedSecretToken: keys.seal(secretToken, sealedPlace('telegram_bots', 'secret_token', place)),
+        }),
+      );
+      if (!stored) throw unknownWorkspace(ws);
+      return { name, botId, source: 'database' as const, createdAt: stored.createdAt.toISOString() };
+    },
+
+    async removeBot(caller: Caller, ws: string, name: string): Promise<void> {
+      ownWorkspace(ws);
+      if (
+        !(await change(caller, 'telegram-bot.remove', `Telegram bot ${name} of workspace ${ws}`, async (db) =>
+          removed(await deleteBot(db, ws, name)),
+        ))
+      )
+        throw new HttpError(404, 'bot_not_found', `workspace "${ws}" has no Telegram bot "${name}"`);
+    },
+
+    async addChannel(
+      caller: Caller,
+      ws: string,
+      { name, channelSecret, channelAccessToken }: { name: string; channelSecret: string; channelAccessToken: string },
+    ) {
+      ownWorkspace(ws);
+      const keys = tenants.keys;
+      const place = [ws, name];
+      const stored = await change(caller, 'line-channel.add', `LINE channel ${name} of workspace ${ws}`, (db) =>
+        insertChannel(db, {
+          workspace: ws,
+          name,
+          sealedChannelSecret: keys.seal(channelSecret, sealedPlace('line_channels', 'channel_secret', place)),
+          sealedChannelAccessToken: keys.seal(channelAccessToken, sealedPlace('line_channels', 'channel_access_token', place)),
+        }),
+      );
+      if (!stored) throw unknownWorkspace(ws);
+      return { name, source: 'database' as const, createdAt: stored.createdAt.toISOString() };
+    },
+
+    async removeChannel(caller: Caller, ws: string, name: string): Promise<void> {
+      ownWorkspace(ws);
+      if (
+        !(await change(caller, 'line-channel.remove', `LINE channel ${name} of workspace ${ws}`, async (db) =>
+          removed(await deleteChannel(db, ws, name)),
+        ))
+      )
+        throw new HttpError(404, 'channel_not_found', `workspace "${ws}" has no LINE channel "${name}"`);
+    },
+  };
+}
+
+export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, options) => {
+  const { pool, tenants } = options;
+  const admin = tenantAdmin(options);
+  const access = 'all-workspaces' as const;
 
   app.get(
     '/admin/workspaces',
@@ -189,21 +387,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
         description:
           'Its UnifyPort webhooks are refused (401) until it has a signing secret (POST /admin/workspaces/<ws>/secrets). 409: the name is taken.',
         tags: ['admin'],
-        body: Type.Object({ name: Name('The workspace: the last segment of its webhook URL') }, { additionalProperties: false }),
+        body: WorkspaceBody,
         response: { 201: Workspace, ...errors },
       },
     },
-    async (request, reply) => {
-      const { name } = request.body;
-      if (tenants.knows(name)) throw new HttpError(409, 'name_taken', `there is a workspace "${name}" already`);
-      await change(request, 'workspace.add', `workspace ${name}`, (db) => insertWorkspace(db, name));
-      const info = workspaceInfos(tenants.snapshot()).find((w) => w.name === name);
-      return reply
-        .code(201)
-        .send(
-          info ?? { name, source: 'database' as const, createdAt: null, unifyport: true, secrets: [], telegramBots: [], lineChannels: [] },
-        );
-    },
+    async (request, reply) => reply.code(201).send(await admin.addWorkspace(callerOf(request), request.body.name)),
   );
 
   app.delete(
@@ -218,12 +406,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       },
     },
     async (request, reply) => {
-      const { ws } = request.params;
-      ownWorkspace(ws);
-      const removed = await change(request, 'workspace.remove', `workspace ${ws}`, async (db) =>
-        (await deleteWorkspace(db, ws)) ? true : undefined,
-      );
-      if (!removed) throw unknownWorkspace(ws);
+      await admin.removeWorkspace(callerOf(request), request.params.ws);
       return reply.code(204).send(null);
     },
   );
@@ -236,23 +419,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
         summary: 'Add a signing secret to a workspace (any of its secrets verifies a webhook)',
         tags: ['admin'],
         params: WorkspaceParams,
-        body: Type.Object(
-          { secret: IdentifierString({ minLength: 16, maxLength: 1024, description: 'The HMAC-SHA256 key the sender signs with' }) },
-          { additionalProperties: false },
-        ),
+        body: SecretBody,
         response: { 201: Type.Object({ id: Type.String(), createdAt: Type.String({ format: 'date-time' }) }), ...errors },
       },
     },
-    async (request, reply) => {
-      const { ws } = request.params;
-      ownWorkspace(ws);
-      const keys = tenants.keys;
-      const stored = await change(request, 'secret.add', `signing secret of workspace ${ws}`, (db) =>
-        insertSecret(db, ws, (id) => keys.seal(request.body.secret, sealedPlace('workspace_secrets', 'secret', [id]))),
-      );
-      if (!stored) throw unknownWorkspace(ws);
-      return reply.code(201).send({ id: stored.id, createdAt: stored.createdAt.toISOString() });
-    },
+    async (request, reply) => reply.code(201).send(await admin.addSecret(callerOf(request), request.params.ws, request.body.secret)),
   );
 
   app.delete(
@@ -267,12 +438,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       },
     },
     async (request, reply) => {
-      const { ws, id } = request.params;
-      ownWorkspace(ws);
-      const removed = await change(request, 'secret.retire', `signing secret ${id} of workspace ${ws}`, async (db) =>
-        (await deleteSecret(db, ws, id)) ? true : undefined,
-      );
-      if (!removed) throw new HttpError(404, 'secret_not_found', `workspace "${ws}" has no secret ${id}`);
+      await admin.retireSecret(callerOf(request), request.params.ws, request.params.id);
       return reply.code(204).send(null);
     },
   );
@@ -297,53 +463,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       schema: {
         summary: 'Create an API token: the answer holds the token, the only time it is shown',
         tags: ['admin'],
-        body: Type.Object(
-          {
-            name: IdentifierString({ minLength: 1, maxLength: 200, description: 'What the audit and the console call it' }),
-            workspaces: Type.Array(Type.Union([Name('A workspace'), Type.Literal('*')]), {
-              minItems: 1,
-              maxItems: 1000,
-              uniqueItems: true,
-              description: 'The workspaces it reaches; ["*"] for every one (and the admin API)',
-            }),
-            expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'From then on it is refused' })),
-          },
-          { additionalProperties: false },
-        ),
+        body: TokenBody,
         response: { 201: CreatedToken, ...errors },
       },
     },
-    async (request, reply) => {
-      const { name, workspaces, expiresAt } = request.body;
-      if (workspaces.includes('*') && workspaces.length > 1) {
-        throw new HttpError(400, 'invalid_request', 'body/workspaces lists "*" beside other workspaces; "*" alone reaches every one');
-      }
-      const expiry = expiresAt === undefined ? null : new Date(expiresAt);
-      if (expiry && !(expiry.getTime() > Date.now())) throw new HttpError(400, 'invalid_request', 'body/expiresAt must be in the future');
-      if (
-        tenants
-          .current()
-          .entries()
-          .some((entry) => entry.name === name)
-      ) {
-        throw new HttpError(409, 'name_taken', `there is a token named "${name}" already`);
-      }
-      const token = crypto.randomBytes(32).toString('base64url');
-      const stored = await change(request, 'token.create', `token ${name}`, (db) =>
-        insertToken(db, { name, digest: tokenDigest(token), workspaces, expiresAt: expiry }),
-      );
-      const info = tokenInfos(tenants.snapshot()).find((entry) => entry.id === stored!.id) ?? {
-        id: stored!.id,
-        name,
-        tokenHash: tokenDigest(token).toString('hex').slice(0, 12),
-        workspaces,
-        expiresAt: iso(expiry),
-        createdAt: iso(stored!.createdAt),
-        lastUsedAt: null,
-        source: 'database' as const,
-      };
-      return reply.code(201).send({ ...info, token });
-    },
+    async (request, reply) => reply.code(201).send(await admin.createToken(callerOf(request), request.body)),
   );
 
   app.delete(
@@ -358,14 +482,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       },
     },
     async (request, reply) => {
-      const { id } = request.params;
-      const entry = tenants
-        .current()
-        .entries()
-        .find((candidate) => candidate.id === id);
-      if (entry?.source === 'environment') throw readOnly(`token "${entry.name}"`);
-      const revoked = await change(request, 'token.revoke', `token ${entry?.name ?? id}`, (db) => deleteToken(db, id));
-      if (!revoked) throw new HttpError(404, 'token_not_found', `there is no token ${id}`);
+      await admin.revokeToken(callerOf(request), request.params.id);
       return reply.code(204).send(null);
     },
   );
@@ -378,36 +495,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
         summary: 'Add a Telegram bot to a workspace: its webhook is POST /webhooks/telegram/<ws>/<name>',
         tags: ['admin'],
         params: WorkspaceParams,
-        body: Type.Object(
-          {
-            name: Name('The bot’s name in its webhook URL'),
-            token: Type.String({ pattern: botTokenPattern.source, description: 'The bot token as BotFather gives it' }),
-            secretToken: Type.String({ pattern: secretTokenPattern.source, description: 'The secret_token given to setWebhook' }),
-          },
-          { additionalProperties: false },
-        ),
+        body: BotBody,
         response: { 201: BotInfo, ...errors },
       },
     },
-    async (request, reply) => {
-      const { ws } = request.params;
-      const { name, token, secretToken } = request.body;
-      ownWorkspace(ws);
-      const botId = botTokenPattern.exec(token)![1]!;
-      const keys = tenants.keys;
-      const place = [ws, name];
-      const stored = await change(request, 'telegram-bot.add', `Telegram bot ${name} of workspace ${ws}`, (db) =>
-        insertBot(db, {
-          workspace: ws,
-          name,
-          botId,
-          sealedToken: keys.seal(token, sealedPlace('telegram_bots', 'token', place)),
-          sealedSecretToken: keys.seal(secretToken, sealedPlace('telegram_bots', 'secret_token', place)),
-        }),
-      );
-      if (!stored) throw unknownWorkspace(ws);
-      return reply.code(201).send({ name, botId, source: 'database', createdAt: stored.createdAt.toISOString() });
-    },
+    async (request, reply) => reply.code(201).send(await admin.addBot(callerOf(request), request.params.ws, request.body)),
   );
 
   app.delete(
@@ -422,12 +514,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       },
     },
     async (request, reply) => {
-      const { ws, name } = request.params;
-      ownWorkspace(ws);
-      const removed = await change(request, 'telegram-bot.remove', `Telegram bot ${name} of workspace ${ws}`, async (db) =>
-        (await deleteBot(db, ws, name)) ? true : undefined,
-      );
-      if (!removed) throw new HttpError(404, 'bot_not_found', `workspace "${ws}" has no Telegram bot "${name}"`);
+      await admin.removeBot(callerOf(request), request.params.ws, request.params.name);
       return reply.code(204).send(null);
     },
   );
@@ -440,37 +527,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
         summary: 'Add a LINE channel to a workspace: its webhook is POST /webhooks/line/<ws>/<name>',
         tags: ['admin'],
         params: WorkspaceParams,
-        body: Type.Object(
-          {
-            name: Name('The channel’s name in its webhook URL'),
-            channelSecret: Type.String({ pattern: channelSecretPattern.source, description: 'The channel secret (32 hex digits)' }),
-            channelAccessToken: Type.String({
-              pattern: channelAccessTokenPattern.source,
-              description: 'A long-lived channel access token',
-            }),
-          },
-          { additionalProperties: false },
-        ),
+        body: ChannelBody,
         response: { 201: ChannelInfo, ...errors },
       },
     },
-    async (request, reply) => {
-      const { ws } = request.params;
-      const { name, channelSecret, channelAccessToken } = request.body;
-      ownWorkspace(ws);
-      const keys = tenants.keys;
-      const place = [ws, name];
-      const stored = await change(request, 'line-channel.add', `LINE channel ${name} of workspace ${ws}`, (db) =>
-        insertChannel(db, {
-          workspace: ws,
-          name,
-          sealedChannelSecret: keys.seal(channelSecret, sealedPlace('line_channels', 'channel_secret', place)),
-          sealedChannelAccessToken: keys.seal(channelAccessToken, sealedPlace('line_channels', 'channel_access_token', place)),
-        }),
-      );
-      if (!stored) throw unknownWorkspace(ws);
-      return reply.code(201).send({ name, source: 'database', createdAt: stored.createdAt.toISOString() });
-    },
+    async (request, reply) => reply.code(201).send(await admin.addChannel(callerOf(request), request.params.ws, request.body)),
   );
 
   app.delete(
@@ -485,12 +546,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       },
     },
     async (request, reply) => {
-      const { ws, name } = request.params;
-      ownWorkspace(ws);
-      const removed = await change(request, 'line-channel.remove', `LINE channel ${name} of workspace ${ws}`, async (db) =>
-        (await deleteChannel(db, ws, name)) ? true : undefined,
-      );
-      if (!removed) throw new HttpError(404, 'channel_not_found', `workspace "${ws}" has no LINE channel "${name}"`);
+      await admin.removeChannel(callerOf(request), request.params.ws, request.params.name);
       return reply.code(204).send(null);
     },
   );

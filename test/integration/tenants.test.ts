@@ -439,6 +439,45 @@ describe('the CLI', () => {
   );
 });
 
+describe('the console’s tenants page', () => {
+  it('lists workspaces, tokens (never their values) and changes, escaped, and takes its forms from its own pages only', async () => {
+    const { workspace, secret } = await addWorkspace(appA);
+    const hostileName = `<script>alert(1)</script> ${unique('t')}`;
+    await createToken(appA, { name: hostileName, workspaces: [workspace] });
+    const signedIn = await call(appA, { method: 'POST', url: '/ui/sign-in', payload: { token: adminToken } }, { showsSecret: true });
+    const cookie = `${sessionCookie}=${keep(signedIn.cookies.find((c) => c.name === sessionCookie)!.value)}`;
+    const page = await call(appA, { method: 'GET', url: '/ui/tenants', headers: { cookie, accept: 'text/html' } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(workspace);
+    expect(page.body).toContain(envWorkspace);
+    expect(page.body).toContain('from the environment');
+    expect(page.body).toContain('token.create');
+    expect(page.body).not.toContain('<script>alert(1)</script>');
+    expect(page.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page.body).not.toContain(secret);
+
+    const form = (url: string, payload: string, site: string) =>
+      call(
+        appA,
+        { method: 'POST', url, payload, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': site } },
+        { showsSecret: url.endsWith('/tokens') },
+      );
+    const added = unique('ws');
+    expect((await form('/ui/tenants/workspaces', `name=${added}`, 'cross-site')).statusCode).toBe(403);
+    expect(registryB.workspace(added)).toBeUndefined();
+    const ok = await form('/ui/tenants/workspaces', `name=${added}`, 'same-origin');
+    expect([ok.statusCode, ok.headers.location]).toEqual([303, expect.stringMatching(/^\/ui\/tenants\?done=/)]);
+    expect((await form('/ui/tenants/workspaces', `name=${added}`, 'same-origin')).statusCode).toBe(409);
+    const created = await form('/ui/tenants/tokens', `name=${unique('console')}&workspaces=${added}`, 'same-origin');
+    expect(created.statusCode).toBe(201);
+    const token = keep(/<code>([A-Za-z0-9_-]{43})<\/code>/.exec(created.body)![1]!);
+    expect((await call(appB, { method: 'GET', url: `/workspaces/${added}/albums`, headers: bearer(token) })).statusCode).toBe(200);
+    expect(
+      (await call(appA, { method: 'GET', url: '/ui/tenants', headers: { ...bearer(scopedToken), accept: 'text/html' } })).statusCode,
+    ).toBe(403);
+  });
+});
+
 describe('what albumflow keeps and says of the secrets', () => {
   it('leaves none in a database dump, the logs, the answers or /metrics', async () => {
     const metrics = await admin(appA, 'GET', '/metrics');
