@@ -19,7 +19,7 @@ import {
   WorkspaceBody,
   workspaceInfos,
 } from '../http/admin.js';
-import { HttpError } from '../http/errors.js';
+import { handleError, HttpError } from '../http/errors.js';
 import { IdentifierString } from '../http/text-schemas.js';
 import type { TenantRegistry } from '../tenants/registry.js';
 import { consolePaths } from './paths.js';
@@ -89,8 +89,10 @@ export const tenantsPage: FastifyPluginAsyncTypebox<TenantsPageOptions> = async 
       .send(renderPage('tenants', { title: 'Tenants', signedIn: true }, page));
   }
 
-  // A refused change (a taken name, a form field out of bounds) is said on the page, with its status.
+  // A refused change (a taken name, a form field out of bounds) is said on the page, with its status; a
+  // refused caller (no token, not a `*` one) gets the access plugin's answer and sees nothing of the page.
   app.setErrorHandler(async (error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
+    if (request.access?.workspaces !== '*') return handleError(error, request, reply);
     const status =
       error instanceof HttpError || (error.statusCode !== undefined && error.statusCode < 500) ? (error.statusCode ?? 400) : 500;
     if (status >= 500) {
