@@ -740,7 +740,7 @@ describe('npm start without API_TOKENS', () => {
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   it('generates an admin token once, keeps it across restarts, and prints a sign-in link that works once', async () => {
-    const serviceConfig = { ...config, port: 0, dataDir, apiTokens: undefined };
+    const serviceConfig = { ...config, port: 0, dataDir, apiTokens: undefined, secretKey: undefined };
     const start = () => startService(serviceConfig, { http: true, dispatcher: false, worker: false }, logger);
     const statusUrl = (http: string) => `${http}/workspaces/${workspaceA}/albums`;
     const tokens: string[] = [];
