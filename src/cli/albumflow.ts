@@ -21,6 +21,7 @@ Usage:
   albumflow send    <event.json> [--workspace demo] [--secret S]
   albumflow send    --telegram <update.json> --bot B [--workspace demo] [--secret S]
   albumflow telegram set-webhook --bot B --public-url URL [--workspace demo] [--print]
+                                 [--token T --secret-token S]   (a bot of the admin API)
   albumflow send    --line <body.json> --channel C [--workspace demo] [--secret S]
   albumflow line set-webhook --channel C --public-url URL [--workspace demo] [--print]
 
