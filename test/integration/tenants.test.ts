@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { sessionCookie } from '../../src/http/access/session.js';
-import { createRegistry, type TenantRegistry } from '../../src/tenants/registry.js';
+import { createRegistry, withRegisteredBots, type TenantRegistry } from '../../src/tenants/registry.js';
 import { buildApp, type App } from '../../src/app.js';
 import { capturedLogger, freshDatabase, testClient, testConfig, testPool } from '../harness/env.js';
 import { lineHeaders, telegramHeaders, unifyportEvent, unifyportHeaders } from '../harness/events.js';
@@ -186,6 +186,11 @@ describe('the admin API', () => {
       payload: lineBody,
     });
     expect(line.statusCode).toBe(200);
+    // The worker's downloads find the bot's and the channel's tokens in the registry, opened.
+    const worker = withRegisteredBots(config, registryB);
+    expect(worker.telegram.bots.get(workspace)?.get('shop')).toMatchObject({ id: '7000000123', token: botToken });
+    expect([...(worker.telegram.bots.get(workspace)?.values() ?? [])].map((b) => b.name)).toEqual(['shop']);
+    expect(worker.line.channels.get(workspace)?.get('store')?.channelAccessToken).toBe(channelAccessToken);
 
     expect(errorCode(await admin(appA, 'DELETE', `/admin/workspaces/${envWorkspace}`))).toBe('read_only');
     expect((await admin(appA, 'DELETE', `/admin/workspaces/${workspace}/telegram-bots/shop`)).statusCode).toBe(204);
