@@ -310,6 +310,21 @@ describe('a change made on one instance', () => {
     expect([unsigned.statusCode, errorCode(unsigned)]).toEqual([401, 'missing_signature']);
   });
 
+  it('reaches the other within 2 s by the periodic reload when its notification is lost', async () => {
+    const workspace = unique('ws');
+    const client = await poolA.connect();
+    try {
+      // Triggers do not fire for a replica's session: this insert notifies nobody.
+      await client.query(`SET session_replication_role = replica`);
+      await client.query(`INSERT INTO workspaces (name) VALUES ($1)`, [workspace]);
+      await client.query(`RESET session_replication_role`);
+    } finally {
+      client.release();
+    }
+    const took = await within(2_000, () => registryB.workspace(workspace) !== undefined);
+    expect(took).toBeLessThan(2_000);
+  });
+
   it('rotates a secret under load on both instances without refusing one request', async () => {
     const { workspace, secret: old, secretId: oldId } = await addWorkspace(appA);
     await within(2_000, () => registryB.workspace(workspace)?.secrets.length === 1);
