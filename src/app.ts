@@ -14,7 +14,6 @@ import { countReviewQueue } from './db/status.js';
 import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from './http/access/plugin.js';
 import { ConsoleSessions } from './http/access/session.js';
 import { signInRoutes } from './http/access/sign-in.js';
-import { TokenTable } from './http/access/tokens.js';
 import { actionRoutes } from './http/actions.js';
 import { errorBody, handleError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
@@ -22,6 +21,8 @@ import { statusRoutes } from './http/status.js';
 import { textKindPlugin } from './http/text-schemas.js';
 import { webhookIngress } from './http/webhook-ingress.js';
 import { consolePlugin } from './ui/console.js';
+import { adminRoutes } from './http/admin.js';
+import { createRegistry, type TenantRegistry } from './tenants/registry.js';
 
 export interface AppDeps {
   config: Config;
@@ -37,6 +38,11 @@ export interface AppDeps {
    * it is unset (startService passes the admin token it generated).
    */
   tokens?: ReadonlyMap<string, readonly string[]>;
+  /**
+   * Where every route looks workspaces, secrets, tokens, bots and channels up (default: one of this app's,
+   * on `pool`, with `tokens` and the configuration's entries as the environment's; started here, closed with the app).
+   */
+  tenants?: TenantRegistry;
   /** The console's sessions and sign-in codes (default: kept in `pool`). */
   consoleSessions?: ConsoleSessions;
   /** The servers this process runs itself (DATABASE_URL or TEMPORAL_ADDRESS unset), reported by `/readyz`. */
@@ -120,7 +126,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
 
   // Every route needs a token unless it is registered in the open block below.
-  const tokens = new TokenTable(deps.tokens ?? deps.config.apiTokens ?? new Map());
+  let tenants = deps.tenants;
+  if (!tenants) {
+    const own = createRegistry({
+      config: deps.config,
+      pool: deps.pool,
+      logger: deps.logger,
+      tokens: deps.tokens ?? deps.config.apiTokens ?? new Map(),
+      tokenLabel: deps.config.apiTokens ? 'API_TOKENS' : 'admin token',
+    });
+    await own.start();
+    app.addHook('onClose', () => own.close());
+    tenants = own;
+  }
+  const tokens = tenants;
   const sessions = deps.consoleSessions ?? new ConsoleSessions(deps.pool);
   await app.register(accessControl, { tokens, sessions });
   await app.register(async (open) => {
@@ -130,6 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     await open.register(webhookIngress, {
       config: deps.config,
       pool: deps.pool,
+      tenants,
       wakeDispatcher: deps.wakeDispatcher,
       traced: deps.traced ?? false,
     });
@@ -138,7 +158,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
-  await app.register(consolePlugin, { config: deps.config, pool: deps.pool });
+  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants });
+  await app.register(adminRoutes, { pool: deps.pool, tenants });
   app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
     try {
       reviewQueue.set(await countReviewQueue(deps.pool));

@@ -38,7 +38,7 @@ export function banner(urls: Service['urls'], config: Config): string {
       ? `  PostgreSQL        ${urls.database} (embedded, data in ${urls.databaseDir ?? `${config.dataDir}/postgres`}, password in ${config.dataDir}/postgres.password)`
       : '',
     unconfigured
-      ? `  workspaces        none configured, so every webhook gets 404: restart with one, e.g. WORKSPACE_SECRETS='{"demo":["demo-secret"]}' npm start`
+      ? `  workspaces        none configured in the environment: add one while it runs (npx albumflow workspace add demo; npx albumflow secret add demo), else its webhooks get 404`
       : '',
     'Press Ctrl-C to stop.',
     '',

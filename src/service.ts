@@ -10,7 +10,6 @@ import { createDispatcher, type Dispatcher, type DispatcherOptions } from './dis
 import { resolveApiTokens } from './http/access/admin-token.js';
 import { consolePath, signInPath } from './http/access/plugin.js';
 import { ConsoleSessions } from './http/access/session.js';
-import { TokenTable } from './http/access/tokens.js';
 import { serveWorkerMetrics } from './http/worker-metrics.js';
 import { buildApp, type App } from './app.js';
 import type { Logger } from './common/log.js';
@@ -24,6 +23,8 @@ import { installTemporalRuntime } from './temporal/telemetry.js';
 import type { Tracing } from './common/tracing.js';
 import { clientTracingInterceptors, workerTracingOptions } from './temporal/tracing.js';
 import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
+import { resolveSecretKey } from './common/secret-key.js';
+import { createRegistry, withRegisteredBots, type TenantRegistry } from './tenants/registry.js';
 
 export interface Roles {
   /** The HTTP server: webhooks, status, health, metrics. */
@@ -116,20 +117,6 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
       installTemporalRuntime(logger, `127.0.0.1:${metricsPort}`);
       temporalMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
     }
-    let workerMetrics: string | undefined;
-    if (roles.worker && !roles.http && temporalMetrics) {
-      const server = await serveWorkerMetrics({
-        host: config.temporal.workerMetricsHost,
-        port: config.temporal.workerMetricsPort ?? (await pickPort()),
-        tokens: new TokenTable(resolveApiTokens(config, logger).tokens),
-        temporalMetricsUrl: temporalMetrics,
-        timeouts: config.http,
-        logger,
-      });
-      closers.push(() => server.close());
-      workerMetrics = server.url;
-    }
-
     const devServer: DevServer | undefined = config.temporal.address
       ? undefined
       : embed(
@@ -151,6 +138,48 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     const pool: Pool = createPool(dbConfig, { max: 20, logger });
     closers.push(() => pool.end());
 
+    // One registry of the tenants for the HTTP routes and the worker's downloads, following the tables' changes.
+    // A worker of its own checks them too, on its /metrics.
+    const apiTokens = roles.http || roles.worker ? resolveApiTokens(config, logger) : { tokens: new Map<string, string[]>() };
+    let tenants: TenantRegistry | undefined;
+    if (roles.http || roles.worker) {
+      const secretKey = resolveSecretKey({ secretKey: config.secretKey, dataDir: config.dataDir });
+      if (secretKey.file) {
+        logger.info(
+          { file: secretKey.file },
+          secretKey.created
+            ? 'ALBUMFLOW_SECRET_KEY is unset: generated a secret key'
+            : 'ALBUMFLOW_SECRET_KEY is unset: using the secret key',
+        );
+      }
+      if (secretKey.warning) logger.warn(secretKey.warning);
+      const registry = createRegistry({
+        config,
+        pool,
+        keys: secretKey.ring,
+        logger,
+        tokens: apiTokens.tokens,
+        tokenLabel: config.apiTokens ? 'API_TOKENS' : 'admin token',
+      });
+      await registry.start();
+      closers.push(() => registry.close());
+      tenants = registry;
+    }
+
+    let workerMetrics: string | undefined;
+    if (roles.worker && !roles.http && temporalMetrics && tenants) {
+      const server = await serveWorkerMetrics({
+        host: config.temporal.workerMetricsHost,
+        port: config.temporal.workerMetricsPort ?? (await pickPort()),
+        tokens: tenants,
+        temporalMetricsUrl: temporalMetrics,
+        timeouts: config.http,
+        logger,
+      });
+      closers.push(() => server.close());
+      workerMetrics = server.url;
+    }
+
     if (roles.worker) {
       const connection: NativeConnection = await connectWorker(connectionOptions);
       closers.push(() => connection.close());
@@ -163,7 +192,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         connection,
         namespace,
         taskQueue: config.temporal.taskQueue,
-        activities: createActivities({ pool, config, logger }),
+        activities: createActivities({ pool, config: withRegisteredBots(config, tenants!), logger }),
         workflowBundle: { codePath: bundle.codePath },
         maxCachedWorkflows: config.temporal.maxCachedWorkflows,
         ...(tracing ? { tracing: await workerTracingOptions(tracing) } : {}),
@@ -195,7 +224,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     let app: App | undefined;
     let consoleLink = consolePath;
     if (roles.http) {
-      const { tokens, adminToken } = resolveApiTokens(config, logger);
+      const { adminToken } = apiTokens;
       const consoleSessions = new ConsoleSessions(pool);
       if (adminToken) consoleLink = `${signInPath}?code=${await consoleSessions.issueCode(adminToken)}`;
       // With TEMPORAL_UI_PORT=0 the console learns the UI's address from the dev server once it runs.
@@ -208,7 +237,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         logger,
         embeddedServers: embedded,
         ...(temporalMetrics ? { workerMetricsUrl: temporalMetrics } : {}),
-        tokens,
+        tenants,
         consoleSessions,
         traced: tracing !== undefined,
       });

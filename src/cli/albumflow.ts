@@ -7,6 +7,7 @@ import { parse, type Values } from './options.js';
 import { sendLine, setLineWebhook } from './line.js';
 import { readFile, sendTelegram, setWebhook } from './telegram.js';
 import { say, terminalJson, terminalText } from './terminal.js';
+import { addBot, addChannel, auditCommand, rekeyCommand, removeEntry, secretCommand, tokenCommand, workspaceCommand } from './tenants.js';
 
 const usage = `albumflow — inspect albums, act on them, and send sample webhooks to a running albumflow
 
@@ -20,8 +21,18 @@ Usage:
   albumflow send    <event.json> [--workspace demo] [--secret S]
   albumflow send    --telegram <update.json> --bot B [--workspace demo] [--secret S]
   albumflow telegram set-webhook --bot B --public-url URL [--workspace demo] [--print]
+                                 [--token T --secret-token S]   (a bot of the admin API)
   albumflow send    --line <body.json> --channel C [--workspace demo] [--secret S]
   albumflow line set-webhook --channel C --public-url URL [--workspace demo] [--print]
+
+  albumflow workspace add <workspace> | list | remove <workspace>
+  albumflow secret add <workspace> [--secret S] | retire <workspace> <secret id>
+  albumflow token create <name> <workspace>… [--expires-at ISO-TIME] | list | revoke <token id>
+  albumflow telegram add-bot <workspace> <bot> --token T [--secret-token S] | remove-bot <workspace> <bot>
+  albumflow line add-channel <workspace> <channel> --channel-secret S --channel-access-token T
+  albumflow line remove-channel <workspace> <channel>
+  albumflow audit [--limit N]
+  albumflow secrets rekey
   albumflow help
 
 Options:
@@ -40,10 +51,20 @@ Options:
                     <URL>/webhooks/telegram/<workspace>/<bot> or <URL>/webhooks/line/<workspace>/<channel>
   --print           show the setWebhook or webhook endpoint call instead of making it (tokens and secrets left out)
   --note TEXT       for resolve-review: why the review is resolved
+  --secret S        for secret add: the signing secret (default: one generated and shown once)
+  --token T         for telegram add-bot: the bot token (else TELEGRAM_BOT_TOKEN)
+  --secret-token S  for telegram add-bot: setWebhook's secret_token (default: one generated and shown once)
+  --channel-secret S, --channel-access-token T
+                    for line add-channel (else LINE_CHANNEL_SECRET, LINE_CHANNEL_ACCESS_TOKEN)
+  --expires-at T    for token create: when the token stops working (ISO 8601)
   --json            print the raw JSON body
   -h, --help        this text
 
 The API token is ALBUMFLOW_TOKEN, else the admin token in DATA_DIR/admin-token (default .data/admin-token).
+workspace, secret, token, add-bot, add-channel and audit call the admin API: they need a "*" token. A
+workspace of the admin API takes UnifyPort webhooks once it has a secret; changes reach every albumflow
+process within 2 s. secrets rekey works on PostgreSQL (DATABASE_URL): with ALBUMFLOW_SECRET_KEY="<new>,<old>"
+it seals every stored secret under <new>; without, it replaces DATA_DIR/secret-key with a new key.
 history reaches Temporal as albumflow does: TEMPORAL_ADDRESS with TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
 TEMPORAL_TLS_* or TEMPORAL_PROFILE, else the embedded dev server of the albumflow running on DATA_DIR (else
 127.0.0.1:TEMPORAL_PORT); its Temporal UI link is TEMPORAL_UI_URL, else that embedded server's.
@@ -156,10 +177,25 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'telegram':
       if (rest[0] === 'set-webhook' && rest.length === 1) return setWebhook(values);
-      throw misuse(`unknown telegram command "${rest.join(' ')}" (there is: telegram set-webhook)`);
+      if (rest[0] === 'add-bot') return addBot(api, values, rest.slice(1));
+      if (rest[0] === 'remove-bot') return removeEntry(api, 'telegram-bots', rest.slice(1));
+      throw misuse(`unknown telegram command "${rest.join(' ')}" (there are: telegram set-webhook, add-bot, remove-bot)`);
     case 'line':
       if (rest[0] === 'set-webhook' && rest.length === 1) return setLineWebhook(values);
-      throw misuse(`unknown line command "${rest.join(' ')}" (there is: line set-webhook)`);
+      if (rest[0] === 'add-channel') return addChannel(api, values, rest.slice(1));
+      if (rest[0] === 'remove-channel') return removeEntry(api, 'line-channels', rest.slice(1));
+      throw misuse(`unknown line command "${rest.join(' ')}" (there are: line set-webhook, add-channel, remove-channel)`);
+    case 'workspace':
+      return workspaceCommand(api, values, rest);
+    case 'secret':
+      return secretCommand(api, values, rest);
+    case 'token':
+      return tokenCommand(api, values, rest);
+    case 'audit':
+      return auditCommand(api, values, rest);
+    case 'secrets':
+      if (rest[0] === 'rekey' && rest.length === 1) return rekeyCommand();
+      throw misuse(`unknown secrets command "${rest.join(' ')}" (there is: secrets rekey)`);
     default:
       throw misuse(`unknown command "${command}"`);
   }

@@ -34,6 +34,8 @@ export function cliConfig(names: readonly string[]): Config {
 
 export type Api = ReturnType<typeof createApi>;
 
+type Method = 'GET' | 'POST' | 'DELETE';
+
 interface ApiCredential {
   token: string | undefined;
   /** Where the token came from, or where it was looked for. */
@@ -60,7 +62,7 @@ function accessHint(status: number, { token, source }: ApiCredential): string {
 
 /** Requests to albumflow's HTTP API at `baseUrl`; a refusal or an unreachable server becomes a CliError. */
 export function createApi(baseUrl: string) {
-  async function request(method: 'GET' | 'POST', path: string, init: { body?: Buffer | string; headers?: Record<string, string> } = {}) {
+  async function request(method: Method, path: string, init: { body?: Buffer | string; headers?: Record<string, string> } = {}) {
     let response: Response;
     try {
       response = await fetch(`${baseUrl}${path}`, { method, body: init.body, headers: init.headers });
@@ -90,7 +92,7 @@ export function createApi(baseUrl: string) {
 
   let credential: ApiCredential | undefined;
   /** A request to the API (everything but the webhooks), with the caller's token; a refused token says what to set. */
-  async function authorized(method: 'GET' | 'POST', path: string, init: Parameters<typeof request>[2] = {}) {
+  async function authorized(method: Method, path: string, init: Parameters<typeof request>[2] = {}) {
     credential ??= apiCredential();
     const headers = { ...init.headers, ...(credential.token ? { authorization: `Bearer ${credential.token}` } : {}) };
     const answer = await request(method, path, { ...init, headers });
@@ -101,7 +103,7 @@ export function createApi(baseUrl: string) {
   }
 
   /** The body of a 2xx answer of the API; anything else is the error albumflow gave. */
-  async function expect<T>(method: 'GET' | 'POST', path: string, init?: Parameters<typeof request>[2]): Promise<T> {
+  async function expect<T>(method: Method, path: string, init?: Parameters<typeof request>[2]): Promise<T> {
     const { status, body } = await authorized(method, path, init);
     if (status < 200 || status >= 300) throw refusal(status, body);
     return body as T;

@@ -19,6 +19,11 @@ const options = {
   channel: { type: 'string' },
   'public-url': { type: 'string' },
   print: { type: 'boolean', default: false },
+  token: { type: 'string' },
+  'secret-token': { type: 'string' },
+  'channel-secret': { type: 'string' },
+  'channel-access-token': { type: 'string' },
+  'expires-at': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } satisfies ParseArgsConfig['options'];
 

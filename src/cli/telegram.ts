@@ -71,7 +71,13 @@ export async function setWebhook(values: Values): Promise<void> {
   const publicUrl = values['public-url']?.replace(/\/+$/, '');
   if (!publicUrl) throw misuse('--public-url <https://…> is needed: where Telegram reaches this albumflow');
   const telegram = telegramConfig();
-  const bot = configuredBot(telegram, workspace, name);
+  // A bot added through the admin API: its tokens are given here (albumflow never shows them again).
+  const given = values.token ?? process.env.TELEGRAM_BOT_TOKEN;
+  if (given !== undefined && values['secret-token'] === undefined) {
+    throw misuse('with --token (or TELEGRAM_BOT_TOKEN), --secret-token is needed: what the bot was added with');
+  }
+  const bot =
+    given === undefined ? configuredBot(telegram, workspace, name) : { name, id: '', token: given, secretToken: values['secret-token']! };
   const settings = {
     url: `${publicUrl}${telegramWebhookPath(workspace, name)}`,
     secretToken: bot.secretToken,

@@ -5,6 +5,7 @@ import { Type, type Static } from 'typebox';
 import { lateItemPolicies, type AlbumTimings } from '../domain/types.js';
 import { bearerTokenPattern } from './bearer-token.js';
 import { defaultDataDir } from './paths.js';
+import { parseKeys } from './secret-key.js';
 
 /** The cloud Bot API; a local Bot API server (or a fake one in tests) replaces it through TELEGRAM_API_ROOT. */
 export const defaultTelegramApiRoot = 'https://api.telegram.org';
@@ -56,6 +57,7 @@ const Env = Type.Object({
   TELEGRAM_BOTS: Type.String({ default: '{}' }),
   TELEGRAM_API_ROOT: Type.String({ default: defaultTelegramApiRoot, pattern: '^https?://' }),
   LINE_CHANNELS: Type.String({ default: '{}' }),
+  ALBUMFLOW_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
   LINE_API_ROOT: Type.String({ default: defaultLineApiRoot, pattern: '^https?://' }),
   LINE_DATA_API_ROOT: Type.String({ default: defaultLineDataApiRoot, pattern: '^https?://' }),
 });
@@ -175,6 +177,11 @@ export interface Config {
   ingest: IngestLimits;
   telegram: TelegramConfig;
   line: LineConfig;
+  /**
+   * ALBUMFLOW_SECRET_KEY: the keys (the first encrypts, every one decrypts) that seal the secrets kept in
+   * PostgreSQL. Unset: the keys of DATA_DIR/secret-key, generated at the first start.
+   */
+  secretKey: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -242,7 +249,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dataApiRoot: parseApiRoot('LINE_DATA_API_ROOT', raw.LINE_DATA_API_ROOT),
       channels: parseLineChannels(raw.LINE_CHANNELS),
     },
+    secretKey: raw.ALBUMFLOW_SECRET_KEY === undefined ? undefined : checkSecretKey(raw.ALBUMFLOW_SECRET_KEY),
   };
+}
+
+function checkSecretKey(text: string): string {
+  try {
+    parseKeys(text, 'ALBUMFLOW_SECRET_KEY');
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  return text;
 }
 
 function parseHttpTimeouts(raw: Static<typeof Env>): HttpTimeouts {
@@ -281,9 +298,9 @@ function parseWorkspaceSecrets(text: string): Map<string, string[]> {
 }
 
 /** BotFather's form: the bot id, a colon, then the secret part. */
-const botTokenPattern = /^(\d{1,20}):[A-Za-z0-9_-]{1,200}$/;
+export const botTokenPattern = /^(\d{1,20}):[A-Za-z0-9_-]{1,200}$/;
 /** What setWebhook accepts as secret_token. */
-const secretTokenPattern = /^[A-Za-z0-9_-]{1,256}$/;
+export const secretTokenPattern = /^[A-Za-z0-9_-]{1,256}$/;
 
 /**
  * TELEGRAM_BOTS: `{ "<workspace>": { "<bot name>": { "token", "secretToken" } } }`. The messages name
@@ -403,9 +420,9 @@ function parseApiRoot(name: keyof typeof apiRootExamples, text: string): string 
 }
 
 /** A channel secret as the LINE Developers console shows it: 32 hex digits. */
-const channelSecretPattern = /^[0-9a-f]{32}$/i;
+export const channelSecretPattern = /^[0-9a-f]{32}$/i;
 /** A channel access token goes into an Authorization header: no space, no control character. */
-const channelAccessTokenPattern = /^[A-Za-z0-9+/=._~-]{16,1024}$/;
+export const channelAccessTokenPattern = /^[A-Za-z0-9+/=._~-]{16,1024}$/;
 
 /**
  * LINE_CHANNELS: `{ "<workspace>": { "<channel name>": { "channelSecret", "channelAccessToken" } } }`.

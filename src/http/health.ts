@@ -3,7 +3,7 @@ import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/clien
 import { isUnavailable, pingDatabase, type Pool } from '../db/pool.js';
 import type { EmbeddedServer, EmbeddedStatus } from '../embedded/server.js';
 import { bearerTokenOf } from '../common/bearer-token.js';
-import type { TokenTable } from './access/tokens.js';
+import type { Tokens } from '../tenants/tokens.js';
 
 export interface HealthOptions {
   pool: Pool;
@@ -11,7 +11,7 @@ export interface HealthOptions {
   /** Servers this process runs itself; each must be running for the process to be ready. */
   embeddedServers: readonly EmbeddedServer[];
   /** The API's tokens: a `*` token sees why a check failed and the embedded servers' pids. */
-  tokens: TokenTable;
+  tokens: Tokens;
 }
 
 /** `ok`, or why a check failed: `timeout` (no answer in time), `unreachable` (no connection), `failed` (an error answered). */
@@ -54,9 +54,9 @@ function temporalReason(err: unknown): Reason {
 }
 
 /** Whether the request carries a valid token that reaches every workspace. The route answers everyone regardless. */
-function fromAdmin(request: FastifyRequest, tokens: TokenTable): boolean {
+function fromAdmin(request: FastifyRequest, tokens: Tokens): boolean {
   const token = bearerTokenOf(request.headers.authorization ?? '');
-  return token !== undefined && tokens.find(token)?.workspaces === '*';
+  return token !== undefined && tokens.current().find(token)?.workspaces === '*';
 }
 
 /**

@@ -1,6 +1,5 @@
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Config } from '../common/config.js';
 import { signatureFailuresTotal } from '../common/metrics.js';
 import { lineSignature, sameTextInConstantTime } from '../common/signature.js';
 import type { Delivery } from '../db/ingest.js';
@@ -9,10 +8,11 @@ import { unstorableTextProblem } from '../domain/storable-text.js';
 import { parseLineWebhook } from '../ingest/line.js';
 import type { EventSource } from '../ingest/sources.js';
 import type { Ingress } from './ingress.js';
+import type { TenantRegistry } from '../tenants/registry.js';
 import { webhookErrorResponses } from './schemas.js';
 
 export interface LineWebhookOptions {
-  config: Config;
+  tenants: TenantRegistry;
   ingress: Ingress;
 }
 
@@ -35,9 +35,9 @@ const signatureFailures = {
  * (src/ingest/line.ts), stores all of them together — one batch of the group commit, or one
  * transaction of its own when an event unsends a message — and answers 200 once they are committed.
  */
-export const lineWebhookRoutes: FastifyPluginCallbackTypebox<LineWebhookOptions> = (app, { config, ingress }, done) => {
+export const lineWebhookRoutes: FastifyPluginCallbackTypebox<LineWebhookOptions> = (app, { tenants, ingress }, done) => {
   const { batcher, refuse } = ingress;
-  const channelOf = (workspace: string, name: string) => config.line.channels.get(workspace)?.get(name);
+  const channelOf = (workspace: string, name: string) => tenants.lineChannel(workspace, name);
 
   app.post(
     '/webhooks/line/:workspace/:channel',
@@ -51,8 +51,8 @@ export const lineWebhookRoutes: FastifyPluginCallbackTypebox<LineWebhookOptions>
           'the database is unavailable, or too many events are waiting to be stored; LINE redelivers the events when redelivery is on.',
         tags: ['ingress'],
         params: Type.Object({
-          workspace: Type.String({ description: 'A workspace of LINE_CHANNELS' }),
-          channel: Type.String({ description: 'A channel name of LINE_CHANNELS[workspace]' }),
+          workspace: Type.String({ description: 'A workspace of LINE_CHANNELS or of the admin API' }),
+          channel: Type.String({ description: 'A channel of the workspace (LINE_CHANNELS, or added through the admin API)' }),
         }),
         headers: Type.Object({ [lineSignatureHeader]: Type.Optional(Type.String({ description: 'base64 HMAC-SHA256 of the body' })) }),
         response: {
@@ -60,22 +60,31 @@ export const lineWebhookRoutes: FastifyPluginCallbackTypebox<LineWebhookOptions>
           ...webhookErrorResponses,
         },
       },
-      onRequest: (request, _reply, next) => {
+      onRequest: async (request) => {
         const { workspace, channel } = request.params;
-        if (channelOf(workspace, channel)) return next();
-        next(refuse(request, 404, 'unknown_channel', `LINE_CHANNELS has no channel "${channel}" in workspace "${workspace}"`));
+        if (await tenants.find(() => channelOf(workspace, channel))) return;
+        throw refuse(request, 404, 'unknown_channel', `workspace "${workspace}" has no LINE channel "${channel}"`);
       },
     },
     async (request, reply) => {
       const { workspace } = request.params;
-      const channel = channelOf(workspace, request.params.channel)!;
       if (!Buffer.isBuffer(request.body)) throw refuse(request, 415, 'unsupported_media_type', 'the body must be application/json');
       const body = request.body;
       const sent = request.headers[lineSignatureHeader];
       let failure: keyof typeof signatureFailures | undefined;
-      if (typeof sent !== 'string' || sent === '') failure = 'missing_signature';
-      else if (!sameTextInConstantTime(sent, lineSignature(channel.channelSecret, body))) failure = 'invalid_signature';
-      if (failure !== undefined) {
+      // A channel secret this process may not know yet (the channel was just added elsewhere) is looked for again.
+      const channel = await tenants.find(() => {
+        const found = channelOf(workspace, request.params.channel);
+        if (!found) return undefined;
+        failure = undefined;
+        if (typeof sent !== 'string' || sent === '') failure = 'missing_signature';
+        else if (!sameTextInConstantTime(sent, lineSignature(found.channelSecret, body))) failure = 'invalid_signature';
+        return failure === 'invalid_signature' ? undefined : found;
+      });
+      if (!channel && failure === undefined)
+        throw refuse(request, 404, 'unknown_channel', `workspace "${workspace}" has no LINE channel "${request.params.channel}"`);
+      if (failure !== undefined || !channel) {
+        failure ??= 'invalid_signature';
         signatureFailuresTotal.inc({ reason: failure });
         throw refuse(request, 401, failure, signatureFailures[failure]);
       }

@@ -1,6 +1,5 @@
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Config } from '../common/config.js';
 import type { EventSource } from '../ingest/sources.js';
 import { parseUpdate } from '../ingest/telegram.js';
 import { unstorableTextProblem } from '../domain/storable-text.js';
@@ -8,9 +7,10 @@ import { signatureFailuresTotal } from '../common/metrics.js';
 import { sameTextInConstantTime } from '../common/signature.js';
 import { webhookErrorResponses } from './schemas.js';
 import type { Ingress } from './ingress.js';
+import type { TenantRegistry } from '../tenants/registry.js';
 
 export interface TelegramWebhookOptions {
-  config: Config;
+  tenants: TenantRegistry;
   ingress: Ingress;
 }
 
@@ -33,9 +33,9 @@ const secretTokenFailures = {
  * through the same group commit as the UnifyPort route, and answers 200 with an empty body once it is
  * committed — a JSON body would be taken by Telegram as a Bot API method call.
  */
-export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhookOptions> = (app, { config, ingress }, done) => {
+export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhookOptions> = (app, { tenants, ingress }, done) => {
   const { batcher, refuse } = ingress;
-  const botOf = (workspace: string, name: string) => config.telegram.bots.get(workspace)?.get(name);
+  const botOf = (workspace: string, name: string) => tenants.telegramBot(workspace, name);
 
   app.post(
     '/webhooks/telegram/:workspace/:bot',
@@ -49,8 +49,8 @@ export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhook
           'too many updates are waiting to be stored; Telegram delivers the update again later.',
         tags: ['ingress'],
         params: Type.Object({
-          workspace: Type.String({ description: 'A workspace of TELEGRAM_BOTS' }),
-          bot: Type.String({ description: 'A bot name of TELEGRAM_BOTS[workspace]' }),
+          workspace: Type.String({ description: 'A workspace of TELEGRAM_BOTS or of the admin API' }),
+          bot: Type.String({ description: 'A bot of the workspace (TELEGRAM_BOTS, or added through the admin API)' }),
         }),
         headers: Type.Object({ [secretTokenHeader]: Type.Optional(Type.String({ description: 'The secret_token given to setWebhook' })) }),
         response: {
@@ -58,20 +58,29 @@ export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhook
           ...webhookErrorResponses,
         },
       },
-      onRequest: (request, _reply, next) => {
+      onRequest: async (request) => {
         const { workspace, bot } = request.params;
-        if (botOf(workspace, bot)) return next();
-        next(refuse(request, 404, 'unknown_bot', `TELEGRAM_BOTS has no bot "${bot}" in workspace "${workspace}"`));
+        if (await tenants.find(() => botOf(workspace, bot))) return;
+        throw refuse(request, 404, 'unknown_bot', `workspace "${workspace}" has no Telegram bot "${bot}"`);
       },
     },
     async (request, reply) => {
       const { workspace } = request.params;
-      const bot = botOf(workspace, request.params.bot)!;
       const sent = request.headers[secretTokenHeader];
       let failure: keyof typeof secretTokenFailures | undefined;
-      if (typeof sent !== 'string' || sent === '') failure = 'missing_secret_token';
-      else if (!sameTextInConstantTime(sent, bot.secretToken)) failure = 'invalid_secret_token';
-      if (failure !== undefined) {
+      // A secret token this process may not know yet (the bot was just added elsewhere) is looked for again.
+      const bot = await tenants.find(() => {
+        const found = botOf(workspace, request.params.bot);
+        if (!found) return undefined;
+        failure = undefined;
+        if (typeof sent !== 'string' || sent === '') failure = 'missing_secret_token';
+        else if (!sameTextInConstantTime(sent, found.secretToken)) failure = 'invalid_secret_token';
+        return failure === 'invalid_secret_token' ? undefined : found;
+      });
+      if (!bot && failure === undefined)
+        throw refuse(request, 404, 'unknown_bot', `workspace "${workspace}" has no Telegram bot "${request.params.bot}"`);
+      if (failure !== undefined || !bot) {
+        failure ??= 'invalid_secret_token';
         // Counted with UnifyPort's signature failures: both are senders that did not prove who they are.
         signatureFailuresTotal.inc({ reason: failure });
         throw refuse(request, 401, failure, secretTokenFailures[failure]);

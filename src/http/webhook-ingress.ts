@@ -12,10 +12,13 @@ import type { Ingress } from './ingress.js';
 import { lineWebhookRoutes } from './line-webhook.js';
 import { telegramWebhookRoutes } from './telegram-webhook.js';
 import { webhookRoutes } from './webhook.js';
+import type { TenantRegistry } from '../tenants/registry.js';
 
 export interface WebhookIngressOptions {
   config: Config;
   pool: Pool;
+  /** Where the routes look workspaces, secrets, bots and channels up. */
+  tenants: TenantRegistry;
   /** Called once after each commit that queued children, so the outbox is drained at once. */
   wakeDispatcher: () => void;
   /** Each request gets a span (off: no hook is added). */
@@ -29,7 +32,10 @@ const frameworkOutcomes: Record<number, string> = { 413: 'body_too_large', 415: 
  * parser is registered here only, and every route stores through one group commit (src/db/ingest-batcher.ts),
  * so their rows share transactions.
  */
-export const webhookIngress: FastifyPluginAsyncTypebox<WebhookIngressOptions> = async (app, { config, pool, wakeDispatcher, traced }) => {
+export const webhookIngress: FastifyPluginAsyncTypebox<WebhookIngressOptions> = async (
+  app,
+  { config, pool, tenants, wakeDispatcher, traced },
+) => {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, parsed) => parsed(null, body));
 
@@ -79,9 +85,9 @@ export const webhookIngress: FastifyPluginAsyncTypebox<WebhookIngressOptions> = 
     },
   };
 
-  await app.register(webhookRoutes, { config, ingress });
-  await app.register(telegramWebhookRoutes, { config, ingress });
-  await app.register(lineWebhookRoutes, { config, ingress });
+  await app.register(webhookRoutes, { config, tenants, ingress });
+  await app.register(telegramWebhookRoutes, { tenants, ingress });
+  await app.register(lineWebhookRoutes, { tenants, ingress });
 };
 
 /**

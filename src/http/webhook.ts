@@ -8,9 +8,11 @@ import { webhookErrorResponses } from './schemas.js';
 import { parseEvent } from '../ingest/unifyport.js';
 import { unstorableTextProblem } from '../domain/storable-text.js';
 import type { Ingress } from './ingress.js';
+import type { TenantRegistry } from '../tenants/registry.js';
 
 export interface WebhookOptions {
   config: Config;
+  tenants: TenantRegistry;
   ingress: Ingress;
 }
 
@@ -46,7 +48,7 @@ const unstorable = {
  * `POST /webhooks/unifyport/:workspace`: verifies the raw body, stores the child in a transaction shared
  * with concurrent requests (group commit) and answers 202 only after that commit.
  */
-export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app, { config, ingress }, done) => {
+export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app, { config, tenants, ingress }, done) => {
   const { batcher, refuse } = ingress;
 
   app.post(
@@ -55,12 +57,12 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       schema: {
         summary: 'Receive a UnifyPort event',
         description:
-          'Body: the UnifyPort event as `application/json`, at most MAX_BODY_BYTES. When the workspace has signing ' +
-          `secrets, \`${signatureHeaderName}: v1=<hex>\` with hex = HMAC-SHA256(secret, "<timestamp>.<raw body>") ` +
+          'Body: the UnifyPort event as `application/json`, at most MAX_BODY_BYTES. Unless the workspace is one of ' +
+          `WORKSPACE_SECRETS with no secret, \`${signatureHeaderName}: v1=<hex>\` with hex = HMAC-SHA256(secret, "<timestamp>.<raw body>") ` +
           `and \`${timestampHeader}\` (unix seconds) are required. 202 means the child is committed. ` +
           '503 with Retry-After: the database is unavailable, or too many events are waiting to be stored.',
         tags: ['ingress'],
-        params: Type.Object({ workspace: Type.String({ description: 'A workspace configured in WORKSPACE_SECRETS' }) }),
+        params: Type.Object({ workspace: Type.String({ description: 'A workspace of WORKSPACE_SECRETS or of the admin API' }) }),
         headers: Type.Object({
           [timestampHeader]: Type.Optional(Type.String({ description: 'Unix seconds' })),
           [signatureHeaderName]: Type.Optional(Type.String({ description: 'One or more v1=<hex> entries' })),
@@ -70,10 +72,10 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
           ...webhookErrorResponses,
         },
       },
-      onRequest: (request, _reply, next) => {
+      onRequest: async (request) => {
         const { workspace } = request.params;
-        if (config.workspaceSecrets.has(workspace)) return next();
-        next(refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`));
+        if (await tenants.find(() => tenants.workspace(workspace))) return;
+        throw refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`);
       },
     },
     async (request, reply) => {
@@ -83,19 +85,29 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       }
       const body = request.body;
 
-      const secrets = config.workspaceSecrets.get(workspace) ?? [];
-      if (secrets.length > 0) {
-        const verdict = verifySignature({
-          secrets,
-          timestamp: headerValue(request, timestampHeader),
-          signature: headerValue(request, signatureHeaderName),
-          body,
-          toleranceS: config.signatureToleranceS,
-        });
-        if (!verdict.ok) {
-          signatureFailuresTotal.inc({ reason: verdict.reason });
-          throw refuse(request, 401, verdict.reason, signatureFailures[verdict.reason](config.signatureToleranceS));
+      // Looked up again: the workspace may have been removed since the request came in.
+      let failure: VerifyFailure | 'unknown' | undefined;
+      await tenants.find(() => {
+        const tenant = tenants.workspace(workspace);
+        if (!tenant) failure = 'unknown';
+        else if (tenant.acceptsUnsigned) failure = undefined;
+        else {
+          const verdict = verifySignature({
+            secrets: tenant.secrets.map(({ secret }) => secret),
+            timestamp: headerValue(request, timestampHeader),
+            signature: headerValue(request, signatureHeaderName),
+            body,
+            toleranceS: config.signatureToleranceS,
+          });
+          failure = verdict.ok ? undefined : verdict.reason;
         }
+        // Only a secret this process may not know yet is worth a fresher look.
+        return failure === undefined || (failure !== 'unknown' && failure !== 'invalid_signature') ? true : undefined;
+      });
+      if (failure === 'unknown') throw refuse(request, 404, 'unknown_workspace', `workspace "${workspace}" is not configured`);
+      if (failure !== undefined) {
+        signatureFailuresTotal.inc({ reason: failure });
+        throw refuse(request, 401, failure, signatureFailures[failure](config.signatureToleranceS));
       }
 
       const event = parseEvent(workspace, body);

@@ -9,7 +9,7 @@ import type { HttpTimeouts } from '../common/config.js';
 import { errorMessage } from '../common/error-message.js';
 import type { Logger } from '../common/log.js';
 import { registry } from '../common/metrics.js';
-import type { TokenTable } from './access/tokens.js';
+import type { Tokens } from '../tenants/tokens.js';
 import { errorBody } from './errors.js';
 
 export interface WorkerMetricsServer {
@@ -21,7 +21,8 @@ export interface WorkerMetricsServer {
 export async function serveWorkerMetrics(options: {
   host: string;
   port: number;
-  tokens: TokenTable;
+  /** The tenant registry's tokens (API_TOKENS or the admin token, and those of the admin API). */
+  tokens: Tokens;
   /** The Temporal SDK's Prometheus endpoint of this process. */
   temporalMetricsUrl: string;
   timeouts: HttpTimeouts;
@@ -41,11 +42,12 @@ export async function serveWorkerMetrics(options: {
         if (request.method !== 'GET' && request.method !== 'HEAD')
           return refuse(response, 405, 'method_not_allowed', 'GET /metrics', { allow: 'GET, HEAD' });
         const presented = bearerTokenOf(request.headers.authorization ?? '');
-        const entry = presented === undefined ? undefined : tokens.find(presented);
+        const entry = presented === undefined ? undefined : await tokens.find(() => tokens.current().find(presented));
         if (!entry)
           return refuse(response, 401, 'unauthorized', 'a bearer token of API_TOKENS is needed', { 'www-authenticate': 'Bearer' });
         if (entry.workspaces !== '*')
           return refuse(response, 403, 'workspace_not_allowed', 'this route needs a token that reaches every workspace ("*")');
+        tokens.used?.(entry);
         let text = await registry.metrics();
         try {
           const temporal = await fetch(temporalMetricsUrl, { signal: AbortSignal.timeout(2_000) });

@@ -9,10 +9,13 @@ import { consolePages } from './pages.js';
 import { consolePaths } from './paths.js';
 import { createThumbnailer } from './thumbnails.js';
 import { templatesDir } from './views.js';
+import { tenantsPage } from './tenants-page.js';
+import type { TenantRegistry } from '../tenants/registry.js';
 
 export interface ConsoleOptions {
   config: Pick<Config, 'media' | 'temporal'>;
   pool: Pool;
+  tenants: TenantRegistry;
 }
 
 const assetsDir = path.join(path.dirname(templatesDir), 'assets');
@@ -59,5 +62,6 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
     pool: options.pool,
     temporalUi: { url: options.config.temporal.uiUrl, namespace: options.config.temporal.namespace },
   });
+  await app.register(tenantsPage, { prefix: consolePaths.tenants, pool: options.pool, tenants: options.tenants });
   await app.register(mediaRoutes, { pool: options.pool, mediaDir, thumbnailer, iconsDir: path.join(assetsDir, 'icons') });
 };

@@ -14,6 +14,7 @@ function albumTail(key: AlbumKey): string {
 export const consolePaths = {
   albums: consolePath,
   review: `${consolePath}/review`,
+  tenants: `${consolePath}/tenants`,
   signIn: signInPath,
   signOut: signOutPath,
   assets: `${consolePath}/assets/`,

@@ -8,6 +8,7 @@ import type { AlbumListRow } from '../db/status.js';
 import type { AlbumPhase } from '../domain/types.js';
 import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
+import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../http/admin.js';
 
 export const templatesDir = path.join(projectRoot, 'src/ui/templates');
 
@@ -57,7 +58,20 @@ export interface ErrorPage {
   message: string;
 }
 
+/** The tenants page: what the admin API lists, the forms' addresses, and the outcome of the last change. */
+export interface TenantsPage {
+  workspaces: WorkspaceInfo[];
+  tokens: TokenInfo[];
+  audit: AuditInfo[];
+  paths: Record<string, string | ((...names: string[]) => string)>;
+  message: string | null;
+  error: string | null;
+  /** A token just created: shown on this answer only. */
+  createdToken: { name: string; token: string } | null;
+}
+
 interface Pages {
+  tenants: TenantsPage;
   albums: AlbumListPage;
   album: AlbumPageModel;
   error: ErrorPage;

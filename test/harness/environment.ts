@@ -26,6 +26,12 @@ export interface AppEnvironmentOptions {
 }
 
 /**
+ * The key every albumflow process of a stack seals its stored secrets under: processes that share a
+ * database must share it (each would otherwise generate its own in its DATA_DIR). A test key, nothing else.
+ */
+export const harnessSecretKey = 'a1b0f10ea1b0f10ea1b0f10ea1b0f10ea1b0f10ea1b0f10ea1b0f10ea1b0f10e';
+
+/**
  * The environment of an albumflow on this machine (the variables of the README's configuration table),
  * downloading from media servers on the loopback address, which the download guard refuses unless told.
  */
@@ -44,5 +50,6 @@ export function appEnvironment(options: AppEnvironmentOptions): Record<string, s
     MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
     ...(options.notify ? { NOTIFY_URL: options.notify.url, NOTIFY_SECRET: options.notify.secret } : {}),
     LOG_LEVEL: options.logLevel,
+    ALBUMFLOW_SECRET_KEY: harnessSecretKey,
   };
 }

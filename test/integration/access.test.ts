@@ -12,11 +12,12 @@ import { createPool, type Pool } from '../../src/db/pool.js';
 import { adminTokenPath } from '../../src/http/access/admin-token.js';
 import type { RouteAccessEntry } from '../../src/http/access/plugin.js';
 import { ConsoleSessions, sessionCookie } from '../../src/http/access/session.js';
-import { tokenHash } from '../../src/http/access/tokens.js';
+import { tokenHash } from '../../src/tenants/tokens.js';
 import { buildApp, type App } from '../../src/app.js';
 import { startService } from '../../src/service.js';
 import { capturedLogger, testClient, testConfig, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
+import { unifyportHeaders } from '../harness/events.js';
 import { consoleSessions } from '../harness/rows.js';
 
 const workspaceA = unique('ws-a');
@@ -739,10 +740,14 @@ describe('npm start without API_TOKENS', () => {
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   it('generates an admin token once, keeps it across restarts, and prints a sign-in link that works once', async () => {
-    const serviceConfig = { ...config, port: 0, dataDir, apiTokens: undefined };
+    const serviceConfig = { ...config, port: 0, dataDir, apiTokens: undefined, secretKey: undefined };
     const start = () => startService(serviceConfig, { http: true, dispatcher: false, worker: false }, logger);
     const statusUrl = (http: string) => `${http}/workspaces/${workspaceA}/albums`;
     const tokens: string[] = [];
+    const keys: string[] = [];
+    const generatedWorkspace = unique('generated');
+    const generatedSecret = unique('generated-signing-secret');
+    secrets.add(generatedSecret);
     // startService reads the Temporal connection the way the Temporal tools do: from the environment.
     const temporalAddress = process.env.TEMPORAL_ADDRESS;
     process.env.TEMPORAL_ADDRESS = config.temporal.address;
@@ -761,6 +766,33 @@ describe('npm start without API_TOKENS', () => {
         const http = service.urls.http!;
         expect((await fetch(statusUrl(http))).status).toBe(401);
         expect((await fetch(statusUrl(http), { headers: bearer(token) })).status).toBe(200);
+
+        // The admin token manages the tenants; what it stores is sealed under DATA_DIR/secret-key, kept across restarts.
+        const keyFile = path.join(dataDir, 'secret-key');
+        expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
+        keys.push(fs.readFileSync(keyFile, 'utf8'));
+        secrets.add(keys[0]!.trim());
+        if (run === 1) {
+          const added = await fetch(`${http}/admin/workspaces`, {
+            method: 'POST',
+            headers: { ...bearer(token), 'content-type': 'application/json' },
+            body: JSON.stringify({ name: generatedWorkspace }),
+          });
+          expect(added.status).toBe(201);
+          const secret = await fetch(`${http}/admin/workspaces/${generatedWorkspace}/secrets`, {
+            method: 'POST',
+            headers: { ...bearer(token), 'content-type': 'application/json' },
+            body: JSON.stringify({ secret: generatedSecret }),
+          });
+          expect(secret.status).toBe(201);
+        }
+        const body = JSON.stringify({ id: unique('evt'), type: 'other.event' });
+        const webhook = await fetch(`${http}/webhooks/unifyport/${generatedWorkspace}`, {
+          method: 'POST',
+          headers: unifyportHeaders(generatedSecret, body),
+          body,
+        });
+        expect(webhook.status, `start ${run}`).toBe(202);
 
         const link = service.urls.console!;
         expect(link).toMatch(new RegExp(`^${http}/ui/sign-in\\?code=[\\w-]{24}$`));
@@ -788,6 +820,7 @@ describe('npm start without API_TOKENS', () => {
       }
     }
     expect(tokens[1]).toBe(tokens[0]);
+    expect(keys[1]).toBe(keys[0]);
   });
 });
 

@@ -1,6 +1,6 @@
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tokenHash } from '../../src/http/access/tokens.js';
+import { tokenHash } from '../../src/tenants/tokens.js';
 import type { AlbumListBody } from '../../src/http/schemas.js';
 import type { AlbumView } from '../../src/domain/types.js';
 import { eventually } from '../harness/albums.js';

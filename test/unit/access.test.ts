@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/common/config.js';
 import { adminTokenPath, AdminTokenError, loadOrCreateAdminToken } from '../../src/http/access/admin-token.js';
 import { localPath } from '../../src/http/access/sign-in.js';
-import { tokenDigest, tokenHash, TokenTable } from '../../src/http/access/tokens.js';
+import { tokenDigest, tokenHash, TokenTable } from '../../src/tenants/tokens.js';
 import { projectRoot } from '../../src/common/paths.js';
 
 const alpha = 'alpha-token-0123456789';
@@ -48,7 +48,7 @@ describe('API_TOKENS', () => {
 });
 
 describe('TokenTable', () => {
-  const table = new TokenTable(
+  const table = TokenTable.fromEnvironment(
     new Map([
       [alpha, ['demo']],
       [beta, ['*']],
@@ -65,7 +65,7 @@ describe('TokenTable', () => {
 
   it('names a token by a short hash that does not contain it', () => {
     expect(tokenHash(alpha)).toMatch(/^[0-9a-f]{12}$/);
-    expect(table.byHash(tokenHash(alpha))?.token).toBe(alpha);
+    expect(table.byHash(tokenHash(alpha))?.digest).toEqual(tokenDigest(alpha));
   });
 });
 
@@ -129,10 +129,10 @@ describe('where sign-in goes next', () => {
 
 describe('token digests', () => {
   it('name a token in PostgreSQL; its first 12 hex digits are the short hash logs show', () => {
-    const table = new TokenTable(new Map([[alpha, ['demo']]]));
+    const table = TokenTable.fromEnvironment(new Map([[alpha, ['demo']]]));
     expect(tokenDigest(alpha)).toHaveLength(32);
     expect(tokenDigest(alpha).toString('hex').slice(0, 12)).toBe(tokenHash(alpha));
-    expect(table.byDigest(tokenDigest(alpha))?.token).toBe(alpha);
+    expect(table.byDigest(tokenDigest(alpha))?.hash).toBe(tokenHash(alpha));
     expect(table.byDigest(tokenDigest(beta))).toBeUndefined();
     expect(table.digests()).toEqual([tokenDigest(alpha)]);
   });

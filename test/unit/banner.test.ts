@@ -41,7 +41,7 @@ describe('the banner of npm start', () => {
   it('without any workspace, says that every webhook gets 404 and how to configure one', () => {
     const printed = lines({});
     expect(printed).toContain('  webhook      POST http://127.0.0.1:3000/webhooks/unifyport/<workspace>');
-    expect(printed.some((line) => line.includes('none configured, so every webhook gets 404'))).toBe(true);
+    expect(printed.some((line) => line.includes('none configured in the environment: add one while it runs'))).toBe(true);
   });
 
   it('says where the embedded PostgreSQL keeps its data, outside DATA_DIR when it is kept elsewhere', () => {

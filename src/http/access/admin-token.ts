@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Config } from '../../common/config.js';
 import type { Logger } from '../../common/log.js';
 import { bearerTokenPattern } from '../../common/bearer-token.js';
+import { createPrivateFileOnce, permissionWarning } from '../../common/private-file.js';
 
 /** The file under DATA_DIR that holds the admin token generated when API_TOKENS is unset. */
 export function adminTokenPath(dataDir: string): string {
@@ -40,42 +41,19 @@ export interface AdminToken {
 }
 
 /**
- * The admin token of this data directory: read from its file, or generated into it. The file is
- * written whole under a temporary name with mode 0600 and then linked into place, which fails if
- * another process was first, so it is never seen half-written and never overwritten.
+ * The admin token of this data directory: read from its file, or generated into it (mode 0600, never
+ * half-written, never overwritten: `createPrivateFileOnce`).
  */
 export function loadOrCreateAdminToken(dataDir: string): AdminToken {
   const file = adminTokenPath(dataDir);
   const existing = readAdminToken(file);
   if (existing !== undefined) return { token: existing, file, created: false, ...permissionWarning(file) };
 
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const generated = crypto.randomBytes(32).toString('base64url');
-  const temporary = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
-  const fd = fs.openSync(temporary, 'wx', 0o600);
-  try {
-    fs.fchmodSync(fd, 0o600);
-    fs.writeFileSync(fd, `${generated}\n`);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  try {
-    fs.linkSync(temporary, file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    fs.rmSync(temporary, { force: true });
-  }
+  createPrivateFileOnce(file, `${generated}\n`);
   const token = readAdminToken(file);
   if (token === undefined) throw new AdminTokenError(`${file} disappeared while it was being created`);
   return { token, file, created: token === generated };
-}
-
-function permissionWarning(file: string): { warning?: string } {
-  const mode = fs.statSync(file).mode & 0o777;
-  if ((mode & 0o077) === 0) return {};
-  return { warning: `${file} may be read by other users (mode ${mode.toString(8)}); run chmod 600 on it` };
 }
 
 export interface ApiTokens {

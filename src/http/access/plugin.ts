@@ -5,7 +5,7 @@ import { HttpError } from '../errors.js';
 import { ErrorBodySchema as ErrorBody } from '../schemas.js';
 import { sessionCookie, sessionCookiePath, type ConsoleSessions } from './session.js';
 import { bearerTokenOf } from '../../common/bearer-token.js';
-import { reaches, tokenHash, type TokenEntry, type TokenTable } from './tokens.js';
+import { reaches, tokenHash, type TokenEntry, type Tokens } from '../../tenants/tokens.js';
 
 /**
  * Who may call a route, set as `config.access` (routes registered inside a plugin passed to
@@ -20,6 +20,8 @@ export type RouteAccess = 'open' | 'workspace' | 'signed-in' | 'all-workspaces';
 /** The caller's token, as the routes see it: its short hash and scope, never the token itself. */
 export interface Access {
   tokenHash: string;
+  /** What the audit calls the token (never the token). */
+  tokenName: string;
   /** `*` reaches every workspace. */
   workspaces: '*' | ReadonlySet<string>;
   via: 'bearer' | 'session';
@@ -50,7 +52,7 @@ export const signInPath = '/ui/sign-in';
 export const signOutPath = '/ui/sign-out';
 
 export interface AccessOptions {
-  tokens: TokenTable;
+  tokens: Tokens;
   sessions: ConsoleSessions;
 }
 
@@ -161,12 +163,12 @@ export const accessControl = fp<AccessOptions>(
         case 'malformed':
           return refuse(request, reply, 401, 'invalid_token', 'send exactly one Authorization header: Bearer <token>');
         case 'bearer':
-          entry = tokens.find(credential.token);
+          entry = await tokens.find(() => tokens.current().find(credential.token));
           if (!entry)
             return refuse(request, reply, 401, 'invalid_token', 'the token is not one albumflow accepts', tokenHash(credential.token));
           break;
         case 'session':
-          entry = await sessions.verify(tokens, credential.value);
+          entry = await sessions.verify(tokens.current(), credential.value);
           if (!entry) {
             void reply.clearCookie(sessionCookie, { path: sessionCookiePath });
             return refuse(
@@ -209,7 +211,13 @@ export const accessControl = fp<AccessOptions>(
           return refuse(request, reply, 403, 'workspace_not_allowed', 'the token does not reach this workspace', entry.hash);
       }
 
-      request.access = { tokenHash: entry.hash, workspaces: entry.workspaces, via: credential.kind === 'bearer' ? 'bearer' : 'session' };
+      tokens.used?.(entry);
+      request.access = {
+        tokenHash: entry.hash,
+        tokenName: entry.name,
+        workspaces: entry.workspaces,
+        via: credential.kind === 'bearer' ? 'bearer' : 'session',
+      };
       request.log = request.log.child({ tokenHash: entry.hash });
       reply.log = request.log;
     });

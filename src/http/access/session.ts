@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { isUnavailable, type Queryable } from '../../db/pool.js';
 import { deleteSession, exchangeSignInCode, findSession, findSignInCode, insertSession, insertSignInCode } from '../../db/sessions.js';
 import { HttpError } from '../errors.js';
-import { tokenDigest, type TokenEntry, type TokenTable } from './tokens.js';
+import { tokenDigest, type TokenEntry, type TokenTable } from '../../tenants/tokens.js';
 
 export const sessionCookie = 'albumflow_session';
 /**
@@ -77,7 +77,7 @@ export class ConsoleSessions {
   async start(entry: TokenEntry): Promise<Session> {
     const cookie = crypto.randomBytes(32).toString('base64url');
     const { expiresAt } = await available(
-      insertSession(this.#db, { idDigest: digest(cookie), tokenDigest: tokenDigest(entry.token), lifetimeS: this.#sessionLifetimeS }),
+      insertSession(this.#db, { idDigest: digest(cookie), tokenDigest: entry.digest, lifetimeS: this.#sessionLifetimeS }),
     );
     return { cookie, entry, expiresAt };
   }

@@ -7,10 +7,10 @@ import { ErrorBodySchema as ErrorBody } from '../schemas.js';
 import { consolePath, requestOrigin, signInPath, signOutPath, wantsPage } from './plugin.js';
 import { sessionCookie, sessionCookiePath, type ConsoleSessions, type Session } from './session.js';
 import { signInCodePage, signInPage, signInPageHeaders } from './sign-in-page.js';
-import { tokenHash, type TokenTable } from './tokens.js';
+import { tokenHash, type Tokens } from '../../tenants/tokens.js';
 
 export interface SignInOptions {
-  tokens: TokenTable;
+  tokens: Tokens;
   sessions: ConsoleSessions;
 }
 
@@ -110,7 +110,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<SignInOptions> = async (app
       const next = localPath(request.query.next);
       const { code } = request.query;
       if (code === undefined) return page(reply, 200, signInPage({ next }));
-      if (!(await sessions.codeIsPending(tokens, code))) {
+      if (!(await sessions.codeIsPending(tokens.current(), code))) {
         request.log.info({ access: 'invalid_sign_in_code' }, 'access refused');
         return page(reply, 401, signInPage({ next, message: `${usedCode} Sign in with a token.` }));
       }
@@ -140,7 +140,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<SignInOptions> = async (app
       }
       let session: Session | undefined;
       if (code !== undefined) {
-        session = await sessions.exchangeCode(tokens, code);
+        session = await sessions.exchangeCode(tokens.current(), code);
         if (!session) {
           request.log.info({ access: 'invalid_sign_in_code' }, 'access refused');
           if (fromForm) return page(reply, 401, signInPage({ next, message: `${usedCode} Sign in with a token.` }));
@@ -148,7 +148,7 @@ export const signInRoutes: FastifyPluginAsyncTypebox<SignInOptions> = async (app
         }
       } else {
         const presented = token!.trim();
-        const entry = tokens.find(presented);
+        const entry = await tokens.find(() => tokens.current().find(presented));
         if (!entry) {
           request.log.info({ access: 'invalid_token', tokenHash: tokenHash(presented) }, 'access refused');
           if (fromForm) return page(reply, 401, signInPage({ next, message: 'That token is not one albumflow accepts.' }));

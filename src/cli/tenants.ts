@@ -1,0 +1,187 @@
+// The tenant commands: workspaces, signing secrets, API tokens, Telegram bots and LINE channels through the
+// admin API of a running albumflow (a `*` token), and `secrets rekey`, which works on PostgreSQL itself.
+import crypto from 'node:crypto';
+import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../http/admin.js';
+import { connectionConfig, createPool } from '../db/pool.js';
+import { rekey } from '../tenants/rekey.js';
+import { CliError, cliConfig, misuse, type Api } from './api.js';
+import { plural, table } from './format.js';
+import type { Values } from './options.js';
+import { say, terminalJson, terminalLines, terminalText } from './terminal.js';
+
+const segment = encodeURIComponent;
+const json = (body: unknown) => ({ body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+
+function args(rest: string[], count: number, words: string): string[] {
+  if (rest.length !== count) throw misuse(`expected ${words}, got ${rest.length} argument${rest.length === 1 ? '' : 's'}`);
+  return rest;
+}
+
+/** A secret generated for the operator when none is given: 32 random bytes, URL-safe. */
+const generated = () => crypto.randomBytes(32).toString('base64url');
+
+export async function workspaceCommand(api: Api, values: Values, [action, ...rest]: string[]): Promise<void> {
+  switch (action) {
+    case 'add': {
+      const [name] = args(rest, 1, '<workspace>');
+      const workspace = await api.expect<WorkspaceInfo>('POST', '/admin/workspaces', json({ name }));
+      if (values.json) return say(terminalJson(workspace));
+      return say(terminalText(`workspace ${workspace.name} added; give it a signing secret: albumflow secret add ${workspace.name}`));
+    }
+    case 'list': {
+      args(rest, 0, 'no argument');
+      const { workspaces } = await api.expect<{ workspaces: WorkspaceInfo[] }>('GET', '/admin/workspaces');
+      if (values.json) return say(terminalJson(workspaces));
+      const rows = workspaces.map((w) => [
+        w.name,
+        w.source,
+        w.secrets.map((s) => s.id).join(', ') || '-',
+        w.telegramBots.map((b) => b.name).join(', ') || '-',
+        w.lineChannels.map((c) => c.name).join(', ') || '-',
+      ]);
+      return say(terminalLines(table(['workspace', 'source', 'secrets', 'telegram bots', 'line channels'], rows)));
+    }
+    case 'remove': {
+      const [name] = args(rest, 1, '<workspace>');
+      await api.expect('DELETE', `/admin/workspaces/${segment(name!)}`);
+      return say(terminalText(`workspace ${name} removed: its webhooks answer 404; its albums stay until they are erased`));
+    }
+    default:
+      throw misuse(`unknown workspace command "${[action, ...rest].join(' ')}" (there are: workspace add, list, remove)`);
+  }
+}
+
+export async function secretCommand(api: Api, values: Values, [action, ...rest]: string[]): Promise<void> {
+  switch (action) {
+    case 'add': {
+      const [workspace] = args(rest, 1, '<workspace>');
+      const secret = values.secret ?? generated();
+      const { id } = await api.expect<{ id: string }>('POST', `/admin/workspaces/${segment(workspace!)}/secrets`, json({ secret }));
+      if (values.json) return say(terminalJson(values.secret ? { id } : { id, secret }));
+      // A secret given on the command line is not printed again; a generated one is shown this once.
+      return say(
+        terminalText(values.secret ? `secret ${id} added to ${workspace}` : `secret ${id} added to ${workspace}: ${secret}`) +
+          (values.secret ? '' : '\n(shown once: give it to the sender, which signs its webhooks with it)'),
+      );
+    }
+    case 'retire': {
+      const [workspace, id] = args(rest, 2, '<workspace> <secret id>');
+      await api.expect('DELETE', `/admin/workspaces/${segment(workspace!)}/secrets/${segment(id!)}`);
+      return say(terminalText(`secret ${id} of ${workspace} retired: webhooks signed with it are refused`));
+    }
+    default:
+      throw misuse(`unknown secret command "${[action, ...rest].join(' ')}" (there are: secret add, retire)`);
+  }
+}
+
+export async function tokenCommand(api: Api, values: Values, [action, ...rest]: string[]): Promise<void> {
+  switch (action) {
+    case 'create': {
+      if (rest.length < 2) throw misuse('token create takes <name> <workspace>… ("*" for every workspace)');
+      const [name, ...workspaces] = rest;
+      const created = await api.expect<TokenInfo & { token: string }>(
+        'POST',
+        '/admin/tokens',
+        json({ name, workspaces, ...(values['expires-at'] ? { expiresAt: values['expires-at'] } : {}) }),
+      );
+      if (values.json) return say(terminalJson(created));
+      return say(
+        terminalText(`token ${created.id} (${created.name}) reaches ${created.workspaces.join(', ')}: ${created.token}`) +
+          '\n(shown once: albumflow keeps only its digest)',
+      );
+    }
+    case 'list': {
+      args(rest, 0, 'no argument');
+      const { tokens } = await api.expect<{ tokens: TokenInfo[] }>('GET', '/admin/tokens');
+      if (values.json) return say(terminalJson(tokens));
+      const rows = tokens.map((t) => [t.id, t.name, t.workspaces.join(', '), t.source, t.expiresAt ?? '-', t.lastUsedAt ?? '-']);
+      return say(terminalLines(table(['id', 'name', 'workspaces', 'source', 'expires', 'last used'], rows)));
+    }
+    case 'revoke': {
+      const [id] = args(rest, 1, '<token id>');
+      await api.expect('DELETE', `/admin/tokens/${segment(id!)}`);
+      return say(terminalText(`token ${id} revoked, and every console session it opened`));
+    }
+    default:
+      throw misuse(`unknown token command "${[action, ...rest].join(' ')}" (there are: token create, list, revoke)`);
+  }
+}
+
+export async function addBot(api: Api, values: Values, rest: string[]): Promise<void> {
+  const [workspace, name] = args(rest, 2, '<workspace> <bot name>');
+  const token = values.token ?? process.env.TELEGRAM_BOT_TOKEN;
+  if (!token) throw misuse('telegram add-bot needs the bot token: --token, or TELEGRAM_BOT_TOKEN');
+  const secretToken = values['secret-token'] ?? generated();
+  const bot = await api.expect<{ name: string; botId: string }>(
+    'POST',
+    `/admin/workspaces/${segment(workspace!)}/telegram-bots`,
+    json({ name, token, secretToken }),
+  );
+  if (values.json) return say(terminalJson(bot));
+  say(
+    terminalText(
+      `bot ${bot.name} (id ${bot.botId}) added to ${workspace}: POST /webhooks/telegram/${segment(workspace!)}/${segment(name!)}`,
+    ),
+  );
+  if (!values['secret-token']) say(terminalText(`its secret token (for setWebhook's secret_token, shown once): ${secretToken}`));
+}
+
+export async function addChannel(api: Api, values: Values, rest: string[]): Promise<void> {
+  const [workspace, name] = args(rest, 2, '<workspace> <channel name>');
+  const channelSecret = values['channel-secret'] ?? process.env.LINE_CHANNEL_SECRET;
+  const channelAccessToken = values['channel-access-token'] ?? process.env.LINE_CHANNEL_ACCESS_TOKEN;
+  if (!channelSecret || !channelAccessToken) {
+    throw misuse(
+      'line add-channel needs --channel-secret and --channel-access-token (or LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN)',
+    );
+  }
+  const channel = await api.expect<{ name: string }>(
+    'POST',
+    `/admin/workspaces/${segment(workspace!)}/line-channels`,
+    json({ name, channelSecret, channelAccessToken }),
+  );
+  if (values.json) return say(terminalJson(channel));
+  say(terminalText(`channel ${channel.name} added to ${workspace}: POST /webhooks/line/${segment(workspace!)}/${segment(name!)}`));
+}
+
+export async function removeEntry(api: Api, kind: 'telegram-bots' | 'line-channels', rest: string[]): Promise<void> {
+  const noun = kind === 'telegram-bots' ? 'bot' : 'channel';
+  const [workspace, name] = args(rest, 2, `<workspace> <${noun} name>`);
+  await api.expect('DELETE', `/admin/workspaces/${segment(workspace!)}/${kind}/${segment(name!)}`);
+  say(terminalText(`${noun} ${name} removed from ${workspace}: its webhook answers 404`));
+}
+
+export async function auditCommand(api: Api, values: Values, rest: string[]): Promise<void> {
+  args(rest, 0, 'no argument');
+  const { entries } = await api.expect<{ entries: AuditInfo[] }>('GET', `/admin/audit?limit=${values.limit ?? '50'}`);
+  if (values.json) return say(terminalJson(entries));
+  if (entries.length === 0) return say('no change recorded');
+  say(
+    terminalLines(
+      table(
+        ['at', 'token', 'action', 'subject'],
+        entries.map((e) => [e.at, e.tokenName, e.action, e.subject]),
+      ),
+    ),
+  );
+  say(plural(entries.length, 'change'));
+}
+
+/** `secrets rekey`, on PostgreSQL itself (DATABASE_URL): the running albumflow is not asked. */
+export async function rekeyCommand(): Promise<void> {
+  const config = cliConfig(['DATABASE_URL', 'DATA_DIR', 'ALBUMFLOW_SECRET_KEY']);
+  if (!config.databaseUrl) {
+    throw new CliError(
+      'secrets rekey works on PostgreSQL: set DATABASE_URL (for `npm start`, the PostgreSQL address its banner shows, with the password in DATA_DIR/postgres.password)',
+    );
+  }
+  const pool = createPool(connectionConfig(config.databaseUrl), { max: 1, applicationName: 'albumflow-rekey' });
+  try {
+    const outcome = await rekey(pool, { secretKey: config.secretKey, dataDir: config.dataDir });
+    say(terminalText(`${plural(outcome.resealed, 'stored secret')} sealed again under key ${outcome.keyId}; ${outcome.next}`));
+  } catch (err) {
+    throw new CliError(terminalText((err as Error).message));
+  } finally {
+    await pool.end();
+  }
+}
