@@ -339,8 +339,16 @@ export class LoadGenerator {
   private readonly run = crypto.randomBytes(3).toString('hex');
   private readonly agent: http.Agent;
 
+  private secret: string;
+
   constructor(private readonly options: LoadOptions) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: options.maxInFlight });
+    this.secret = options.secret;
+  }
+
+  /** Signs every delivery sent from now on (retries too) with this secret, as a sender does once it rotated. */
+  useSecret(secret: string): void {
+    this.secret = secret;
   }
 
   start(): void {
@@ -523,7 +531,8 @@ export class LoadGenerator {
   }
 
   private async send(queued: Queued): Promise<void> {
-    const { workspace, secret, telegram } = this.options;
+    const { workspace, telegram } = this.options;
+    const secret = this.secret;
     const target = this.options.targets[this.next++ % this.options.targets.length]!;
     const attempt: Attempt = { childKey: queued.child.childKey, phase: this.phase, at: Date.now(), status: 0, acknowledged: false };
     this.attempts.push(attempt);
