@@ -22,6 +22,7 @@ import { statusRoutes } from './http/status.js';
 import { textKindPlugin } from './http/text-schemas.js';
 import { webhookIngress } from './http/webhook-ingress.js';
 import { consolePlugin } from './ui/console.js';
+import { openMediaStore, type MediaStore } from './media/store.js';
 
 export interface AppDeps {
   config: Config;
@@ -45,6 +46,8 @@ export interface AppDeps {
   onRoute?: (route: RouteOptions) => void;
   /** Tracing is on (src/common/tracing.ts): each webhook request gets a span. */
   traced?: boolean;
+  /** The media store (default: the one the configuration names, closed with the app). */
+  store?: MediaStore;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -101,6 +104,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   if (deps.onRoute) app.addHook('onRoute', deps.onRoute);
+  const store = deps.store ?? openMediaStore(deps.config.media);
+  if (!deps.store) app.addHook('onClose', async () => store.close());
   app.setErrorHandler(handleError);
   app.addHook('onResponse', async (request, reply) => {
     // The route pattern, never the raw URL: ids in paths would make a series per album.
@@ -126,7 +131,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(async (open) => {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });
-    await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal, embeddedServers: deps.embeddedServers ?? [], tokens });
+    await open.register(healthRoutes, {
+      pool: deps.pool,
+      temporal: deps.temporal,
+      embeddedServers: deps.embeddedServers ?? [],
+      tokens,
+      store,
+    });
     await open.register(webhookIngress, {
       config: deps.config,
       pool: deps.pool,
@@ -138,7 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
-  await app.register(consolePlugin, { config: deps.config, pool: deps.pool });
+  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, store });
   app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
     try {
       reviewQueue.set(await countReviewQueue(deps.pool));

@@ -11,6 +11,7 @@ import { resolveApiTokens } from './http/access/admin-token.js';
 import { consolePath, signInPath } from './http/access/plugin.js';
 import { ConsoleSessions } from './http/access/session.js';
 import { buildApp, type App } from './app.js';
+import { openMediaStore } from './media/store.js';
 import type { Logger } from './common/log.js';
 import { claimDataDir } from './embedded/ownership.js';
 import { pickPort } from './embedded/ports.js';
@@ -93,7 +94,8 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
   const { tracing } = options;
   if (tracing) closers.push(() => tracing.shutdown());
   try {
-    // Readable by their owner only, like the admin token: the photos of every album, the servers' state.
+    // Readable by their owner only, like the admin token: the photos of every album (with MEDIA_STORE, the
+    // downloads under way), the servers' state.
     if (roles.http || roles.worker) fs.mkdirSync(config.media.dir, { recursive: true, mode: 0o700 });
     if (!config.databaseUrl || !config.temporal.address) {
       const claim = claimDataDir(config.dataDir);
@@ -134,6 +136,8 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
 
     const pool: Pool = createPool(dbConfig, { max: 20, logger });
     closers.push(() => pool.end());
+    const store = openMediaStore(config.media);
+    closers.push(async () => store.close());
 
     if (roles.worker) {
       const connection: NativeConnection = await connectWorker(connectionOptions);
@@ -147,7 +151,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         connection,
         namespace,
         taskQueue: config.temporal.taskQueue,
-        activities: createActivities({ pool, config, logger }),
+        activities: createActivities({ pool, config, logger, store }),
         workflowBundle: { codePath: bundle.codePath },
         maxCachedWorkflows: config.temporal.maxCachedWorkflows,
         ...(tracing ? { tracing: await workerTracingOptions(tracing) } : {}),
@@ -195,6 +199,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         tokens,
         consoleSessions,
         traced: tracing !== undefined,
+        store,
       });
       closers.push(() => app!.close());
       await app.listen({ port: config.port, host: config.host });
