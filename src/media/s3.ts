@@ -3,13 +3,24 @@
 // than AWS, AWS_REGION, and the default credential chain (environment, profile, web identity, instance
 // role). With an endpoint set, buckets are addressed by path (`<endpoint>/<bucket>/<key>`), which every
 // S3-compatible server answers; AWS itself is addressed by virtual host.
-import { NotFound, NoSuchKey, S3Client, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  NoSuchKey,
+  NotFound,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { MediaStoreLocation } from '../common/config.js';
 import { fileStream, type ObjectBackend } from './backend.js';
 
-/** Above this a file is uploaded in parts (lib-storage), each part held in memory while it is sent. */
+/** Above this a file is uploaded in parts, each streamed from its byte range of the spooled file. */
 const multipartThreshold = 16 * 1024 * 1024;
 const partSize = 8 * 1024 * 1024;
 
@@ -20,9 +31,15 @@ function isMissing(err: unknown): boolean {
 
 export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv = process.env): ObjectBackend {
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  // The credential chain reads the process's environment; keys given in `env` (another process's) are that chain's first step.
+  const keys =
+    env !== process.env && env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+      ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY } }
+      : {};
   const client = new S3Client({
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
     ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}),
+    ...keys,
     // A store that is down must not hold a download or a page for minutes: the attempt fails, and is retried.
     requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
     maxAttempts: 2,
@@ -62,7 +79,22 @@ export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv =
         await client.send(new PutObjectCommand({ ...params, Body: fileStream(file), ContentLength: bytes }));
         return;
       }
-      await new Upload({ client, params: { ...params, Body: fileStream(file) }, partSize, queueSize: 2, leavePartsOnError: false }).done();
+      const { UploadId } = await client.send(new CreateMultipartUploadCommand(params));
+      const upload = { Bucket: bucket, Key: params.Key, UploadId };
+      try {
+        const parts: Array<{ ETag: string | undefined; PartNumber: number }> = [];
+        for (let start = 0, PartNumber = 1; start < bytes; start += partSize, PartNumber++) {
+          const end = Math.min(start + partSize, bytes) - 1;
+          const part = await client.send(
+            new UploadPartCommand({ ...upload, PartNumber, Body: fileStream(file, { start, end }), ContentLength: end - start + 1 }),
+          );
+          parts.push({ ETag: part.ETag, PartNumber });
+        }
+        await client.send(new CompleteMultipartUploadCommand({ ...upload, MultipartUpload: { Parts: parts } }));
+      } catch (err) {
+        await client.send(new AbortMultipartUploadCommand(upload)).catch(() => undefined);
+        throw err;
+      }
     },
 
     async ping() {

@@ -10,6 +10,7 @@ import { createActivities } from '../../activities/index.js';
 import { loadConfig, type Config } from '../../src/common/config.js';
 import { connectionConfig, connectionUrl, createPool, databaseName, withDatabase, type Pool } from '../../src/db/pool.js';
 import { createLogger, type Logger } from '../../src/common/log.js';
+import { openMediaStore, type MediaStore } from '../../src/media/store.js';
 import { connectClient, connectWorker } from '../../src/temporal/connection.js';
 import { createAlbumWorker } from '../../src/temporal/worker.js';
 import { unique } from './random.js';
@@ -50,6 +51,29 @@ export function testConfig(env: Record<string, string> = {}): Config {
     }),
     ...env,
   });
+}
+
+/** The AWS SDK's variables that point it at the run's S3-compatible server. */
+export function s3Environment(): Record<string, string> {
+  const { accessKeyId, secretAccessKey } = inject('s3Credentials');
+  return {
+    AWS_ENDPOINT_URL_S3: inject('s3Endpoint'),
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: accessKeyId,
+    AWS_SECRET_ACCESS_KEY: secretAccessKey,
+  };
+}
+
+/** A bucket of the test's own on the run's S3 server, as MEDIA_STORE names it (`s3://<bucket>/<prefix>`). */
+export function testBucket(prefix = 'media'): string {
+  const bucket = `test-${crypto.randomBytes(6).toString('hex')}`;
+  fs.mkdirSync(path.join(inject('s3Root'), bucket));
+  return `s3://${bucket}${prefix ? `/${prefix}` : ''}`;
+}
+
+/** The media store of `config`, pointed at the run's S3 server when it names a bucket. */
+export function testStore(config: Config): MediaStore {
+  return openMediaStore(config.media, config.media.store ? { ...s3Environment() } : process.env);
 }
 
 export function testLogger(config: Config): Logger {

@@ -5,6 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { connectionConfig, connectionUrl, withDatabase } from '../../src/db/pool.js';
 import { bundleWorkflows } from '../../src/temporal/worker.js';
 import { connectAdmin, startPrivateCluster, type PrivateCluster } from '../harness/servers/postgres.js';
+import { s3Server } from '../harness/servers/s3.js';
 import { devServer, type TemporalServer } from '../harness/servers/temporal.js';
 
 declare module 'vitest' {
@@ -15,13 +16,17 @@ declare module 'vitest' {
     templateDatabaseUrl: string;
     temporalAddress: string;
     workflowBundlePath: string;
+    /** The run's S3-compatible server (its buckets are the folders of `s3Root`). */
+    s3Endpoint: string;
+    s3Root: string;
+    s3Credentials: { accessKeyId: string; secretAccessKey: string };
   }
 }
 
 /**
  * Fresh PostgreSQL databases (on DATABASE_URL's server, else on an embedded PostgreSQL of the run's
- * own), one Temporal dev server (or TEMPORAL_ADDRESS) per test run, and the workflow code bundled once
- * for every worker the tests create.
+ * own), one Temporal dev server (or TEMPORAL_ADDRESS) and one S3-compatible server per test run, and the
+ * workflow code bundled once for every worker the tests create.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-test-run-'));
@@ -40,6 +45,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await temporal.start();
   }
 
+  const s3 = await s3Server({ root: path.join(scratch, 's3') });
+  await s3.start();
+
   const bundle = await bundleWorkflows();
   const workflowBundlePath = path.join(scratch, 'workflows.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);
@@ -48,9 +56,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('templateDatabaseUrl', connectionUrl(withDatabase(base, `${prefix}_template`)));
   project.provide('temporalAddress', process.env.TEMPORAL_ADDRESS ?? temporal!.address);
   project.provide('workflowBundlePath', workflowBundlePath);
+  project.provide('s3Endpoint', s3.endpoint);
+  project.provide('s3Root', s3.root);
+  project.provide('s3Credentials', { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey });
 
   return async () => {
     await temporal?.stop();
+    await s3.stop();
     await admin.dropDatabases(prefix);
     await admin.end();
     await postgres?.remove();
