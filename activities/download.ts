@@ -243,7 +243,7 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
     }
   }
 
-/**
+  /**
    * The outcome of one attempt for the attachment as it is stored now: null when it is known already
    * (downloaded, or terminal and not retried); otherwise the outcome to record.
    */

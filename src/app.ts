@@ -23,6 +23,7 @@ import { textKindPlugin } from './http/text-schemas.js';
 import { webhookIngress } from './http/webhook-ingress.js';
 import { consolePlugin } from './ui/console.js';
 import { openMediaStore, type MediaStore } from './media/store.js';
+import { mediaLinksFor } from './media/links.js';
 
 export interface AppDeps {
   config: Config;
@@ -127,7 +128,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Every route needs a token unless it is registered in the open block below.
   const tokens = new TokenTable(deps.tokens ?? deps.config.apiTokens ?? new Map());
   const sessions = deps.consoleSessions ?? new ConsoleSessions(deps.pool);
-  await app.register(accessControl, { tokens, sessions });
+  const links = mediaLinksFor(deps.config, deps.pool);
+  await app.register(accessControl, { tokens, sessions, links });
   await app.register(async (open) => {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });

@@ -66,7 +66,12 @@ function get(url: URL, target: ResolvedAddress, attempt: AbortController, limits
 }
 
 /** Follows up to `maxRedirects` redirects, vetting every hop, to a 2xx response: the file to store. */
-export async function openHttpMedia(rawUrl: string, network: NetworkPolicy, attempt: AbortController, limits: HttpLimits): Promise<MediaSource> {
+export async function openHttpMedia(
+  rawUrl: string,
+  network: NetworkPolicy,
+  attempt: AbortController,
+  limits: HttpLimits,
+): Promise<MediaSource> {
   let url = parseUrl(rawUrl);
   for (let redirects = 0; ; redirects++) {
     const target = await vetTarget(url, network);

@@ -50,12 +50,19 @@ function immutable(reply: FastifyReply, etag: string): FastifyReply {
   );
 }
 
-function mediaSchema(summary: string, description: string) {
+/** A notification's `media_url` carries these instead of a token (src/media/links.ts). */
+const SignedLink = Type.Object({
+  expires: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$', description: 'unix seconds after which the link no longer works' })),
+  sig: Type.Optional(Type.String({ maxLength: 100, description: 'the link’s signature' })),
+});
+
+function mediaSchema(summary: string, description: string, querystring?: typeof SignedLink) {
   return {
     summary,
     description,
     tags: ['media'],
     params: Params,
+    ...(querystring ? { querystring } : {}),
     response: {
       200: Type.Unknown({ description: 'the file' }),
       206: Type.Unknown({ description: 'the byte range the Range header asked for' }),
@@ -145,8 +152,11 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
     {
       schema: mediaSchema(
         'A downloaded attachment file',
-        'Served with the content type its server sent (as a download when a browser could run it), an ETag, immutable caching and byte ranges.',
+        'Served with the content type its server sent (as a download when a browser could run it), an ETag, immutable caching and byte ranges. ' +
+          'A notification’s `media_url` reaches it without a token: its `expires` and `sig` stand in for one.',
+        SignedLink,
       ),
+      config: { access: 'workspace-or-link' },
     },
     async (request, reply) => {
       const { workspace, sha256 } = request.params;

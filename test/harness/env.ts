@@ -10,7 +10,6 @@ import { createActivities } from '../../activities/index.js';
 import { loadConfig, type Config } from '../../src/common/config.js';
 import { connectionConfig, connectionUrl, createPool, databaseName, withDatabase, type Pool } from '../../src/db/pool.js';
 import { createLogger, type Logger } from '../../src/common/log.js';
-import { openMediaStore, type MediaStore } from '../../src/media/store.js';
 import { connectClient, connectWorker } from '../../src/temporal/connection.js';
 import { createAlbumWorker } from '../../src/temporal/worker.js';
 import { unique } from './random.js';
@@ -69,11 +68,6 @@ export function testBucket(prefix = 'media'): string {
   const bucket = `test-${crypto.randomBytes(6).toString('hex')}`;
   fs.mkdirSync(path.join(inject('s3Root'), bucket));
   return `s3://${bucket}${prefix ? `/${prefix}` : ''}`;
-}
-
-/** The media store of `config`, pointed at the run's S3 server when it names a bucket. */
-export function testStore(config: Config): MediaStore {
-  return openMediaStore(config.media, config.media.store ? { ...s3Environment() } : process.env);
 }
 
 export function testLogger(config: Config): Logger {

@@ -107,9 +107,9 @@ describe.each([
       MediaTooLargeError,
     );
     expect(read).toBe(false);
-    await expect(store.write(Readable.from([body.subarray(0, 900), body.subarray(900)]), { maxBytes: 1_000, contentType: null })).rejects.toThrow(
-      'larger than MEDIA_MAX_BYTES (1000 bytes)',
-    );
+    await expect(
+      store.write(Readable.from([body.subarray(0, 900), body.subarray(900)]), { maxBytes: 1_000, contentType: null }),
+    ).rejects.toThrow('larger than MEDIA_MAX_BYTES (1000 bytes)');
     expect(await store.stat(sha256(body))).toBeNull();
     expect(spoolFiles(backEnd)).toEqual([]);
   });

@@ -52,7 +52,12 @@ export async function s3Server(options: { root: string; log?: (message: string) 
       fs.mkdirSync(path.join(options.root, name), { recursive: true });
       return name;
     },
-    env: () => ({ AWS_ENDPOINT_URL_S3: endpoint, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey }),
+    env: () => ({
+      AWS_ENDPOINT_URL_S3: endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: accessKeyId,
+      AWS_SECRET_ACCESS_KEY: secretAccessKey,
+    }),
     running: () => child !== undefined,
     async start() {
       if (child) return;
@@ -68,7 +73,7 @@ export async function s3Server(options: { root: string; log?: (message: string) 
       started.once('exit', () => {
         if (child === started) child = undefined;
       });
-      for (const deadline = Date.now() + 15_000; Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 15_000; Date.now() < deadline;) {
         if (await answers(endpoint)) return;
         if (child !== started) throw new Error(`the S3 server exited at start:\n${output}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
