@@ -65,6 +65,8 @@ export function s3Environment(): Record<string, string> {
 
 /** A bucket of the test's own on the run's S3 server, as MEDIA_STORE names it (`s3://<bucket>/<prefix>`). */
 export function testBucket(prefix = 'media'): string {
+  if (!inject('s3Endpoint'))
+    throw new Error(`the run has no S3-compatible server: ${inject('s3Unavailable')} (npm run s3:install builds it)`);
   const bucket = `test-${crypto.randomBytes(6).toString('hex')}`;
   fs.mkdirSync(path.join(inject('s3Root'), bucket));
   return `s3://${bucket}${prefix ? `/${prefix}` : ''}`;

@@ -4,7 +4,7 @@ import { inject } from 'vitest';
 // server (test/setup/global.ts): a test that sets MEDIA_STORE gets a store on it, as a deployment
 // gets one from its environment. Only clients of a MEDIA_STORE read them.
 const { accessKeyId, secretAccessKey } = inject('s3Credentials');
-process.env.AWS_ENDPOINT_URL_S3 = inject('s3Endpoint');
+if (inject('s3Endpoint')) process.env.AWS_ENDPOINT_URL_S3 = inject('s3Endpoint');
 process.env.AWS_REGION = 'us-east-1';
 process.env.AWS_ACCESS_KEY_ID = accessKeyId;
 process.env.AWS_SECRET_ACCESS_KEY = secretAccessKey;
