@@ -1,14 +1,19 @@
+import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { parseMediaStore } from '../../src/common/config.js';
+import { projectRoot } from '../../src/common/paths.js';
 import { MediaStoreError, MediaTooLargeError, mediaKey, openMediaStore, type MediaStore } from '../../src/media/store.js';
 import { s3Environment, testBucket } from '../harness/env.js';
+import type { StoreMemoryReport } from '../harness/store-memory.js';
 
+const MiB = 1024 * 1024;
 const sha256 = (body: Buffer) => crypto.createHash('sha256').update(body).digest('hex');
 
 async function bytesOf(stream: Readable | null): Promise<Buffer> {
@@ -125,6 +130,29 @@ describe.each([
   it('answers a ping', async () => {
     await expect(store.ping()).resolves.toBeUndefined();
   });
+});
+
+describe.each([
+  { store: 'the directory MEDIA_DIR', location: () => '' },
+  { store: 'an S3 bucket', location: () => testBucket() },
+])('streaming into $store', ({ location }) => {
+  it('holds no whole file in memory: four 50 MB files at once add less than one to the resident memory', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-store-memory-'));
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', path.join(projectRoot, 'test/harness/store-memory.ts'), dir, location(), '4', '50'],
+      { cwd: projectRoot, env: { ...process.env }, timeout: 240_000 },
+    );
+    const report = JSON.parse(stdout) as StoreMemoryReport;
+    const growth = report.peakRss - report.baselineRss;
+    console.log(
+      `RSS ${Math.round(report.baselineRss / MiB)} MiB before, peak ${Math.round(report.peakRss / MiB)} MiB (+${Math.round(growth / MiB)} MiB)`,
+    );
+    expect(report.files).toHaveLength(4);
+    for (const file of report.files) expect(file.stored).toBe(file.sent);
+    expect(growth).toBeLessThan(50 * MiB);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }, 300_000);
 });
 
 describe('the directory store', () => {
