@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { albumWorkflowId } from '../../src/domain/keys.js';
+import { mediaLinksFor } from '../../src/media/links.js';
 import { eventually, testAlbum, workspaceInbox } from '../harness/albums.js';
 import { unique } from '../harness/random.js';
 import { attachments, storedNotifications } from '../harness/rows.js';
@@ -90,5 +91,17 @@ describe('the S3 store down while an album arrives', () => {
       expect(fs.readFileSync(object).equals(body)).toBe(true);
     }
     await eventually(async () => expect(await types()).toEqual(['album.ready', 'album.media_settled']), 60_000);
+
+    // A stored file while the store is down: the media route says so (503), and serves it once it is back.
+    const link = new URL(await mediaLinksFor(stack.config, stack.pool).url(stack.workspace, sha256(bodies[0]!)));
+    const fetchFile = () => stack.app.inject({ method: 'GET', url: `${link.pathname}${link.search}` });
+    await s3.stop();
+    const down = await fetchFile();
+    expect(down.statusCode).toBe(503);
+    expect(down.json<{ error: { code: string } }>().error.code).toBe('media_store_unavailable');
+    await s3.start();
+    const up = await fetchFile();
+    expect(up.statusCode).toBe(200);
+    expect(up.rawPayload.equals(bodies[0]!)).toBe(true);
   }, 180_000);
 });
