@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ErrorBody } from '../../src/http/schemas.js';
 import { templatesDir } from '../../src/ui/views.js';
 import { mediaLinksFor } from '../../src/media/links.js';
-import { testBucket } from '../harness/env.js';
+import { capturedLogger, testBucket } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
 import { settled, testAlbum, workspaceInbox } from '../harness/albums.js';
@@ -28,13 +28,18 @@ describe.each([
   const files = {} as Record<'photo' | 'picture' | 'notImage' | 'page' | 'bomb', { body: Buffer; sha256: string }>;
   const auth = { authorization: `Bearer ${token}` };
 
+  const logs = capturedLogger('console-media', 'info');
+
   beforeAll(async () => {
-    stack = await startStack({
-      ...env(),
-      QUIET_PERIOD_MS: '200',
-      WORKSPACE_SECRETS: JSON.stringify({ [workspace]: ['media-secret'] }),
-      API_TOKENS: JSON.stringify({ [token]: [workspace, otherWorkspace], [otherToken]: [otherWorkspace] }),
-    });
+    stack = await startStack(
+      {
+        ...env(),
+        QUIET_PERIOD_MS: '200',
+        WORKSPACE_SECRETS: JSON.stringify({ [workspace]: ['media-secret'] }),
+        API_TOKENS: JSON.stringify({ [token]: [workspace, otherWorkspace], [otherToken]: [otherWorkspace] }),
+      },
+      { logger: logs.logger },
+    );
     media = await startMediaServer();
     const bodies = {
       photo: { body: await jpeg(1600, 1200, 30), type: 'image/jpeg; charset=binary' },
@@ -148,6 +153,10 @@ describe.each([
     expect(expired.json<ErrorBody>().error.code).toBe('link_expired');
     // A link opens the file only: not its thumbnail, nor any other route.
     expect((await get(`${link.pathname}/thumbnail${link.search}`, {})).statusCode).toBe(401);
+    // The logs name the request, never its signature.
+    const text = logs.lines.join('');
+    expect(text).toContain(`${link.pathname}?expires=${link.searchParams.get('expires')}&sig=[redacted]`);
+    expect(text).not.toContain(link.searchParams.get('sig'));
   });
 
   it('serves a file whose stored type a browser would run (HTML) as a download, never as a page', async () => {
