@@ -1,4 +1,4 @@
-// The keys albumflow signs its own links with (migrations/1765600000000_signing-keys.sql).
+// The keys albumflow signs its own links with (migrations/1765700000000_signing-keys.sql).
 import crypto from 'node:crypto';
 import type { Queryable } from './pool.js';
 
