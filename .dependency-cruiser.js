@@ -51,6 +51,15 @@ export default {
       to: { path: ['^workflows/', '^activities/', '^src/(http|ui|dispatcher|temporal|cli|cluster|embedded)/', '^src/(app|service)\\.ts$'] },
     },
     {
+      name: 'media-store-imports-only-common-and-db',
+      comment:
+        'src/media (the media store and its links) is what downloads, the media routes, thumbnails and the notifications ' +
+        'share: it imports src/common and src/db only, never a layer that uses it.',
+      severity: 'error',
+      from: { path: '^src/media/' },
+      to: { path: ['^workflows/', '^activities/', '^src/(?!media/|common/|db/)', '^src/[^/]+\\.ts$'] },
+    },
+    {
       name: 'activities-only-in-the-worker',
       comment: "The activities are the worker's: the service binds them, and nothing else of the app imports them.",
       severity: 'error',

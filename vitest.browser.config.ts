@@ -8,7 +8,7 @@ export default defineConfig({
     include: ['test/browser/**/*.test.ts'],
     pool: 'forks',
     globalSetup: ['test/setup/global.ts'],
-    setupFiles: ['test/setup/temporal-runtime.ts'],
+    setupFiles: ['test/setup/temporal-runtime.ts', 'test/setup/s3-environment.ts'],
     testTimeout: 90_000,
     hookTimeout: 120_000,
     maxWorkers: 1,

@@ -16,7 +16,7 @@ export default defineConfig({
           name: 'cluster',
           include: ['test/cluster/**/*.test.ts', 'test/integration/album-workflow.test.ts', 'test/integration/replay.test.ts'],
           globalSetup: ['test/cluster/global.ts', 'test/setup/global.ts'],
-          setupFiles: ['test/setup/temporal-runtime.ts'],
+          setupFiles: ['test/setup/temporal-runtime.ts', 'test/setup/s3-environment.ts'],
           testTimeout: 90_000,
           hookTimeout: 120_000,
           maxWorkers: 2,

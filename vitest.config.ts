@@ -22,7 +22,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/setup/global.ts'],
-          setupFiles: ['test/setup/temporal-runtime.ts'],
+          setupFiles: ['test/setup/temporal-runtime.ts', 'test/setup/s3-environment.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           maxWorkers: 2,

@@ -1,26 +1,24 @@
-import crypto from 'node:crypto';
-import fs from 'node:fs/promises';
-import http from 'node:http';
-import https from 'node:https';
-import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import pLimit from 'p-limit';
-import type { Readable } from 'node:stream';
-import type { LineChannel, TelegramBot } from '../src/common/config.js';
 import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../src/db/attachments.js';
 import { errorMessage } from '../src/common/error-message.js';
 import { downloadedBytesTotal, downloadsTotal } from '../src/common/metrics.js';
 import { annotate, inSpan } from '../src/common/tracing.js';
-import { mediaPath, mediaTempDir } from '../src/common/paths.js';
-import { BotApiError, createBotApi, redactToken } from '../src/telegram/bot-api.js';
-import { createMessagingApi, LineApiError } from '../src/line/messaging-api.js';
+import { MediaStoreError, MediaTooLargeError, openMediaStore } from '../src/media/store.js';
+import { BotApiError } from '../src/telegram/bot-api.js';
+import { LineApiError } from '../src/line/messaging-api.js';
 import { childKeyString } from '../src/domain/keys.js';
-import type { AttachmentStatus, DownloadRequest, DownloadResult, MessageKey } from '../src/domain/types.js';
+import type { AttachmentStatus, DownloadRequest, DownloadResult } from '../src/domain/types.js';
 import type { Logger } from '../src/common/log.js';
 import type { DownloadInput } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
-import { RefusedTargetError, networkPolicy, pinnedLookup, vetTarget, type NetworkPolicy, type ResolvedAddress } from './network-guard.js';
+import type { ApiFetch } from './fetch/api.js';
+import { PermanentDownloadError, TransientDownloadError, UnavailableDownloadError, seconds, type MediaSource } from './fetch/errors.js';
+import { cutShort, openHttpMedia } from './fetch/http.js';
+import { lineContent } from './fetch/line.js';
+import { telegramFile } from './fetch/telegram.js';
+import { RefusedTargetError, networkPolicy, type NetworkPolicy } from './network-guard.js';
 
 /**
  * What the activity heartbeats: the outcome of every attachment settled so far (null: not yet), so that
@@ -40,6 +38,11 @@ export interface DownloadLimits {
   maxRedirects: number;
   /** Files one worker fetches at once, across all its download activities. */
   concurrentFetches: number;
+  /**
+   * How long one activity attempt waits, trying again with back-off, for a media store that refuses or
+   * does not answer, before it fails and Temporal retries it later.
+   */
+  storeWaitMs: number;
 }
 
 export const defaultDownloadLimits: DownloadLimits = {
@@ -48,6 +51,7 @@ export const defaultDownloadLimits: DownloadLimits = {
   attemptTimeoutMs: 300_000,
   maxRedirects: 5,
   concurrentFetches: 100,
+  storeWaitMs: 600_000,
 };
 
 /**
@@ -57,6 +61,9 @@ export const defaultDownloadLimits: DownloadLimits = {
  */
 const heartbeatIntervalMs = 10_000;
 
+/** The back-off between tries of a store that failed, from the first to the longest. */
+const storeRetryMs = { first: 1_000, longest: 30_000 };
+
 export interface DownloadOptions {
   /** Defaults to system DNS and config.media.allowPrivateNetworks. */
   network?: NetworkPolicy;
@@ -65,34 +72,14 @@ export interface DownloadOptions {
 
 type TerminalStatus = Exclude<AttachmentStatus, 'pending'>;
 
-/** A failure that retrying cannot fix: recorded with its status at once. */
-class PermanentDownloadError extends Error {
-  constructor(
-    readonly status: 'expired' | 'failed',
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** A failure another attempt may not have (server error, throttling, network, time limit). */
-class TransientDownloadError extends Error {}
-
-interface StoredMedia {
+interface FetchedMedia {
   contentType: string | null;
   bytes: number;
   sha256: string;
 }
 
-const expiredStatuses = new Set([401, 403, 404, 410]);
 /** Edits that may replace a file during its downloads within one attempt before the attempt gives up. */
 const maxReplacements = 2;
-const redirectStatuses = new Set([301, 302, 303, 307, 308]);
-const requestHeaders = { 'user-agent': 'albumflow', accept: '*/*', 'accept-encoding': 'identity' };
-
-function seconds(ms: number): string {
-  return `${ms / 1000} s`;
-}
 
 function resultOf(row: StoredAttachment): DownloadResult {
   return { status: row.status as TerminalStatus, contentType: row.contentType, bytes: row.bytes, sha256: row.sha256, error: row.error };
@@ -102,161 +89,9 @@ function failure(status: 'expired' | 'failed' | 'unavailable', error: string): D
   return { status, contentType: null, bytes: null, sha256: null, error };
 }
 
-function statusError(status: number): Error {
-  const message = `HTTP ${status}`;
-  if (expiredStatuses.has(status)) return new PermanentDownloadError('expired', message);
-  if (status >= 500 || status === 408 || status === 429) return new TransientDownloadError(message);
-  return new PermanentDownloadError('failed', message);
-}
-
-/** A partial download's name in the media directory's temporary folder: `<message pk>-<position>-<random>.part`. */
+/** A partial download's name in the spool (`<MEDIA_DIR>/.tmp/`): `<message pk>-<position>-<random>.part`. */
 export function tempFilePrefix(messagePk: string, position: number): string {
   return `${messagePk}-${position}-`;
-}
-
-async function fileExists(file: string): Promise<boolean> {
-  try {
-    return (await fs.stat(file)).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** Partial files of this attachment old enough that the attempt writing them cannot still run (a crashed worker). */
-async function removeAbandonedTempFiles(tempDir: string, prefix: string, olderThanMs: number): Promise<void> {
-  const cutoff = Date.now() - olderThanMs;
-  const names = (await fs.readdir(tempDir)).filter((name) => name.startsWith(prefix));
-  await Promise.all(
-    names.map(async (name) => {
-      const file = path.join(tempDir, name);
-      const stat = await fs.stat(file).catch(() => undefined);
-      if (stat && stat.mtimeMs < cutoff) await fs.rm(file, { force: true });
-    }),
-  );
-}
-
-function parseUrl(text: string, base?: URL): URL {
-  try {
-    return new URL(text, base);
-  } catch {
-    throw new PermanentDownloadError('failed', base ? 'a redirect pointed to an invalid URL' : 'the attachment URL is not a valid URL');
-  }
-}
-
-/** One GET to a vetted address; connection and silence limits abort the whole attempt. */
-function get(url: URL, target: ResolvedAddress, attempt: AbortController, limits: DownloadLimits): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const request = (url.protocol === 'https:' ? https : http).get(url, {
-      agent: false,
-      lookup: pinnedLookup(target),
-      signal: attempt.signal,
-      headers: requestHeaders,
-    });
-    const connectTimer = setTimeout(
-      () => attempt.abort(new TransientDownloadError(`no connection to ${url.hostname} within ${seconds(limits.connectTimeoutMs)}`)),
-      limits.connectTimeoutMs,
-    );
-    const connected = () => clearTimeout(connectTimer);
-    request.once('socket', (socket) => {
-      socket.setTimeout(limits.idleTimeoutMs, () =>
-        attempt.abort(new TransientDownloadError(`${url.hostname} sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
-      );
-      if (socket.connecting) socket.once('connect', connected);
-      else connected();
-      socket.once('close', connected);
-    });
-    request.once('response', (response) => {
-      connected();
-      resolve(response);
-    });
-    request.once('error', (err) => {
-      connected();
-      reject(err);
-    });
-  });
-}
-
-/** Follows up to `maxRedirects` redirects, vetting every hop, to a 2xx response. */
-async function openMedia(rawUrl: string, network: NetworkPolicy, attempt: AbortController, limits: DownloadLimits) {
-  let url = parseUrl(rawUrl);
-  for (let redirects = 0; ; redirects++) {
-    const target = await vetTarget(url, network);
-    const response = await get(url, target, attempt, limits);
-    const status = response.statusCode ?? 0;
-    if (status >= 200 && status < 300) return response;
-    response.destroy();
-    const location = response.headers.location;
-    if (!redirectStatuses.has(status) || !location) throw statusError(status);
-    if (redirects === limits.maxRedirects) throw new PermanentDownloadError('failed', `more than ${limits.maxRedirects} redirects`);
-    url = parseUrl(location, url);
-  }
-}
-
-function tooLarge(maxBytes: number): PermanentDownloadError {
-  return new PermanentDownloadError('failed', `the file is larger than MEDIA_MAX_BYTES (${maxBytes} bytes)`);
-}
-
-/** An opened file to store: its bytes, and what the server said of them. */
-interface MediaSource {
-  body: Readable;
-  /** Announced by the server; null when unknown. */
-  contentLength: number | null;
-  contentType: string | null;
-}
-
-function sourceOf(response: http.IncomingMessage): MediaSource {
-  const declared = response.headers['content-length'];
-  return {
-    body: response,
-    contentLength: declared === undefined ? null : Number(declared),
-    contentType: response.headers['content-type'] ?? null,
-  };
-}
-
-/** Streams the body into `tempPath`, hashing and counting as it goes; calls `onChunk` after each chunk. */
-async function writeBody(
-  source: MediaSource,
-  tempPath: string,
-  maxBytes: number,
-  onChunk: () => void,
-): Promise<{ sha256: string; bytes: number }> {
-  if (source.contentLength !== null && source.contentLength > maxBytes) {
-    source.body.destroy();
-    throw tooLarge(maxBytes);
-  }
-  const hash = crypto.createHash('sha256');
-  let bytes = 0;
-  const file = await fs.open(tempPath, 'wx');
-  try {
-    for await (const chunk of source.body as AsyncIterable<Buffer>) {
-      bytes += chunk.length;
-      if (bytes > maxBytes) throw tooLarge(maxBytes);
-      hash.update(chunk);
-      await file.write(chunk);
-      onChunk();
-    }
-    await file.sync();
-  } catch (err) {
-    // Node's words for a response body whose connection closed before its end.
-    const cutShort = err instanceof Error && err.message === 'aborted' && (err as NodeJS.ErrnoException).code === 'ECONNRESET';
-    throw cutShort ? new TransientDownloadError('the server closed the connection before the whole file arrived') : err;
-  } finally {
-    source.body.destroy();
-    await file.close();
-  }
-  return { sha256: hash.digest('hex'), bytes };
-}
-
-/** The Telegram file could not be downloaded for good: Telegram will not let the bot have it. */
-class UnavailableDownloadError extends Error {}
-
-/**
- * The type a Telegram file is stored with: the message's MIME type, else the file server's when it
- * names one; Telegram photos are always JPEG (the message gives no type for them).
- */
-function telegramContentType(row: StoredAttachment, served: string | null): string | null {
-  const named = served !== null && served !== 'application/octet-stream' ? served : null;
-  return row.mimeType ?? named ?? (row.kind === 'photo' ? 'image/jpeg' : served);
 }
 
 /** Aborts the attempt when nothing arrived for `ms`; `touch` after each sign of life. */
@@ -271,24 +106,38 @@ function idleWatch(ms: number, onIdle: () => void): { touch: () => void; stop: (
   };
 }
 
+/** Waits `ms`, or rejects with the cancellation's reason. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 export function createDownloadActivities(deps: ActivityDeps, options: DownloadOptions = {}) {
   const { pool, config, logger } = deps;
-  const { dir: mediaDir, maxBytes } = config.media;
+  const { maxBytes } = config.media;
+  const store = deps.store ?? openMediaStore(config.media);
   const network = options.network ?? networkPolicy(config.media.allowPrivateNetworks);
   const limits: DownloadLimits = { ...defaultDownloadLimits, ...options.limits };
-  const tempDir = mediaTempDir(mediaDir);
   const fetchLimit = pLimit(limits.concurrentFetches);
 
-  /** Opens the source within one attempt (its abort, its time limit) and stores what it sends. */
+  /** Opens the source within one attempt (its abort, its time limit) and streams what it sends into the store. */
   async function fetchToStore(
     row: StoredAttachment,
     open: (attempt: AbortController) => Promise<MediaSource>,
     onChunk = () => {},
-  ): Promise<StoredMedia> {
-    await fs.mkdir(tempDir, { recursive: true });
-    const prefix = tempFilePrefix(row.messagePk, row.position);
-    await removeAbandonedTempFiles(tempDir, prefix, limits.attemptTimeoutMs);
-    const tempPath = path.join(tempDir, `${prefix}${crypto.randomBytes(8).toString('hex')}.part`);
+  ): Promise<FetchedMedia> {
+    const spoolPrefix = tempFilePrefix(row.messagePk, row.position);
+    await store.removeAbandoned(spoolPrefix, limits.attemptTimeoutMs);
 
     const attempt = new AbortController();
     const cancellation = Context.current().cancellationSignal;
@@ -301,60 +150,40 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
     );
     try {
       const source = await open(attempt);
-      const { sha256, bytes } = await writeBody(source, tempPath, maxBytes, onChunk);
-      const finalPath = mediaPath(mediaDir, sha256);
-      await fs.mkdir(path.dirname(finalPath), { recursive: true });
-      await fs.rename(tempPath, finalPath);
+      const { sha256, bytes } = await store.write(source.body, {
+        maxBytes,
+        contentType: source.contentType,
+        declaredBytes: source.contentLength,
+        spoolPrefix,
+        onChunk,
+      });
       return { contentType: source.contentType, bytes, sha256 };
     } catch (err) {
-      await fs.rm(tempPath, { force: true });
-      throw attempt.signal.aborted ? attempt.signal.reason : err;
+      if (attempt.signal.aborted) throw attempt.signal.reason;
+      if (err instanceof MediaTooLargeError) throw new PermanentDownloadError('failed', err.message);
+      if (cutShort(err)) throw new TransientDownloadError('the server closed the connection before the whole file arrived');
+      throw err;
     } finally {
       clearTimeout(deadline);
       cancellation.removeEventListener('abort', onCancel);
     }
   }
 
-  function fetchUrl(row: StoredAttachment, url: string): Promise<StoredMedia> {
-    return fetchToStore(row, async (attempt) => sourceOf(await openMedia(url, network, attempt, limits)));
+  function fetchUrl(row: StoredAttachment, url: string): Promise<FetchedMedia> {
+    return fetchToStore(row, (attempt) => openHttpMedia(url, network, attempt, limits));
   }
 
-  /** The bot whose token the Telegram file is downloaded with: the one the child is stored under (its account). */
-  function botOf(key: MessageKey): TelegramBot {
-    const bot = [...(config.telegram.bots.get(key.workspace)?.values() ?? [])].find((candidate) => candidate.id === key.accountId);
-    if (!bot) throw new PermanentDownloadError('failed', `TELEGRAM_BOTS["${key.workspace}"] has no bot with id ${key.accountId}`);
-    return bot;
-  }
-
-  /** The LINE channel whose access token fetches the content: the one the webhook came through. */
-  function channelOf(key: MessageKey, name: string): LineChannel {
-    const channel = config.line.channels.get(key.workspace)?.get(name);
-    if (!channel) throw new PermanentDownloadError('failed', `LINE_CHANNELS["${key.workspace}"] has no channel "${name}"`);
-    return channel;
-  }
-
-  /**
-   * A file from a platform's API with a token read from the configuration now (a Telegram bot's, a
-   * LINE channel's). The API root is the operator's (a local Bot API server on loopback is normal), so
-   * it is not vetted like a sender's URL; silence is limited all the same. `open` throws the API's own
-   * error (its `retryable` says whether another attempt may help); any other failure's words are kept
-   * only once `redact` took the token out of them.
-   */
-  async function fetchFromApi(
-    row: StoredAttachment,
-    apiName: string,
-    open: (signal: AbortSignal) => Promise<MediaSource>,
-    redact: (text: string) => string,
-  ): Promise<StoredMedia> {
+  /** A file from a platform's API (fetch/api.ts); silence is limited like a sender's URL's. */
+  async function fetchFromApi(row: StoredAttachment, api: ApiFetch): Promise<FetchedMedia> {
     let watch: ReturnType<typeof idleWatch> | undefined;
     try {
       return await fetchToStore(
         row,
         async (attempt) => {
           watch = idleWatch(limits.idleTimeoutMs, () =>
-            attempt.abort(new TransientDownloadError(`${apiName} sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
+            attempt.abort(new TransientDownloadError(`${api.apiName} sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
           );
-          const source = await open(attempt.signal);
+          const source = await api.open(attempt.signal);
           watch.touch();
           return source;
         },
@@ -363,47 +192,55 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
     } catch (err) {
       if (err instanceof BotApiError || err instanceof LineApiError)
         throw err.retryable ? new TransientDownloadError(err.message) : new PermanentDownloadError('failed', err.message);
-      const ours = [CancelledFailure, TransientDownloadError, PermanentDownloadError, UnavailableDownloadError].some(
+      const ours = [CancelledFailure, TransientDownloadError, PermanentDownloadError, UnavailableDownloadError, MediaStoreError].some(
         (type) => err instanceof type,
       );
       if (ours) throw err;
-      throw new TransientDownloadError(redact(errorMessage(err)));
+      throw new TransientDownloadError(api.redact(errorMessage(err)));
     } finally {
       watch?.stop();
     }
   }
 
-  /** A Telegram file, with a fresh getFile (paths expire). */
-  async function fetchTelegramFile(row: StoredAttachment, key: MessageKey, file: { fileId: string }): Promise<StoredMedia> {
-    const { token } = botOf(key);
-    const api = createBotApi({ apiRoot: config.telegram.apiRoot, token });
-    const stored = await fetchFromApi(
-      row,
-      'the Bot API',
-      async (signal) => {
-        const opened = await api.openFile({ fileId: file.fileId, declaredSize: row.declaredSize }, signal);
-        if (opened.status === 'unavailable') throw new UnavailableDownloadError(opened.reason);
-        return { body: opened.stream, contentLength: opened.contentLength, contentType: opened.contentType };
-      },
-      (text) => redactToken(text, token),
-    );
-    return { ...stored, contentType: telegramContentType(row, stored.contentType) };
+  /** One fetch of the attachment into the store, from wherever its file comes from. */
+  function fetchOnce(row: StoredAttachment, { key }: DownloadRequest): Promise<FetchedMedia> {
+    const { url, telegramFile: file, lineChannel } = row;
+    if (url) return fetchUrl(row, url);
+    if (file) return fetchFromApi(row, telegramFile(config.telegram, row, key, file));
+    return fetchFromApi(row, lineContent(config.line, key, lineChannel!));
   }
 
-  /** LINE content of the message `key`, from the data API with the channel's access token (404/410: expired; 202: retried). */
-  async function fetchLineContent(row: StoredAttachment, key: MessageKey, channelName: string): Promise<StoredMedia> {
-    const { channelAccessToken } = channelOf(key, channelName);
-    const api = createMessagingApi({ apiRoot: config.line.apiRoot, dataApiRoot: config.line.dataApiRoot, channelAccessToken });
-    return fetchFromApi(
-      row,
-      'the LINE content API',
-      async (signal) => {
-        const opened = await api.openContent(key.messageId, signal);
-        if (opened.status === 'expired') throw new PermanentDownloadError('expired', opened.reason);
-        return { body: opened.stream, contentLength: opened.contentLength, contentType: opened.contentType };
-      },
-      (text) => text.split(channelAccessToken).join('[redacted]'),
-    );
+  /** Whether the store still holds a downloaded file; while the store fails, the stored outcome stands. */
+  async function storeHolds(sha256: string): Promise<boolean> {
+    try {
+      return (await store.stat(sha256)) !== null;
+    } catch (err) {
+      if (err instanceof MediaStoreError) return true;
+      throw err;
+    }
+  }
+
+  /**
+   * The fetch, tried again with back-off while the store refuses or does not answer (the source is
+   * fetched again each time: nothing of it is kept), for at most `storeWaitMs`; then the store's
+   * failure goes up like any other transient one.
+   */
+  async function fetchWhileStoreFails(row: StoredAttachment, request: DownloadRequest, log: Logger): Promise<FetchedMedia> {
+    const givingUp = Date.now() + limits.storeWaitMs;
+    let recorded = false;
+    for (let wait = storeRetryMs.first; ; wait = Math.min(wait * 2, storeRetryMs.longest)) {
+      try {
+        return await fetchLimit(() => fetchOnce(row, request));
+      } catch (err) {
+        if (!(err instanceof MediaStoreError) || Date.now() + wait > givingUp) throw err;
+        log.warn({ error: err.message, retryInMs: wait }, 'the media store failed; the attachment stays pending and is tried again');
+        if (!recorded) {
+          recorded = true;
+          await recordDownloadRetry(pool, row, err.message);
+        }
+        await pause(wait, Context.current().cancellationSignal);
+      }
+    }
   }
 
   /**
@@ -412,22 +249,17 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
    */
   async function attemptDownload(
     row: StoredAttachment,
-    { key, retry }: DownloadRequest,
+    request: DownloadRequest,
     finalAttempt: number,
     log: Logger,
   ): Promise<DownloadResult | null> {
-    if (row.status === 'downloaded' && row.sha256 && (await fileExists(mediaPath(mediaDir, row.sha256)))) return null;
-    const retried = retry && (row.status === 'failed' || row.status === 'expired');
+    if (row.status === 'downloaded' && row.sha256 && (await storeHolds(row.sha256))) return null;
+    const retried = request.retry && (row.status === 'failed' || row.status === 'expired');
     if (row.status !== 'pending' && row.status !== 'downloaded' && !retried) return null;
-    const { url, telegramFile, lineChannel } = row;
-    if (!url && !telegramFile && !lineChannel) return failure('unavailable', 'the platform sent no URL for this attachment');
+    if (!row.url && !row.telegramFile && !row.lineChannel) return failure('unavailable', 'the platform sent no URL for this attachment');
 
     try {
-      const stored = await fetchLimit(() => {
-        if (url) return fetchUrl(row, url);
-        if (telegramFile) return fetchTelegramFile(row, key, telegramFile);
-        return fetchLineContent(row, key, lineChannel!);
-      });
+      const stored = await fetchWhileStoreFails(row, request, log);
       log.debug({ bytes: stored.bytes, sha256: stored.sha256 }, 'attachment downloaded');
       return { status: 'downloaded', ...stored, error: null };
     } catch (err) {

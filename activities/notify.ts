@@ -13,7 +13,8 @@ import { notificationFailuresTotal, notificationsTotal } from '../src/common/met
 import { annotate, inSpan, linksTo, withTraceHeaders } from '../src/common/tracing.js';
 import { changeTraceparent } from '../src/db/decisions.js';
 import { signatureHeader } from '../src/common/signature.js';
-import type { AlbumKey, AlbumView, ChildEdit, ChildWithdrawal, NotificationType } from '../src/domain/types.js';
+import type { AlbumKey, AlbumView, AttachmentView, ChildEdit, ChildView, ChildWithdrawal, NotificationType } from '../src/domain/types.js';
+import { mediaLinksFor, type MediaLinks } from '../src/media/links.js';
 import type { NotifyInput, NotifyOutcome } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
 
@@ -40,6 +41,21 @@ export function notificationId(
   return notice > 1 ? `${workflowId}/${seq}/${type}/${notice}` : `${workflowId}/${seq}/${type}`;
 }
 
+/** An attachment as a notification carries it: with `media_url` once its file is downloaded. */
+type NotifiedAttachment = AttachmentView & { media_url?: string };
+
+/** The child with a signed `media_url` on each downloaded attachment (the receiver fetches the file with it, no token). */
+async function withMediaUrls(links: MediaLinks, workspace: string, child: ChildView): Promise<ChildView> {
+  const attachments = await Promise.all(
+    child.attachments.map(async (attachment): Promise<NotifiedAttachment> =>
+      attachment.status === 'downloaded' && attachment.sha256
+        ? { ...attachment, media_url: await links.url(workspace, attachment.sha256) }
+        : attachment,
+    ),
+  );
+  return { ...child, attachments };
+}
+
 function isRetryableStatus(status: number): boolean {
   return status >= 500 || status === 408 || status === 429;
 }
@@ -57,6 +73,7 @@ function rejection(id: string, error: string): ApplicationFailure {
 export function createNotifyActivities(deps: ActivityDeps) {
   const { pool, logger } = deps;
   const { url, secret } = deps.config.notify;
+  const links = mediaLinksFor(deps.config, pool);
   let warnedUnsigned = false;
 
   function signedHeaders(body: string): Record<string, string> {
@@ -128,6 +145,11 @@ export function createNotifyActivities(deps: ActivityDeps) {
     return albumStatusFromDatabase(pool, album, key);
   }
 
+  async function albumWithMediaUrls(album: AlbumView): Promise<AlbumView> {
+    const children = await Promise.all(album.children.map((child) => withMediaUrls(links, album.key.workspace, child)));
+    return { ...album, children };
+  }
+
   /** Sends one notification under its stable id; a retry or a replay delivers it at most once. */
   async function notify(input: NotifyInput): Promise<{ id: string; outcome: NotifyOutcome }> {
     const id = notificationId(input.workflowId, input.seq, input.type, input.notice, input.edit, input.unsent);
@@ -135,12 +157,20 @@ export function createNotifyActivities(deps: ActivityDeps) {
     const change = input.type === 'album.updated' ? { change: updated } : {};
     const payload =
       input.type === 'message.ready'
-        ? { id, type: input.type, message: input.message, decision: input.decision }
+        ? {
+            id,
+            type: input.type,
+            message: {
+              ...input.message,
+              message: input.message.message && (await withMediaUrls(links, input.message.key.workspace, input.message.message)),
+            },
+            decision: input.decision,
+          }
         : {
             id,
             type: input.type,
             ...change,
-            album: 'album' in input ? input.album : await storedAlbum(input.workflowId, input.albumKey),
+            album: await albumWithMediaUrls('album' in input ? input.album : await storedAlbum(input.workflowId, input.albumKey)),
             decision: input.decision,
             ...(input.edit ? { edit: input.edit } : {}),
             ...(input.unsent ? { unsent: input.unsent } : {}),

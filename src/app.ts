@@ -23,6 +23,8 @@ import { webhookIngress } from './http/webhook-ingress.js';
 import { consolePlugin } from './ui/console.js';
 import { adminRoutes } from './http/admin.js';
 import { createRegistry, type TenantRegistry } from './tenants/registry.js';
+import { openMediaStore, type MediaStore } from './media/store.js';
+import { mediaLinksFor } from './media/links.js';
 
 export interface AppDeps {
   config: Config;
@@ -51,6 +53,8 @@ export interface AppDeps {
   onRoute?: (route: RouteOptions) => void;
   /** Tracing is on (src/common/tracing.ts): each webhook request gets a span. */
   traced?: boolean;
+  /** The media store (default: the one the configuration names, closed with the app). */
+  store?: MediaStore;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -107,6 +111,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   if (deps.onRoute) app.addHook('onRoute', deps.onRoute);
+  const store = deps.store ?? openMediaStore(deps.config.media);
+  if (!deps.store) app.addHook('onClose', async () => store.close());
   app.setErrorHandler(handleError);
   app.addHook('onResponse', async (request, reply) => {
     // The route pattern, never the raw URL: ids in paths would make a series per album.
@@ -141,11 +147,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }
   const tokens = tenants;
   const sessions = deps.consoleSessions ?? new ConsoleSessions(deps.pool);
-  await app.register(accessControl, { tokens, sessions });
+  const links = mediaLinksFor(deps.config, deps.pool);
+  await app.register(accessControl, { tokens, sessions, links });
   await app.register(async (open) => {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });
-    await open.register(healthRoutes, { pool: deps.pool, temporal: deps.temporal, embeddedServers: deps.embeddedServers ?? [], tokens });
+    await open.register(healthRoutes, {
+      pool: deps.pool,
+      temporal: deps.temporal,
+      embeddedServers: deps.embeddedServers ?? [],
+      tokens,
+      store,
+    });
     await open.register(webhookIngress, {
       config: deps.config,
       pool: deps.pool,
@@ -158,7 +171,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
-  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants });
+  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store });
   await app.register(adminRoutes, { pool: deps.pool, tenants });
   app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
     try {

@@ -12,6 +12,7 @@ import { consolePath, signInPath } from './http/access/plugin.js';
 import { ConsoleSessions } from './http/access/session.js';
 import { serveWorkerMetrics } from './http/worker-metrics.js';
 import { buildApp, type App } from './app.js';
+import { openMediaStore } from './media/store.js';
 import type { Logger } from './common/log.js';
 import { claimDataDir } from './embedded/ownership.js';
 import { pickPort } from './embedded/ports.js';
@@ -96,7 +97,8 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
   const { tracing } = options;
   if (tracing) closers.push(() => tracing.shutdown());
   try {
-    // Readable by their owner only, like the admin token: the photos of every album, the servers' state.
+    // Readable by their owner only, like the admin token: the photos of every album (with MEDIA_STORE, the
+    // downloads under way), the servers' state.
     if (roles.http || roles.worker) fs.mkdirSync(config.media.dir, { recursive: true, mode: 0o700 });
     if (!config.databaseUrl || !config.temporal.address) {
       const claim = claimDataDir(config.dataDir);
@@ -137,6 +139,8 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
 
     const pool: Pool = createPool(dbConfig, { max: 20, logger });
     closers.push(() => pool.end());
+    const store = openMediaStore(config.media);
+    closers.push(async () => store.close());
 
     // One registry of the tenants for the HTTP routes and the worker's downloads, following the tables' changes.
     // A worker of its own checks them too, on its /metrics.
@@ -192,7 +196,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         connection,
         namespace,
         taskQueue: config.temporal.taskQueue,
-        activities: createActivities({ pool, config: withRegisteredBots(config, tenants!), logger }),
+        activities: createActivities({ pool, config: withRegisteredBots(config, tenants!), logger, store }),
         workflowBundle: { codePath: bundle.codePath },
         maxCachedWorkflows: config.temporal.maxCachedWorkflows,
         ...(tracing ? { tracing: await workerTracingOptions(tracing) } : {}),
@@ -240,6 +244,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         tenants,
         consoleSessions,
         traced: tracing !== undefined,
+        store,
       });
       closers.push(() => app!.close());
       await app.listen({ port: config.port, host: config.host });

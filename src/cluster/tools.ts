@@ -17,16 +17,22 @@ export function goCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 export async function locateClusterTools(
   options: { env?: NodeJS.ProcessEnv; log?: (message: string) => void } = {},
 ): Promise<ClusterToolPaths> {
-  const env = options.env ?? process.env;
-  const log = options.log ?? (() => undefined);
-  const dir = toolCacheDir(env);
   const located: Partial<ClusterToolPaths> = {};
   for (const [name, tool] of Object.entries(clusterTools) as Array<[keyof ClusterToolPaths, ClusterTool]>) {
-    const file = path.join(dir, tool.binary);
-    if (!isExecutable(file)) await build(tool, file, env, log);
-    located[name] = file;
+    located[name] = await locateTool(tool, options);
   }
   return located as ClusterToolPaths;
+}
+
+/** One tool from the tool cache, built there with `go install` (Go from PATH or /usr/local/go/bin) when it is not there yet. */
+export async function locateTool(
+  tool: ClusterTool,
+  options: { env?: NodeJS.ProcessEnv; log?: (message: string) => void } = {},
+): Promise<string> {
+  const env = options.env ?? process.env;
+  const file = path.join(toolCacheDir(env), tool.binary);
+  if (!isExecutable(file)) await build(tool, file, env, options.log ?? (() => undefined));
+  return file;
 }
 
 async function build(tool: ClusterTool, file: string, env: NodeJS.ProcessEnv, log: (message: string) => void): Promise<void> {

@@ -33,9 +33,22 @@ export const clusterTools = {
   },
 } as const satisfies Record<string, ClusterTool>;
 
+/**
+ * The S3-compatible server the tests and docker-compose run (the Versity S3 Gateway, its posix back
+ * end): built into the tool cache by `npm run s3:install`, and compose's image of the same version.
+ */
+export const versitygwVersion = '1.8.0';
+
+export const s3ServerTool: ClusterTool = {
+  module: `github.com/versity/versitygw/cmd/versitygw@v${versitygwVersion}`,
+  binary: `versitygw-${versitygwVersion}`,
+  what: `the Versity S3 Gateway ${versitygwVersion}`,
+};
+
 /** The images of the same versions; admin-tools carries temporal-sql-tool and the `temporal` CLI. */
 export const clusterImages = {
   server: `temporalio/server:${temporalServerVersion}`,
   adminTools: `temporalio/admin-tools:${temporalServerVersion}`,
   ui: `temporalio/ui:${temporalUiVersion}`,
+  s3: `versity/versitygw:v${versitygwVersion}`,
 } as const;

@@ -46,6 +46,9 @@ const Env = Type.Object({
   MEDIA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   MEDIA_MAX_BYTES: Type.Integer({ minimum: 1, default: 52428800 }),
   MEDIA_ALLOW_PRIVATE_NETWORKS: Type.Boolean({ default: false }),
+  MEDIA_STORE: Type.Optional(Type.String({ minLength: 1 })),
+  MEDIA_URL_LIFETIME_S: Type.Integer({ minimum: 1, default: 86400 }),
+  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   NOTIFY_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   NOTIFY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.String({ default: 'info' }),
@@ -133,6 +136,23 @@ export interface LineConfig {
  */
 export type TrustProxy = boolean | string[];
 
+/** MEDIA_STORE's bucket and the prefix of every key in it (without slashes at either end; '' for none). */
+export interface MediaStoreLocation {
+  bucket: string;
+  prefix: string;
+}
+
+export interface MediaConfig {
+  /** The directory store's (the default); with MEDIA_STORE, only this process's partial downloads (`.tmp/`). */
+  dir: string;
+  /** Unset: the directory store. */
+  store: MediaStoreLocation | undefined;
+  maxBytes: number;
+  allowPrivateNetworks: boolean;
+  /** How long a notification's `media_url` works, seconds. */
+  urlLifetimeS: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -172,7 +192,9 @@ export interface Config {
   maxBodyBytes: number;
   http: HttpTimeouts;
   album: AlbumTimings;
-  media: { dir: string; maxBytes: number; allowPrivateNetworks: boolean };
+  media: MediaConfig;
+  /** PUBLIC_URL without a trailing slash: the base of the links albumflow hands out; unset: the listen address. */
+  publicUrl: string | undefined;
   notify: { url: string | undefined; secret: string | undefined };
   ingest: IngestLimits;
   telegram: TelegramConfig;
@@ -235,7 +257,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dir: path.resolve(raw.MEDIA_DIR ?? path.join(dataDir, 'media')),
       maxBytes: raw.MEDIA_MAX_BYTES,
       allowPrivateNetworks: raw.MEDIA_ALLOW_PRIVATE_NETWORKS,
+      store: raw.MEDIA_STORE === undefined ? undefined : parseMediaStore(raw.MEDIA_STORE),
+      urlLifetimeS: raw.MEDIA_URL_LIFETIME_S,
     },
+    publicUrl: raw.PUBLIC_URL?.replace(/\/+$/, ''),
     notify: { url: raw.NOTIFY_URL, secret: raw.NOTIFY_SECRET },
     ingest: {
       batchMaxRows: raw.INGEST_BATCH_MAX_ROWS,
@@ -260,6 +285,17 @@ function checkSecretKey(text: string): string {
     throw new ConfigError((err as Error).message);
   }
   return text;
+}
+
+/** MEDIA_STORE: `s3://<bucket>[/<prefix>]`, a bucket name as S3 allows it. */
+export function parseMediaStore(text: string): MediaStoreLocation {
+  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(text.trim());
+  if (!match) throw new ConfigError('MEDIA_STORE must be s3://<bucket>[/<prefix>] (a bucket name: 3-63 of a-z, 0-9, "." and "-")');
+  const prefix = (match[2] ?? '').replace(/^\/+|\/+$/g, '');
+  if (prefix.split('/').some((part) => part === '.' || part === '..') || /\/\//.test(prefix)) {
+    throw new ConfigError('MEDIA_STORE\'s prefix must not hold empty, "." or ".." parts');
+  }
+  return { bucket: match[1]!, prefix };
 }
 
 function parseHttpTimeouts(raw: Static<typeof Env>): HttpTimeouts {

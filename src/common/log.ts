@@ -14,8 +14,8 @@ const redactedHeaders = [
   'set-cookie',
 ];
 
-/** Query parameters whose values are never written to a log line (the sign-in link's code). */
-const redactedQueryParameters = new Set(['code', 'token', 'access_token']);
+/** Query parameters whose values are never written to a log line (the sign-in link's code, a media link's signature). */
+const redactedQueryParameters = new Set(['code', 'token', 'access_token', 'sig']);
 
 function redactUrl(url: string): string {
   const query = url.indexOf('?');

@@ -15,15 +15,3 @@ export const migrationsDir = path.join(projectRoot, 'migrations');
 
 /** Where albumflow keeps its state when DATA_DIR is unset (relative to the working directory). */
 export const defaultDataDir = '.data';
-
-/**
- * Media files live at `<MEDIA_DIR>/<first two hex digits>/<sha256>`; partial downloads under
- * `<MEDIA_DIR>/.tmp/` until they are complete.
- */
-export function mediaPath(mediaDir: string, sha256: string): string {
-  return path.join(mediaDir, sha256.slice(0, 2), sha256);
-}
-
-export function mediaTempDir(mediaDir: string): string {
-  return path.join(mediaDir, '.tmp');
-}

@@ -4,6 +4,7 @@ import { isUnavailable, pingDatabase, type Pool } from '../db/pool.js';
 import type { EmbeddedServer, EmbeddedStatus } from '../embedded/server.js';
 import { bearerTokenOf } from '../common/bearer-token.js';
 import type { Tokens } from '../tenants/tokens.js';
+import type { MediaStore } from '../media/store.js';
 
 export interface HealthOptions {
   pool: Pool;
@@ -12,6 +13,8 @@ export interface HealthOptions {
   embeddedServers: readonly EmbeddedServer[];
   /** The API's tokens: a `*` token sees why a check failed and the embedded servers' pids. */
   tokens: Tokens;
+  /** The media store: the media routes read it, the worker writes it. */
+  store: MediaStore;
 }
 
 /** `ok`, or why a check failed: `timeout` (no answer in time), `unreachable` (no connection), `failed` (an error answered). */
@@ -46,6 +49,12 @@ const databaseReason = (err: unknown): Reason => (isUnavailable(err) ? 'unreacha
 
 const grpcStatus = { DEADLINE_EXCEEDED: 4, UNAVAILABLE: 14 } as const;
 
+/** The store's failures (src/media/store.ts) carry the cause's words: a connection that could not be made is `unreachable`. */
+function storeReason(err: unknown): Reason {
+  const text = err instanceof Error ? err.message : String(err);
+  return /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ECONNRESET|EAI_AGAIN|socket hang up/.test(text) ? 'unreachable' : 'failed';
+}
+
 function temporalReason(err: unknown): Reason {
   const cause = err instanceof ServiceError ? err.cause : err;
   if (!isGrpcServiceError(cause)) return 'failed';
@@ -60,31 +69,36 @@ function fromAdmin(request: FastifyRequest, tokens: Tokens): boolean {
 }
 
 /**
- * `/healthz`: the process answers. `/readyz`: PostgreSQL and Temporal both answer now, and every embedded
+ * `/healthz`: the process answers. `/readyz`: PostgreSQL, Temporal and the media store answer now, and every embedded
  * server runs. Open to anyone, it gives a reason code per check and the state of each embedded server:
  * `running`, `restarting` after it died, or `failed` when it could not be restarted and albumflow is
  * exiting. With a `*` token it adds the errors' own messages (`details`) and each server's pid and restarts.
  */
-export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { pool, temporal, embeddedServers, tokens }) => {
+export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { pool, temporal, embeddedServers, tokens, store }) => {
   // Probes poll these every few seconds: their requests are logged only when something goes wrong.
   app.get('/healthz', { schema: { hide: true }, logLevel: 'warn' }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true }, logLevel: 'warn' }, async (request, reply) => {
-    const [database, temporalCheck] = await Promise.all([
+    const [database, temporalCheck, storeCheck] = await Promise.all([
       check(() => pingDatabase(pool), databaseReason),
       check(() => temporal.workflowService.getSystemInfo({}), temporalReason),
+      check(() => store.ping(), storeReason),
     ]);
     const statuses: Array<[string, EmbeddedStatus]> = embeddedServers.map((server) => [server.id, server.status()]);
-    const ready = database.reason === 'ok' && temporalCheck.reason === 'ok' && statuses.every(([, status]) => status.state === 'running');
+    const ready =
+      database.reason === 'ok' &&
+      temporalCheck.reason === 'ok' &&
+      storeCheck.reason === 'ok' &&
+      statuses.every(([, status]) => status.state === 'running');
     const admin = fromAdmin(request, tokens);
     const details = Object.fromEntries(
-      Object.entries({ database, temporal: temporalCheck }).flatMap(([name, { message }]) =>
+      Object.entries({ database, temporal: temporalCheck, mediaStore: storeCheck }).flatMap(([name, { message }]) =>
         message === undefined ? [] : [[name, message]],
       ),
     );
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ready' : 'unavailable',
-      checks: { database: database.reason, temporal: temporalCheck.reason },
+      checks: { database: database.reason, temporal: temporalCheck.reason, mediaStore: storeCheck.reason },
       ...(admin && Object.keys(details).length > 0 ? { details } : {}),
       ...(statuses.length > 0
         ? { embedded: Object.fromEntries(statuses.map(([id, status]) => [id, admin ? status : { state: status.state }])) }

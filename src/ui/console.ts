@@ -4,6 +4,7 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../common/config.js';
 import type { Pool } from '../db/pool.js';
+import type { MediaStore } from '../media/store.js';
 import { mediaRoutes } from './media-routes.js';
 import { consolePages } from './pages.js';
 import { consolePaths } from './paths.js';
@@ -13,9 +14,10 @@ import { tenantsPage } from './tenants-page.js';
 import type { TenantRegistry } from '../tenants/registry.js';
 
 export interface ConsoleOptions {
-  config: Pick<Config, 'media' | 'temporal'>;
+  config: Pick<Config, 'temporal'>;
   pool: Pool;
   tenants: TenantRegistry;
+  store: MediaStore;
 }
 
 const assetsDir = path.join(path.dirname(templatesDir), 'assets');
@@ -55,13 +57,12 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
   // `/` is where people type the address: it leads to the albums (behind sign-in, like every page).
   app.get('/', { schema: { hide: true }, config: { access: 'signed-in' } }, (_request, reply) => reply.redirect(consolePaths.albums, 302));
 
-  const mediaDir = options.config.media.dir;
-  const thumbnailer = createThumbnailer(mediaDir, app.log);
+  const thumbnailer = createThumbnailer(options.store, app.log);
   await app.register(consolePages, {
     prefix: consolePaths.albums,
     pool: options.pool,
     temporalUi: { url: options.config.temporal.uiUrl, namespace: options.config.temporal.namespace },
   });
   await app.register(tenantsPage, { prefix: consolePaths.tenants, pool: options.pool, tenants: options.tenants });
-  await app.register(mediaRoutes, { pool: options.pool, mediaDir, thumbnailer, iconsDir: path.join(assetsDir, 'icons') });
+  await app.register(mediaRoutes, { pool: options.pool, store: options.store, thumbnailer, iconsDir: path.join(assetsDir, 'icons') });
 };

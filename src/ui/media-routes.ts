@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import parseRange from 'range-parser';
 import { Type } from 'typebox';
-import { mediaPath } from '../common/paths.js';
 import { findWorkspaceMedia } from '../db/media.js';
+import { MediaStoreError, mediaKey, type MediaStore } from '../media/store.js';
 import type { Pool } from '../db/pool.js';
 import { HttpError } from '../http/errors.js';
 import { Segment } from '../http/params.js';
@@ -14,7 +14,7 @@ import type { IconName, Thumbnailer } from './thumbnails.js';
 
 export interface MediaRoutesOptions {
   pool: Pool;
-  mediaDir: string;
+  store: MediaStore;
   thumbnailer: Thumbnailer;
   iconsDir: string;
 }
@@ -50,19 +50,29 @@ function immutable(reply: FastifyReply, etag: string): FastifyReply {
   );
 }
 
-function mediaSchema(summary: string, description: string) {
+/** A notification's `media_url` carries these instead of a token (src/media/links.ts). */
+const SignedLink = Type.Object({
+  expires: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$', description: 'unix seconds after which the link no longer works' })),
+  sig: Type.Optional(Type.String({ maxLength: 100, description: 'the link’s signature' })),
+});
+
+function mediaSchema(summary: string, description: string, querystring?: typeof SignedLink) {
   return {
     summary,
     description,
     tags: ['media'],
     params: Params,
+    ...(querystring ? { querystring } : {}),
     response: {
       200: Type.Unknown({ description: 'the file' }),
+      206: Type.Unknown({ description: 'the byte range the Range header asked for' }),
       304: Type.Null({ description: 'not modified (If-None-Match)' }),
       400: ErrorBody,
       401: ErrorBody,
       403: ErrorBody,
       404: ErrorBody,
+      416: ErrorBody,
+      503: ErrorBody,
     },
   };
 }
@@ -72,37 +82,81 @@ function notModified(request: FastifyRequest, etag: string): boolean {
   return header !== undefined && header.split(',').some((tag) => tag.trim() === etag || tag.trim() === '*');
 }
 
-/** `GET /workspaces/:ws/media/:sha256` and its thumbnail (docs/console.md). */
-export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async (app, { pool, mediaDir, thumbnailer, iconsDir }) => {
-  // Before the first download, so the file server has its root.
-  fs.mkdirSync(mediaDir, { recursive: true });
-  await app.register(fastifyStatic, { root: mediaDir, serve: false });
+/**
+ * The one range of a `Range: bytes=…` header, when it asks for one that the object has; null to send it
+ * all (no header, several ranges, an If-Range for another version); 'unsatisfiable' past its end.
+ */
+function requestedRange(request: FastifyRequest, bytes: number, etag: string): { start: number; end: number } | null | 'unsatisfiable' {
+  const header = request.headers.range;
+  if (header === undefined) return null;
+  const ifRange = request.headers['if-range'];
+  if (ifRange !== undefined && ifRange !== etag) return null;
+  const ranges = parseRange(bytes, header, { combine: true });
+  if (ranges === -1) return 'unsatisfiable';
+  if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return null;
+  return ranges[0]!;
+}
+
+/** `GET /workspaces/:ws/media/:sha256` and its thumbnail (docs/console.md), read from the media store. */
+export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async (app, { pool, store, thumbnailer, iconsDir }) => {
   const icons = new Map<IconName, Buffer>(
     (['video', 'audio', 'image', 'file', 'unreadable'] as const).map((name) => [name, fs.readFileSync(path.join(iconsDir, `${name}.svg`))]),
   );
 
-  // The access plugin has checked that the caller's token reaches `workspace`.
+  // The access plugin has checked that the caller's token (or the link's signature) reaches `workspace`.
   async function storedMedia(workspace: string, sha256: string) {
     const media = await findWorkspaceMedia(pool, workspace, sha256);
     if (!media) throw new HttpError(404, 'media_not_found', 'no downloaded attachment of this workspace has that hash');
     return media;
   }
 
-  const missingFile = () => new HttpError(404, 'media_not_found', 'the file is no longer in MEDIA_DIR');
+  const missingObject = () => new HttpError(404, 'media_not_found', 'the media store does not hold this file');
 
-  /** Sends a file of MEDIA_DIR with the headers set here, not those @fastify/static would derive from its name. */
-  const sendStored = (reply: FastifyReply, file: string, type: string) =>
-    reply
-      .type(type)
-      .sendFile(path.relative(mediaDir, file), mediaDir, { contentType: false, etag: false, lastModified: false, cacheControl: false });
+  /** Reads of the store that fail (it is down, it refuses) answer 503: the file is there, and will be again. */
+  async function fromStore<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      if (err instanceof MediaStoreError) {
+        app.log.warn({ error: err.message }, 'the media store failed a read');
+        throw new HttpError(503, 'media_store_unavailable', 'the media store does not answer; try again later');
+      }
+      throw err;
+    }
+  }
+
+  /** Streams the object `key` (the range asked for) with the headers set here. */
+  async function sendObject(request: FastifyRequest, reply: FastifyReply, key: string, type: string, etag: string) {
+    const info = await fromStore(() => store.head(key));
+    if (!info) throw missingObject();
+    const range = requestedRange(request, info.bytes, etag);
+    void reply.type(type).header('accept-ranges', 'bytes');
+    if (range === 'unsatisfiable') {
+      void reply.header('content-range', `bytes */${info.bytes}`);
+      throw new HttpError(416, 'range_not_satisfiable', `the file has ${info.bytes} bytes`);
+    }
+    const body = await fromStore(() => store.read(key, range ?? undefined));
+    if (!body) throw missingObject();
+    if (range) {
+      return reply
+        .code(206)
+        .header('content-range', `bytes ${range.start}-${range.end}/${info.bytes}`)
+        .header('content-length', range.end - range.start + 1)
+        .send(body);
+    }
+    return reply.header('content-length', info.bytes).send(body);
+  }
 
   app.get(
     '/workspaces/:workspace/media/:sha256',
     {
       schema: mediaSchema(
         'A downloaded attachment file',
-        'Served with the content type its server sent (as a download when a browser could run it), an ETag and immutable caching.',
+        'Served with the content type its server sent (as a download when a browser could run it), an ETag, immutable caching and byte ranges. ' +
+          'A notification’s `media_url` reaches it without a token: its `expires` and `sig` stand in for one.',
+        SignedLink,
       ),
+      config: { access: 'workspace-or-link' },
     },
     async (request, reply) => {
       const { workspace, sha256 } = request.params;
@@ -110,10 +164,8 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
       const etag = `"${sha256}"`;
       immutable(reply, etag);
       if (notModified(request, etag)) return reply.code(304).send(null);
-      const file = mediaPath(mediaDir, sha256);
-      if (!fs.existsSync(file)) throw missingFile();
       const { type, disposition } = servedAs(media.contentType);
-      return sendStored(reply.header('content-disposition', disposition), file, type);
+      return sendObject(request, reply.header('content-disposition', disposition), mediaKey(sha256), type, etag);
     },
   );
 
@@ -131,9 +183,9 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<MediaRoutesOptions> = async 
       const etag = `"${sha256}-${thumbnailer.variant}"`;
       immutable(reply, etag).header('content-disposition', 'inline');
       if (notModified(request, etag)) return reply.code(304).send(null);
-      const thumbnail = await thumbnailer.thumbnail(sha256);
-      if (!thumbnail) throw missingFile();
-      if ('file' in thumbnail) return sendStored(reply, thumbnail.file, 'image/webp');
+      const thumbnail = await fromStore(() => thumbnailer.thumbnail(sha256));
+      if (!thumbnail) throw missingObject();
+      if ('key' in thumbnail) return sendObject(request, reply, thumbnail.key, 'image/webp', etag);
       // A file that could not be decoded may decode after a restart (memory, file handles): not kept.
       if (thumbnail.icon === 'unreadable') void reply.header('cache-control', 'no-cache');
       return reply.type('image/svg+xml').send(icons.get(thumbnail.icon));

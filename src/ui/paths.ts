@@ -3,6 +3,7 @@
 import type { AlbumKey } from '../domain/types.js';
 import type { OperatorAction } from '../db/actions.js';
 import { consolePath, signInPath, signOutPath } from '../http/access/plugin.js';
+import { mediaRoutePath } from '../media/links.js';
 
 const e = encodeURIComponent;
 
@@ -20,8 +21,8 @@ export const consolePaths = {
   assets: `${consolePath}/assets/`,
   album: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}`,
   albumVersion: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}/version`,
-  media: (workspace: string, sha256: string) => `/workspaces/${e(workspace)}/media/${e(sha256)}`,
-  thumbnail: (workspace: string, sha256: string) => `/workspaces/${e(workspace)}/media/${e(sha256)}/thumbnail`,
+  media: mediaRoutePath,
+  thumbnail: (workspace: string, sha256: string) => `${mediaRoutePath(workspace, sha256)}/thumbnail`,
   /** The operator actions (docs/api.md, "Operator actions"). */
   action: (key: AlbumKey, action: OperatorAction) => `/workspaces/${e(key.workspace)}/albums/${albumTail(key)}/actions/${action}`,
 };

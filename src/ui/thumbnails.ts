@@ -1,14 +1,12 @@
-// Thumbnails of downloaded media, made once per file and kept beside it, content-addressed.
+// Thumbnails of downloaded media, made once per file and kept in the media store, content-addressed.
 // Files come from senders: a file is decoded only when its first bytes say it is an image format
 // on the list below (never because of a declared content type or name), only with a pixel limit
 // that refuses decompression bombs before any pixel is decoded, and a few at a time, within a
 // memory budget that the decodes under way share.
-import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
-import path from 'node:path';
 import { fileTypeFromFile } from 'file-type';
 import sharp, { type Metadata } from 'sharp';
-import { mediaPath } from '../common/paths.js';
+import { mediaKey, thumbnailKey, type MediaStore } from '../media/store.js';
 import type { FastifyBaseLogger } from 'fastify';
 
 export interface ThumbnailLimits {
@@ -129,7 +127,8 @@ function admission(concurrency: number, budget: number) {
 /** What stands in for a file that gets no thumbnail. */
 export type IconName = 'video' | 'audio' | 'image' | 'file' | 'unreadable';
 
-export type Thumbnail = { file: string } | { icon: IconName };
+/** A thumbnail in the store (under `key`), or the icon that stands in for one. */
+export type Thumbnail = { key: string } | { icon: IconName };
 
 /** Formats whose real type (sniffed) sharp may decode. */
 const decodable = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/avif']);
@@ -141,21 +140,14 @@ function iconFor(mime: string | undefined): IconName {
   return 'file';
 }
 
-async function exists(file: string): Promise<boolean> {
-  return fs.access(file).then(
-    () => true,
-    () => false,
-  );
-}
-
 export interface Thumbnailer {
-  /** The thumbnail of a downloaded file, or the icon that stands in for it; null when the file is not in MEDIA_DIR. */
+  /** The thumbnail of a downloaded file, or the icon that stands in for it; null when the store does not hold the file. */
   thumbnail(sha256: string): Promise<Thumbnail | null>;
   /** Changes with anything that changes what `thumbnail` makes (for ETags). */
   readonly variant: string;
 }
 
-export function createThumbnailer(mediaDir: string, logger: FastifyBaseLogger): Thumbnailer {
+export function createThumbnailer(store: MediaStore, logger: FastifyBaseLogger): Thumbnailer {
   const limits = thumbnailLimits;
   // Memory stays bounded by the images being made: libvips keeps no cache of earlier operations,
   // and each image is processed on one thread (the concurrency limit is the parallelism).
@@ -163,31 +155,27 @@ export function createThumbnailer(mediaDir: string, logger: FastifyBaseLogger): 
   sharp.concurrency(1);
   const admitted = admission(limits.concurrency, limits.memoryBudget);
   const variant = `w${limits.size}`;
-  const thumbnailsDir = path.join(mediaDir, 'thumbnails');
   const inFlight = new Map<string, Promise<Thumbnail | null>>();
 
   const input = (source: string) =>
     sharp(source, { limitInputPixels: limits.maxInputPixels, sequentialRead: true, failOn: 'error', autoOrient: true });
 
-  async function render(source: string, target: string): Promise<void> {
-    await fs.mkdir(path.dirname(target), { recursive: true });
-    const partial = `${target}.${crypto.randomBytes(6).toString('hex')}.part`;
+  /** Renders the thumbnail into the spool, then puts it into the store under `key`. */
+  async function render(source: string, key: string): Promise<void> {
+    const partial = await store.tempFile('thumbnail-');
     try {
       await input(source)
         .resize({ width: limits.size, height: limits.size, fit: 'inside', withoutEnlargement: true })
         .webp({ quality: 78 })
         .toFile(partial);
-      await fs.rename(partial, target);
+      await store.putFile(key, partial, 'image/webp');
     } finally {
       await fs.rm(partial, { force: true });
     }
   }
 
-  async function make(sha256: string): Promise<Thumbnail | null> {
-    const target = path.join(thumbnailsDir, sha256.slice(0, 2), `${sha256}-${variant}.webp`);
-    if (await exists(target)) return { file: target };
-    const source = mediaPath(mediaDir, sha256);
-    if (!(await exists(source))) return null;
+  /** From the file as a local file (the directory store's own, or a copy of the bucket's object). */
+  async function makeFrom(sha256: string, source: string, key: string): Promise<Thumbnail> {
     const sniffed = await fileTypeFromFile(source);
     if (!sniffed || !decodable.has(sniffed.mime)) return { icon: iconFor(sniffed?.mime) };
     try {
@@ -202,12 +190,18 @@ export function createThumbnailer(mediaDir: string, logger: FastifyBaseLogger): 
         );
         return { icon: 'unreadable' };
       }
-      await admitted(cost, () => render(source, target));
-      return { file: target };
+      await admitted(cost, () => render(source, key));
+      return { key };
     } catch (err) {
       logger.warn({ err, sha256, type: sniffed.mime }, 'no thumbnail for this image');
       return { icon: 'unreadable' };
     }
+  }
+
+  async function make(sha256: string): Promise<Thumbnail | null> {
+    const key = thumbnailKey(sha256, variant);
+    if (await store.head(key)) return { key };
+    return store.withLocalFile(mediaKey(sha256), (source) => makeFrom(sha256, source, key));
   }
 
   return {

@@ -52,6 +52,26 @@ export function testConfig(env: Record<string, string> = {}): Config {
   });
 }
 
+/** The AWS SDK's variables that point it at the run's S3-compatible server. */
+export function s3Environment(): Record<string, string> {
+  const { accessKeyId, secretAccessKey } = inject('s3Credentials');
+  return {
+    AWS_ENDPOINT_URL_S3: inject('s3Endpoint'),
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: accessKeyId,
+    AWS_SECRET_ACCESS_KEY: secretAccessKey,
+  };
+}
+
+/** A bucket of the test's own on the run's S3 server, as MEDIA_STORE names it (`s3://<bucket>/<prefix>`). */
+export function testBucket(prefix = 'media'): string {
+  if (!inject('s3Endpoint'))
+    throw new Error(`the run has no S3-compatible server: ${inject('s3Unavailable')} (npm run s3:install builds it)`);
+  const bucket = `test-${crypto.randomBytes(6).toString('hex')}`;
+  fs.mkdirSync(path.join(inject('s3Root'), bucket));
+  return `s3://${bucket}${prefix ? `/${prefix}` : ''}`;
+}
+
 export function testLogger(config: Config): Logger {
   return createLogger({ level: config.logLevel, format: 'json', name: 'test' });
 }

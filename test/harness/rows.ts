@@ -181,6 +181,7 @@ export interface AttachmentRow {
 
 export interface AttachmentFilter {
   workspace?: string;
+  conversationId?: string;
   messageId?: string;
   messagePk?: string;
   position?: number;
@@ -214,6 +215,7 @@ export const attachments = table<AttachmentRow, AttachmentFilter>({
   },
   filters: {
     workspace: (p) => `m.workspace = ${p}`,
+    conversationId: (p) => `m.conversation_id = ${p}`,
     messageId: (p) => `m.message_id = ${p}`,
     messagePk: (p) => `a.message_pk = ${p}`,
     position: (p) => `a.position = ${p}`,

@@ -6,10 +6,11 @@
 import fs from 'node:fs';
 import { pino } from 'pino';
 import sharp from 'sharp';
+import { openMediaStore } from '../../src/media/store.js';
 import { createThumbnailer } from '../../src/ui/thumbnails.js';
 
 export interface ThumbnailMemoryReport {
-  /** What each file got, in the order given: `file`, or the icon's name. */
+  /** What each file got, in the order given: `file` (a thumbnail in the store), or the icon's name. */
   results: string[];
   /** VmRSS once the thumbnailer was ready, bytes. */
   baselineRss: number;
@@ -27,7 +28,7 @@ function status(field: 'VmRSS' | 'VmHWM'): number {
 
 const [mediaDir, ...hashes] = process.argv.slice(2);
 if (!mediaDir || hashes.length === 0) throw new Error('usage: thumbnail-memory.ts <MEDIA_DIR> <sha256>…');
-const thumbnailer = createThumbnailer(mediaDir, pino({ level: 'silent' }));
+const thumbnailer = createThumbnailer(openMediaStore({ dir: mediaDir, store: undefined }), pino({ level: 'silent' }));
 (globalThis as { gc?: () => void }).gc?.();
 // Writing 5 to clear_refs resets VmHWM to the current resident size (Linux).
 fs.writeFileSync('/proc/self/clear_refs', '5');
@@ -37,7 +38,7 @@ const sampler = setInterval(() => (peakRenders = Math.max(peakRenders, sharp.cou
 const thumbnails = await Promise.all(hashes.map((sha256) => thumbnailer.thumbnail(sha256)));
 clearInterval(sampler);
 const report: ThumbnailMemoryReport = {
-  results: thumbnails.map((thumbnail) => (thumbnail === null ? 'missing' : 'file' in thumbnail ? 'file' : thumbnail.icon)),
+  results: thumbnails.map((thumbnail) => (thumbnail === null ? 'missing' : 'key' in thumbnail ? 'file' : thumbnail.icon)),
   baselineRss,
   peakRss: status('VmHWM'),
   peakRenders,

@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ErrorBody } from '../../src/http/schemas.js';
 import { templatesDir } from '../../src/ui/views.js';
+import { mediaLinksFor } from '../../src/media/links.js';
+import { capturedLogger, testBucket } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
 import { settled, testAlbum, workspaceInbox } from '../harness/albums.js';
@@ -13,7 +15,10 @@ import { startMediaServer, type MediaServer } from '../harness/servers/media.js'
 const iconsDir = path.join(path.dirname(templatesDir), 'assets/icons');
 const icon = (name: string) => fs.readFileSync(path.join(iconsDir, `${name}.svg`));
 
-describe('media routes', () => {
+describe.each([
+  { store: 'the directory store', env: (): Record<string, string> => ({}) },
+  { store: 'an S3 bucket', env: (): Record<string, string> => ({ MEDIA_STORE: testBucket() }) },
+])('media routes on $store', ({ env }) => {
   let stack: Stack;
   let media: MediaServer;
   const workspace = unique('ws-media');
@@ -23,12 +28,18 @@ describe('media routes', () => {
   const files = {} as Record<'photo' | 'picture' | 'notImage' | 'page' | 'bomb', { body: Buffer; sha256: string }>;
   const auth = { authorization: `Bearer ${token}` };
 
+  const logs = capturedLogger('console-media', 'info');
+
   beforeAll(async () => {
-    stack = await startStack({
-      QUIET_PERIOD_MS: '200',
-      WORKSPACE_SECRETS: JSON.stringify({ [workspace]: ['media-secret'] }),
-      API_TOKENS: JSON.stringify({ [token]: [workspace, otherWorkspace], [otherToken]: [otherWorkspace] }),
-    });
+    stack = await startStack(
+      {
+        ...env(),
+        QUIET_PERIOD_MS: '200',
+        WORKSPACE_SECRETS: JSON.stringify({ [workspace]: ['media-secret'] }),
+        API_TOKENS: JSON.stringify({ [token]: [workspace, otherWorkspace], [otherToken]: [otherWorkspace] }),
+      },
+      { logger: logs.logger },
+    );
     media = await startMediaServer();
     const bodies = {
       photo: { body: await jpeg(1600, 1200, 30), type: 'image/jpeg; charset=binary' },
@@ -80,6 +91,72 @@ describe('media routes', () => {
     const again = await get(mediaUrl(files.photo.sha256), { ...auth, 'if-none-match': `"${files.photo.sha256}"` });
     expect(again.statusCode).toBe(304);
     expect(again.rawPayload.length).toBe(0);
+  });
+
+  it('keeps the files, and the thumbnails it made, in the store the configuration names', async () => {
+    await get(`${mediaUrl(files.picture.sha256)}/thumbnail`);
+    const { store, dir } = stack.config.media;
+    const root = store ? path.join(inject('s3Root'), store.bucket, store.prefix) : dir;
+    const digest = files.picture.sha256;
+    expect(fs.existsSync(path.join(root, 'sha256', digest.slice(0, 2), digest))).toBe(true);
+    expect(fs.existsSync(path.join(root, 'thumbnails', digest.slice(0, 2), `${digest}-w400.webp`))).toBe(true);
+    // With a bucket, the media directory holds no file (only downloads under way would be there).
+    if (store) expect(fs.existsSync(path.join(dir, 'sha256'))).toBe(false);
+  });
+
+  it('serves the byte range a Range header asks for (206), all of it for another version (If-Range), and 416 past its end', async () => {
+    const url = mediaUrl(files.photo.sha256);
+    const size = files.photo.body.length;
+    const part = await get(url, { ...auth, range: 'bytes=100-199' });
+    expect(part.statusCode).toBe(206);
+    expect(part.headers['content-range']).toBe(`bytes 100-199/${size}`);
+    expect(part.headers['content-length']).toBe('100');
+    expect(part.headers['accept-ranges']).toBe('bytes');
+    expect(part.headers.etag).toBe(`"${files.photo.sha256}"`);
+    expect(part.rawPayload.equals(files.photo.body.subarray(100, 200))).toBe(true);
+    const tail = await get(url, { ...auth, range: 'bytes=-10' });
+    expect(tail.statusCode).toBe(206);
+    expect(tail.rawPayload.equals(files.photo.body.subarray(size - 10))).toBe(true);
+    const otherVersion = await get(url, { ...auth, range: 'bytes=0-9', 'if-range': '"another"' });
+    expect(otherVersion.statusCode).toBe(200);
+    expect(otherVersion.rawPayload.equals(files.photo.body)).toBe(true);
+    const past = await get(url, { ...auth, range: `bytes=${size}-` });
+    expect(past.statusCode).toBe(416);
+    expect(past.headers['content-range']).toBe(`bytes */${size}`);
+    expect(past.json<ErrorBody>().error.code).toBe('range_not_satisfiable');
+  });
+
+  it('serves a file by its signed link without a token, and refuses a wrong or expired signature (403)', async () => {
+    const links = mediaLinksFor(stack.config, stack.pool);
+    const link = new URL(await links.url(workspace, files.photo.sha256));
+    expect(link.pathname).toBe(mediaUrl(files.photo.sha256));
+    expect(Number(link.searchParams.get('expires'))).toBe(Math.floor(Date.now() / 1000) + 86_400);
+    const signed = await get(`${link.pathname}${link.search}`, {});
+    expect(signed.statusCode).toBe(200);
+    expect(signed.rawPayload.equals(files.photo.body)).toBe(true);
+
+    const wrong = new URL(link);
+    wrong.searchParams.set('sig', `${link.searchParams.get('sig')!.slice(0, -2)}AA`);
+    const forged = await get(`${wrong.pathname}${wrong.search}`, {});
+    expect(forged.statusCode).toBe(403);
+    expect(forged.json<ErrorBody>().error.code).toBe('invalid_signature');
+    const later = new URL(link);
+    later.searchParams.set('expires', String(Number(link.searchParams.get('expires')) + 1));
+    expect((await get(`${later.pathname}${later.search}`, {})).json<ErrorBody>().error.code).toBe('invalid_signature');
+    // The signature is of this file of this workspace only.
+    const elsewhere = await get(`${mediaUrl(files.picture.sha256)}${link.search}`, {});
+    expect(elsewhere.json<ErrorBody>().error.code).toBe('invalid_signature');
+
+    const old = new URL(await links.url(workspace, files.photo.sha256, Date.now() - 86_401_000));
+    const expired = await get(`${old.pathname}${old.search}`, {});
+    expect(expired.statusCode).toBe(403);
+    expect(expired.json<ErrorBody>().error.code).toBe('link_expired');
+    // A link opens the file only: not its thumbnail, nor any other route.
+    expect((await get(`${link.pathname}/thumbnail${link.search}`, {})).statusCode).toBe(401);
+    // The logs name the request, never its signature.
+    const text = logs.lines.join('');
+    expect(text).toContain(`${link.pathname}?expires=${link.searchParams.get('expires')}&sig=[redacted]`);
+    expect(text).not.toContain(link.searchParams.get('sig'));
   });
 
   it('serves a file whose stored type a browser would run (HTML) as a download, never as a page', async () => {

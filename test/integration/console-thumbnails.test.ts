@@ -1,13 +1,14 @@
 import { execFile } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { mediaPath, projectRoot } from '../../src/common/paths.js';
+import { projectRoot } from '../../src/common/paths.js';
+import { openMediaStore } from '../../src/media/store.js';
 import { decodeCost, thumbnailLimits } from '../../src/ui/thumbnails.js';
 import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
@@ -153,9 +154,10 @@ describe('thumbnails of the images hardest to decode, at the limits, all asked f
   beforeAll(async () => {
     for (const image of images) {
       const body = await image.make();
-      const sha256 = crypto.createHash('sha256').update(body).digest('hex');
-      fs.mkdirSync(path.dirname(mediaPath(mediaDir, sha256)), { recursive: true });
-      fs.writeFileSync(mediaPath(mediaDir, sha256), body);
+      const { sha256 } = await openMediaStore({ dir: mediaDir, store: undefined }).write(Readable.from([body]), {
+        maxBytes: body.length,
+        contentType: null,
+      });
       hashes.push(sha256);
       if (image.atBudget) {
         const cost = decodeCost(await sharp(body).metadata());

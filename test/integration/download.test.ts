@@ -133,7 +133,7 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
 
     const digest = sha256(body);
     expect(result).toEqual({ status: 'downloaded', contentType: 'image/jpeg', bytes: 40_000, sha256: digest, error: null });
-    const stored = path.join(config.media.dir, digest.slice(0, 2), digest);
+    const stored = path.join(config.media.dir, 'sha256', digest.slice(0, 2), digest);
     expect(fs.readFileSync(stored).equals(body)).toBe(true);
     expect(fs.readdirSync(config.media.dir).some((name) => name.includes('evil'))).toBe(false);
     expect(tempFiles()).toEqual([]);
@@ -163,7 +163,7 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
     expect(server.hits(url)).toBe(1);
     expect((await attachmentState(messagePk)).attempts).toBe(1);
 
-    fs.rmSync(path.join(config.media.dir, first.sha256!.slice(0, 2), first.sha256!));
+    fs.rmSync(path.join(config.media.dir, 'sha256', first.sha256!.slice(0, 2), first.sha256!));
     const third = await attemptDownload(download, input);
     expect(third).toEqual(first);
     expect(server.hits(url)).toBe(2);

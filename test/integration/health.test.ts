@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.js';
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../../src/db/pool.js';
-import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
+import { parseMediaStore } from '../../src/common/config.js';
+import { openMediaStore } from '../../src/media/store.js';
+import { testBucket, testClient, testConfig, testLogger, testPool } from '../harness/env.js';
 
 describe('health endpoints against the real PostgreSQL and Temporal', () => {
   const config = testConfig();
@@ -31,10 +33,10 @@ describe('health endpoints against the real PostgreSQL and Temporal', () => {
     expect(rows[0]?.raw.toString()).toBe('{"x":1}');
   });
 
-  it('reports ready when both PostgreSQL and Temporal answer', async () => {
+  it('reports ready when PostgreSQL, Temporal and the media store answer', async () => {
     const response = await app.inject({ method: 'GET', url: '/readyz' });
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toEqual({ status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
+    expect(response.json()).toEqual({ status: 'ready', checks: { database: 'ok', temporal: 'ok', mediaStore: 'ok' } });
   });
 
   it('tells only an admin token why PostgreSQL is unreachable: the open answer is a reason code, without the driver’s message', async () => {
@@ -66,15 +68,45 @@ describe('health endpoints against the real PostgreSQL and Temporal', () => {
       ];
       for (const headers of notAdmin) {
         const response = await readiness(headers);
-        expect(response.json()).toEqual({ status: 'unavailable', checks: { database: 'unreachable', temporal: 'ok' } });
+        expect(response.json()).toEqual({ status: 'unavailable', checks: { database: 'unreachable', temporal: 'ok', mediaStore: 'ok' } });
         expect(response.body).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/);
       }
       const admin = (await readiness({ authorization: `Bearer ${adminToken}` })).json<{ checks: object; details: { database: string } }>();
-      expect(admin.checks).toEqual({ database: 'unreachable', temporal: 'ok' });
+      expect(admin.checks).toEqual({ database: 'unreachable', temporal: 'ok', mediaStore: 'ok' });
       expect(admin.details.database).toMatch(/ECONNREFUSED 127\.0\.0\.1:1/);
     } finally {
       await broken.close();
       await deadPool.end();
+    }
+  });
+
+  it('names the media store: unreachable when nothing answers at its endpoint, failed when it refuses the keys', async () => {
+    const bucket = testBucket();
+    const stores = {
+      unreachable: openMediaStore(
+        { dir: config.media.dir, store: parseMediaStore(bucket) },
+        { ...process.env, AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:1' },
+      ),
+      failed: openMediaStore(
+        { dir: config.media.dir, store: parseMediaStore(bucket) },
+        { ...process.env, AWS_SECRET_ACCESS_KEY: 'wrong-secret' },
+      ),
+      ok: openMediaStore({ dir: config.media.dir, store: parseMediaStore(bucket) }),
+    };
+    for (const [reason, store] of Object.entries(stores)) {
+      const withStore = await buildApp({ config, pool, temporal, wakeDispatcher: () => undefined, logger: testLogger(config), store });
+      try {
+        const response = await withStore.inject({ method: 'GET', url: '/readyz' });
+        expect(response.statusCode, reason).toBe(reason === 'ok' ? 200 : 503);
+        expect(response.json(), reason).toEqual({
+          status: reason === 'ok' ? 'ready' : 'unavailable',
+          checks: { database: 'ok', temporal: 'ok', mediaStore: reason },
+        });
+        expect(response.body).not.toContain('wrong-secret');
+      } finally {
+        await withStore.close();
+        store.close();
+      }
     }
   });
 

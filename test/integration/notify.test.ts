@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -52,10 +53,40 @@ interface TestNotification {
   payload: unknown;
 }
 
+const attachment = (status: 'downloaded' | 'pending', sha256: string | null) => ({
+  position: 0,
+  status,
+  contentType: sha256 ? 'image/jpeg' : null,
+  bytes: sha256 ? 1234 : null,
+  sha256,
+  error: null,
+});
+
+/** An album.ready of two children, one with its file downloaded, whose body carries that file's `media_url`. */
 function albumReady(): TestNotification {
-  const workflowId = `album:${unique('ws')}:whatsapp:acc_1:conv_1:alb_1`;
+  const workspace = unique('ws');
+  const workflowId = `album:${workspace}:whatsapp:acc_1:conv_1:alb_1`;
   const id = `${workflowId}/1`;
-  const album = { workflowId, distinctChildren: 2, media: { total: 2, downloaded: 2 } } as unknown as AlbumView;
+  const sha256 = crypto.randomBytes(32).toString('hex');
+  const children = [
+    { messageId: 'm1', attachments: [attachment('downloaded', sha256)] },
+    { messageId: 'm2', attachments: [attachment('pending', null)] },
+  ];
+  const album = {
+    workflowId,
+    key: { workspace, provider: 'whatsapp', accountId: 'acc_1', conversationId: 'conv_1', albumId: 'alb_1' },
+    distinctChildren: 2,
+    children,
+    media: { total: 2, downloaded: 1, pending: 1 },
+  } as unknown as AlbumView;
+  // albumflow's own media route of that file, signed, for a day (MEDIA_URL_LIFETIME_S's default).
+  const mediaUrl = expect.stringMatching(
+    new RegExp(`^http://127\\.0\\.0\\.1:\\d+/workspaces/${workspace}/media/${sha256}\\?expires=\\d+&sig=[A-Za-z0-9_-]{43}$`),
+  ) as string;
+  const notified = {
+    ...album,
+    children: [{ ...children[0]!, attachments: [{ ...children[0]!.attachments[0]!, media_url: mediaUrl }] }, children[1]],
+  };
   const decision = {
     seq: 1,
     trigger: 'expected_count_reached' as const,
@@ -65,7 +96,7 @@ function albumReady(): TestNotification {
   return {
     id,
     input: { workflowId, seq: 1, type: 'album.ready', album, decision },
-    payload: { id, type: 'album.ready', album, decision },
+    payload: { id, type: 'album.ready', album: notified, decision },
   };
 }
 

@@ -59,7 +59,7 @@ describe('recordAndNotify: one activity records a decision and sends its notific
       childMessageIds: ['m0', 'm1'],
       decidedAt: new Date().toISOString(),
     };
-    const album = { workflowId, distinctChildren: 2 } as unknown as AlbumView;
+    const album = { workflowId, key, distinctChildren: 2, children: [] } as unknown as AlbumView;
     return {
       workflowId,
       body: { album },

@@ -6,7 +6,7 @@ import { configEnvNames } from '../../src/common/config.js';
 import { projectRoot } from '../../src/common/paths.js';
 import { temporalDatabase } from '../../src/cluster/database.js';
 import { serverConfigTemplate } from '../../src/cluster/cluster.js';
-import { clusterImages, clusterTools } from '../../src/cluster/versions.js';
+import { clusterImages, clusterTools, s3ServerTool } from '../../src/cluster/versions.js';
 import { dynamicConfigFile, readDynamicConfig } from '../../src/temporal/dynamic-config.js';
 
 interface Service {
@@ -41,12 +41,15 @@ const temporalEnvNames = [
   'TEMPORAL_TLS_SERVER_NAME',
 ];
 
+/** The AWS SDK's standard settings (endpoint, region, the credential chain's environment step), read by the media store's S3 client. */
+const awsEnvNames = ['AWS_ENDPOINT_URL_S3', 'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'];
+
 /** Settings of glibc's memory allocator, read by the C library of every process. */
 const allocatorEnvNames = ['MALLOC_MMAP_THRESHOLD_'];
 
 describe('docker-compose.yml', () => {
-  it('runs PostgreSQL, a Temporal server with its UI, and the app', () => {
-    expect(Object.keys(services)).toEqual(expect.arrayContaining(['postgresql', 'temporal', 'temporal-ui', 'ingress', 'worker']));
+  it('runs PostgreSQL, a Temporal server with its UI, the media store, and the app', () => {
+    expect(Object.keys(services)).toEqual(expect.arrayContaining(['postgresql', 'temporal', 'temporal-ui', 's3', 'ingress', 'worker']));
     expect(services.temporal?.image).toMatch(/^temporalio\/server:/);
     expect(services['temporal-ui']?.image).toMatch(/^temporalio\/ui:/);
     for (const service of Object.values(services)) expect(service.image ?? '').not.toContain('auto-setup');
@@ -131,7 +134,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('sets only variables the app reads', () => {
-    const known = new Set([...configEnvNames, ...temporalEnvNames, ...allocatorEnvNames]);
+    const known = new Set([...configEnvNames, ...temporalEnvNames, ...awsEnvNames, ...allocatorEnvNames]);
     for (const name of ['ingress', 'worker']) {
       const variables = Object.keys(services[name]?.environment ?? {});
       expect(variables.length).toBeGreaterThan(5);
@@ -161,13 +164,23 @@ describe('docker-compose.yml', () => {
     return (services[service]?.volumes ?? []).map((volume) => volume.split(':')).find(([, to]) => to === target)?.[0];
   }
 
-  it('lets the ingress serve the files the worker downloads: one MEDIA_DIR on one volume', () => {
-    const mediaDir = services.worker?.environment?.MEDIA_DIR;
-    expect(mediaDir).toBeDefined();
-    expect(services.ingress?.environment?.MEDIA_DIR).toBe(mediaDir);
-    const volume = volumeAt('worker', mediaDir);
-    expect(volume, `the worker's MEDIA_DIR ${mediaDir} is a volume`).toMatch(/^[\w-]+$/);
-    expect(volumeAt('ingress', mediaDir), `the ingress mounts ${volume} at ${mediaDir}`).toBe(volume);
+  it('keeps the media in the bucket of its S3 service, the version the tests run, and on no volume the processes share', () => {
+    expect(services.s3?.image).toBe(clusterImages.s3);
+    expect(s3ServerTool.module).toContain(`@${clusterImages.s3.split(':')[1]}`);
+    const store = services.worker?.environment?.MEDIA_STORE;
+    const bucket = /^s3:\/\/([^/]+)/.exec(store ?? '')?.[1];
+    expect(bucket).toBeDefined();
+    // The bucket is a directory of the posix back end, made before the gateway starts.
+    expect([services.s3?.command ?? []].flat().join(' ')).toContain(`mkdir -p /data/${bucket}`);
+    for (const name of ['ingress', 'worker']) {
+      const env = services[name]?.environment ?? {};
+      expect(env.MEDIA_STORE).toBe(store);
+      expect(env.AWS_ENDPOINT_URL_S3).toBe('http://s3:7070');
+      expect(env.AWS_ACCESS_KEY_ID).toBe(services.s3?.environment?.ROOT_ACCESS_KEY);
+      expect(env.AWS_SECRET_ACCESS_KEY).toBe(services.s3?.environment?.ROOT_SECRET_KEY);
+      expect(services[name]?.depends_on?.s3?.condition).toBe('service_healthy');
+      expect(volumeAt(name, env.MEDIA_DIR), `${name} mounts a volume at MEDIA_DIR`).toBeUndefined();
+    }
   });
 
   it('links the console to the Temporal UI where this host’s browser reaches it', () => {

@@ -18,6 +18,9 @@ describe('loadConfig', () => {
     expect(config.media.maxBytes).toBe(52428800);
     expect(config.media.allowPrivateNetworks).toBe(false);
     expect(config.media.dir.endsWith('.data/media')).toBe(true);
+    expect(config.media.store).toBeUndefined();
+    expect(config.media.urlLifetimeS).toBe(86400);
+    expect(config.publicUrl).toBeUndefined();
     expect(config.notify).toEqual({ url: undefined, secret: undefined });
     expect(config.logFormat).toBeUndefined();
   });
@@ -101,6 +104,20 @@ describe('loadConfig', () => {
     expect(bad({ demo: { shop: { channelSecret, channelAccessToken: 'has space in it, and more' } } })).not.toThrow(/has space/);
     expect(() => loadConfig({ LINE_CHANNELS: '[' })).toThrow(/LINE_CHANNELS must be JSON/);
     expect(() => loadConfig({ LINE_API_ROOT: 'ftp://x' })).toThrow(/LINE_API_ROOT/);
+  });
+
+  it('reads MEDIA_STORE as a bucket and a prefix, PUBLIC_URL without its trailing slash, and refuses what S3 cannot name', () => {
+    expect(loadConfig({ MEDIA_STORE: 's3://albums' }).media.store).toEqual({ bucket: 'albums', prefix: '' });
+    expect(loadConfig({ MEDIA_STORE: 's3://my.bucket-1/a/b/' }).media.store).toEqual({ bucket: 'my.bucket-1', prefix: 'a/b' });
+    expect(loadConfig({ PUBLIC_URL: 'https://albums.example/', MEDIA_URL_LIFETIME_S: '600' })).toMatchObject({
+      publicUrl: 'https://albums.example',
+      media: { urlLifetimeS: 600 },
+    });
+    for (const value of ['albums', 'https://bucket/x', 's3://Upper', 's3://a', 's3://ok-bucket/a//b', 's3://ok-bucket/../x']) {
+      expect(() => loadConfig({ MEDIA_STORE: value }), value).toThrow(/MEDIA_STORE/);
+    }
+    expect(() => loadConfig({ PUBLIC_URL: 'albums.example' })).toThrow(ConfigError);
+    expect(() => loadConfig({ MEDIA_URL_LIFETIME_S: '0' })).toThrow(/MEDIA_URL_LIFETIME_S/);
   });
 
   it('treats an empty variable as unset', () => {

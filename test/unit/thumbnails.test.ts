@@ -2,11 +2,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { mediaPath } from '../../src/common/paths.js';
+import { openMediaStore, thumbnailKey } from '../../src/media/store.js';
 import { createThumbnailer, decodeCost, thumbnailLimits, type Thumbnailer } from '../../src/ui/thumbnails.js';
 import { jpeg, pngBomb } from '../harness/images.js';
 
@@ -37,10 +37,13 @@ describe('thumbnails', () => {
   let thumbnailer: Thumbnailer;
   const stored: Record<string, string> = {};
 
-  function store(name: string, body: Buffer) {
-    const sha256 = crypto.createHash('sha256').update(body).digest('hex');
-    fs.mkdirSync(path.dirname(mediaPath(mediaDir, sha256)), { recursive: true });
-    fs.writeFileSync(mediaPath(mediaDir, sha256), body);
+  const mediaStore = openMediaStore({ dir: mediaDir, store: undefined });
+  /** Where the directory store keeps a file. */
+  const objectFile = (sha256: string) => path.join(mediaDir, 'sha256', sha256.slice(0, 2), sha256);
+
+  async function store(name: string, body: Buffer) {
+    const { sha256 } = await mediaStore.write(Readable.from([body]), { maxBytes: body.length, contentType: null });
+    expect(sha256).toBe(crypto.createHash('sha256').update(body).digest('hex'));
     stored[name] = sha256;
   }
 
@@ -49,24 +52,24 @@ describe('thumbnails', () => {
       { level: 'warn' },
       new Writable({ write: (chunk: Buffer, _encoding, done) => (warnings.push(chunk.toString()), done()) }),
     );
-    thumbnailer = createThumbnailer(mediaDir, logger);
-    store('photo', await jpeg(1200, 900, 40));
-    store('text', Buffer.from('not an image, whatever its name or content type says'));
-    store('video', mp4);
-    store('bomb', await pngBomb(30_000));
+    thumbnailer = createThumbnailer(mediaStore, logger);
+    await store('photo', await jpeg(1200, 900, 40));
+    await store('text', Buffer.from('not an image, whatever its name or content type says'));
+    await store('video', mp4);
+    await store('bomb', await pngBomb(30_000));
     // Formats sharp decodes but the thumbnailer does not take: told by their bytes, never opened.
-    store(
+    await store(
       'tiff',
       await sharp({ create: { width: 64, height: 48, channels: 3, background: '#369' } })
         .tiff()
         .toBuffer(),
     );
-    store(
+    await store(
       'svg',
       Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="48"><rect width="64" height="48" fill="#369"/></svg>'),
     );
     // Within the pixel limit, but an interlaced 16-bit PNG is decoded whole: beyond the memory budget.
-    store(
+    await store(
       'deep',
       await sharp({ create: { width: 4000, height: 4000, channels: 4, background: '#369' } })
         .toColourspace('rgb16')
@@ -76,13 +79,13 @@ describe('thumbnails', () => {
   });
 
   /** The inputs sharp was handed that are the stored file `name`. */
-  const opened = (name: string) => sharpInputs.filter((input) => input === mediaPath(mediaDir, stored[name]!));
+  const opened = (name: string) => sharpInputs.filter((input) => input === objectFile(stored[name]!));
 
-  it('are made once per file, content-addressed beside the media, however many ask at once', async () => {
+  it('are made once per file, content-addressed in the media store, however many ask at once', async () => {
     const [first, second] = await Promise.all([thumbnailer.thumbnail(stored.photo!), thumbnailer.thumbnail(stored.photo!)]);
-    expect(first).toEqual({ file: path.join(mediaDir, 'thumbnails', stored.photo!.slice(0, 2), `${stored.photo}-w400.webp`) });
+    expect(first).toEqual({ key: thumbnailKey(stored.photo!, 'w400') });
     expect(second).toEqual(first);
-    const file = (first as { file: string }).file;
+    const file = path.join(mediaDir, 'thumbnails', stored.photo!.slice(0, 2), `${stored.photo}-w400.webp`);
     expect(await sharp(file).metadata()).toMatchObject({ format: 'webp', width: 400, height: 300 });
     const madeAt = fs.statSync(file).mtimeMs;
     expect(await thumbnailer.thumbnail(stored.photo!)).toEqual(first);

@@ -6,6 +6,7 @@ import { ErrorBodySchema as ErrorBody } from '../schemas.js';
 import { sessionCookie, sessionCookiePath, type ConsoleSessions } from './session.js';
 import { bearerTokenOf } from '../../common/bearer-token.js';
 import { reaches, tokenHash, type TokenEntry, type Tokens } from '../../tenants/tokens.js';
+import type { MediaLinks } from '../../media/links.js';
 
 /**
  * Who may call a route, set as `config.access` (routes registered inside a plugin passed to
@@ -13,9 +14,11 @@ import { reaches, tokenHash, type TokenEntry, type Tokens } from '../../tenants/
  * - `open`: anyone (the webhooks have their own signatures; health, /docs, sign-in);
  * - `workspace`: a token that reaches the route's `:workspace` parameter (a route without one is refused);
  * - `signed-in`: any valid token; the route narrows what it shows with `request.access`;
- * - `all-workspaces`: only a `["*"]` token (/metrics).
+ * - `all-workspaces`: only a `["*"]` token (/metrics);
+ * - `workspace-or-link`: like `workspace`, or, with `expires` and `sig` in the query, no token but a
+ *   signature of this file that has not expired (a notification's `media_url`; src/media/links.ts).
  */
-export type RouteAccess = 'open' | 'workspace' | 'signed-in' | 'all-workspaces';
+export type RouteAccess = 'open' | 'workspace' | 'signed-in' | 'all-workspaces' | 'workspace-or-link';
 
 /** The caller's token, as the routes see it: its short hash and scope, never the token itself. */
 export interface Access {
@@ -54,6 +57,8 @@ export const signOutPath = '/ui/sign-out';
 export interface AccessOptions {
   tokens: Tokens;
   sessions: ConsoleSessions;
+  /** Checks the signed links of `workspace-or-link` routes. */
+  links: MediaLinks;
 }
 
 function accessOf(config: FastifyContextConfig | undefined): RouteAccess {
@@ -117,7 +122,7 @@ function credentialOf(request: FastifyRequest): Credential {
  * `onRequest` hook at the root, so no route can be registered past it; see `RouteAccess`.
  */
 export const accessControl = fp<AccessOptions>(
-  async (app, { tokens, sessions }) => {
+  async (app, { tokens, sessions, links }) => {
     await app.register(cookie, { hook: 'onRequest' });
     app.decorateRequest('access', null);
 
@@ -145,9 +150,26 @@ export const accessControl = fp<AccessOptions>(
       throw new HttpError(status, code, message, { 'www-authenticate': `${challenge}${error}` });
     }
 
+    /** A signed link stands in for a token: valid, the request goes on without one; wrong or expired, 403. */
+    async function checkLink(request: FastifyRequest, query: { expires?: unknown; sig?: unknown }): Promise<void> {
+      const { workspace, sha256 } = (request.params ?? {}) as Record<string, unknown>;
+      const verdict = typeof workspace === 'string' && typeof sha256 === 'string' ? await links.check(workspace, sha256, query) : 'invalid';
+      if (verdict === 'valid') {
+        request.log = request.log.child({ access: 'signed-link' });
+        return;
+      }
+      request.log.info({ access: verdict === 'expired' ? 'link_expired' : 'invalid_signature' }, 'access refused');
+      if (verdict === 'expired') throw new HttpError(403, 'link_expired', 'the link has expired; ask for the album again for a new one');
+      throw new HttpError(403, 'invalid_signature', 'the link’s signature is not one albumflow made for this file');
+    }
+
     app.addHook('onRequest', async (request, reply) => {
       const access = accessOf(request.routeOptions.config);
       if (request.is404 || access === 'open') return;
+      if (access === 'workspace-or-link') {
+        const query = (request.query ?? {}) as { expires?: unknown; sig?: unknown };
+        if (query.expires !== undefined || query.sig !== undefined) return checkLink(request, query);
+      }
 
       const credential = credentialOf(request);
       let entry: TokenEntry | undefined;
@@ -202,7 +224,7 @@ export const accessControl = fp<AccessOptions>(
           entry.hash,
         );
       }
-      if (access === 'workspace') {
+      if (access === 'workspace' || access === 'workspace-or-link') {
         const workspace = (request.params as Record<string, unknown> | undefined)?.workspace;
         if (typeof workspace !== 'string') {
           return refuse(request, reply, 403, 'workspace_not_allowed', 'this route names no workspace and is open to no token', entry.hash);

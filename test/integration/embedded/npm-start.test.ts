@@ -146,7 +146,7 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     // Open to anyone, it says whether each runs, not its pid.
     expect(await (await fetch(`${url}/readyz`)).json()).toEqual({
       status: 'ready',
-      checks: { database: 'ok', temporal: 'ok' },
+      checks: { database: 'ok', temporal: 'ok', mediaStore: 'ok' },
       embedded: { postgres: { state: 'running' }, temporal: { state: 'running' } },
     });
 

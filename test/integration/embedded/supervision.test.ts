@@ -133,7 +133,11 @@ describe('an embedded server killed under albumflow', () => {
       // Open to anyone, it says whether the server runs, not its pid.
       expect(await openReadiness(app)).toEqual({
         code: 200,
-        body: { status: 'ready', checks: { database: 'ok', temporal: 'ok' }, embedded: { restarted: { state: 'running' } } },
+        body: {
+          status: 'ready',
+          checks: { database: 'ok', temporal: 'ok', mediaStore: 'ok' },
+          embedded: { restarted: { state: 'running' } },
+        },
       });
 
       gate.close();

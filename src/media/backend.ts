@@ -1,0 +1,37 @@
+// What a back end of the media store (store.ts) does: objects under keys relative to the store's prefix.
+import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+
+/** What the store holds of an object. */
+export interface ObjectInfo {
+  bytes: number;
+  /** As written beside the object; null when none was (or for a file of the directory store's older layout). */
+  contentType: string | null;
+}
+
+/** Bytes `start` to `end` of an object, both inclusive (HTTP Range's form). */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/** A back end: the objects under their keys (relative to the store's prefix). */
+export interface ObjectBackend {
+  /** The store as logs and /readyz name it, never with credentials: `directory /x`, `s3://bucket/prefix`. */
+  readonly description: string;
+  head(key: string): Promise<ObjectInfo | null>;
+  /** The object's bytes (a range of them); null when there is no such object. */
+  read(key: string, range?: ByteRange): Promise<Readable | null>;
+  /** Puts the complete local file `file` under `key`, all at once for readers; `file` may be gone afterwards. */
+  putFile(key: string, file: string, info: ObjectInfo): Promise<void>;
+  /** The object as a file of this machine, when the back end keeps it as one. */
+  localFile?(key: string): Promise<string | null>;
+  /** Answers when the store can be read and written (the bucket exists and the credentials reach it). */
+  ping(): Promise<void>;
+  close(): void;
+}
+
+/** Reads a local file as a stream (a range of it): the directory back end's reads, and a spool's upload. */
+export function fileStream(file: string, range?: ByteRange): Readable {
+  return createReadStream(file, range ? { start: range.start, end: range.end } : {});
+}

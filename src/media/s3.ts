@@ -1,0 +1,108 @@
+// The S3 back end (MEDIA_STORE=s3://<bucket>[/<prefix>]): any S3-compatible object store through the
+// AWS SDK v3, configured its standard way: AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL) for a store other
+// than AWS, AWS_REGION, and the default credential chain (environment, profile, web identity, instance
+// role). With an endpoint set, buckets are addressed by path (`<endpoint>/<bucket>/<key>`), which every
+// S3-compatible server answers; AWS itself is addressed by virtual host.
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  NoSuchKey,
+  NotFound,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
+import type { MediaStoreLocation } from '../common/config.js';
+import { fileStream, type ObjectBackend } from './backend.js';
+
+/** Above this a file is uploaded in parts, each streamed from its byte range of the spooled file. */
+const multipartThreshold = 16 * 1024 * 1024;
+const partSize = 8 * 1024 * 1024;
+
+function isMissing(err: unknown): boolean {
+  const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  return err instanceof NotFound || err instanceof NoSuchKey || status === 404;
+}
+
+export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv = process.env): ObjectBackend {
+  const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  // The credential chain reads the process's environment; keys given in `env` (another process's) are that chain's first step.
+  const keys =
+    env !== process.env && env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+      ? { credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY } }
+      : {};
+  const client = new S3Client({
+    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+    ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}),
+    ...keys,
+    // A store that is down must not hold a download or a page for minutes: the attempt fails, and is retried.
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
+    maxAttempts: 2,
+  });
+  const { bucket } = location;
+  const keyOf = (key: string) => (location.prefix ? `${location.prefix}/${key}` : key);
+
+  return {
+    description: `s3://${bucket}${location.prefix ? `/${location.prefix}` : ''}`,
+
+    async head(key) {
+      try {
+        const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: keyOf(key) }));
+        return { bytes: head.ContentLength ?? 0, contentType: head.ContentType ?? null };
+      } catch (err) {
+        if (isMissing(err)) return null;
+        throw err;
+      }
+    },
+
+    async read(key, range) {
+      try {
+        const object = await client.send(
+          new GetObjectCommand({ Bucket: bucket, Key: keyOf(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+        );
+        return object.Body as Readable;
+      } catch (err) {
+        if (isMissing(err)) return null;
+        throw err;
+      }
+    },
+
+    async putFile(key, file, { bytes, contentType }) {
+      const params = { Bucket: bucket, Key: keyOf(key), ...(contentType ? { ContentType: contentType } : {}) };
+      if (bytes <= multipartThreshold) {
+        // One request, streamed from the file: nothing is buffered.
+        await client.send(new PutObjectCommand({ ...params, Body: fileStream(file), ContentLength: bytes }));
+        return;
+      }
+      const { UploadId } = await client.send(new CreateMultipartUploadCommand(params));
+      const upload = { Bucket: bucket, Key: params.Key, UploadId };
+      try {
+        const parts: Array<{ ETag: string | undefined; PartNumber: number }> = [];
+        for (let start = 0, PartNumber = 1; start < bytes; start += partSize, PartNumber++) {
+          const end = Math.min(start + partSize, bytes) - 1;
+          const part = await client.send(
+            new UploadPartCommand({ ...upload, PartNumber, Body: fileStream(file, { start, end }), ContentLength: end - start + 1 }),
+          );
+          parts.push({ ETag: part.ETag, PartNumber });
+        }
+        await client.send(new CompleteMultipartUploadCommand({ ...upload, MultipartUpload: { Parts: parts } }));
+      } catch (err) {
+        await client.send(new AbortMultipartUploadCommand(upload)).catch(() => undefined);
+        throw err;
+      }
+    },
+
+    async ping() {
+      await client.send(new HeadBucketCommand({ Bucket: bucket }));
+    },
+
+    close() {
+      client.destroy();
+    },
+  };
+}

@@ -1,0 +1,191 @@
+// The media store: where every process reads and writes the downloaded files and their thumbnails,
+// the directory MEDIA_DIR or an S3-compatible bucket (MEDIA_STORE). Objects are content-addressed:
+// `<prefix>/sha256/<first two hex digits>/<sha256>`, their content type stored beside them, written
+// once. A write streams its source to a partial file of this process (hashed and counted on the way,
+// never held in memory), then puts it under its hash unless an object is there already.
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import type { MediaConfig } from '../common/config.js';
+import type { ByteRange, ObjectBackend, ObjectInfo } from './backend.js';
+import { directoryBackend } from './directory.js';
+import { s3Backend } from './s3.js';
+
+/** The store refused or did not answer: another attempt may succeed. Its message names no credential. */
+export class MediaStoreError extends Error {
+  override name = 'MediaStoreError';
+}
+
+/** The source sent more than the size limit allows. */
+export class MediaTooLargeError extends Error {
+  override name = 'MediaTooLargeError';
+  constructor(readonly maxBytes: number) {
+    super(`the file is larger than MEDIA_MAX_BYTES (${maxBytes} bytes)`);
+  }
+}
+
+export type { ByteRange, ObjectInfo } from './backend.js';
+
+export const mediaKey = (sha256: string): string => `sha256/${sha256.slice(0, 2)}/${sha256}`;
+export const thumbnailKey = (sha256: string, variant: string): string => `thumbnails/${sha256.slice(0, 2)}/${sha256}-${variant}.webp`;
+
+export interface WriteOptions {
+  maxBytes: number;
+  contentType: string | null;
+  /** The size the source announced, when it did: over `maxBytes` refuses the file before reading it. */
+  declaredBytes?: number | null;
+  /** The partial file's name starts with it (removeAbandoned finds a crashed attempt's by it). */
+  spoolPrefix?: string;
+  /** After each chunk the source sent. */
+  onChunk?: () => void;
+}
+
+export interface StoredMedia {
+  sha256: string;
+  bytes: number;
+  /** False when the object was in the store already and was not uploaded again. */
+  uploaded: boolean;
+}
+
+export interface MediaStore {
+  readonly description: string;
+  /** Streams `source` into the store under its SHA-256; resolves once the store confirmed the object. */
+  write(source: Readable, options: WriteOptions): Promise<StoredMedia>;
+  /** A downloaded file's size and type; null when the store does not hold it. */
+  stat(sha256: string): Promise<ObjectInfo | null>;
+  /** Any object by its key (mediaKey, thumbnailKey). */
+  head(key: string): Promise<ObjectInfo | null>;
+  read(key: string, range?: ByteRange): Promise<Readable | null>;
+  /** A new partial file's path in this process's spool (removed by whoever asked for it). */
+  tempFile(prefix: string): Promise<string>;
+  /** Puts a complete local file of the spool under `key` (a thumbnail); the file is consumed. */
+  putFile(key: string, file: string, contentType: string): Promise<void>;
+  /** Runs `use` with the object as a local file (the store's own, or a copy removed afterwards); null when absent. */
+  withLocalFile<T>(key: string, use: (file: string) => Promise<T>): Promise<T | null>;
+  /** Removes this process's partial files starting with `prefix` older than `olderThanMs` (an attempt that crashed). */
+  removeAbandoned(prefix: string, olderThanMs: number): Promise<void>;
+  ping(): Promise<void>;
+  close(): void;
+}
+
+/** Wraps a back end's failure so that callers can tell the store's failures from the source's. */
+async function guarded<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof MediaStoreError) throw err;
+    throw new MediaStoreError(`the media store could not ${what}: ${describeError(err)}`);
+  }
+}
+
+function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as NodeJS.ErrnoException).code;
+  const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  const detail = [code, status === undefined ? undefined : `HTTP ${status}`].filter(Boolean).join(', ');
+  const message = err.message || err.name;
+  return detail && !message.includes(detail) ? `${message} (${detail})` : message;
+}
+
+/** The store over a back end, its partial files under `spoolDir`. */
+export function mediaStoreOver(backend: ObjectBackend, spoolDir: string): MediaStore {
+  const spool = async (prefix: string) => {
+    await fs.mkdir(spoolDir, { recursive: true });
+    return path.join(spoolDir, `${prefix}${crypto.randomBytes(8).toString('hex')}.part`);
+  };
+
+  async function spoolSource(source: Readable, file: string, options: WriteOptions): Promise<{ sha256: string; bytes: number }> {
+    const { maxBytes } = options;
+    if (options.declaredBytes != null && options.declaredBytes > maxBytes) {
+      source.destroy();
+      throw new MediaTooLargeError(maxBytes);
+    }
+    const hash = crypto.createHash('sha256');
+    let bytes = 0;
+    const handle = await fs.open(file, 'wx');
+    try {
+      for await (const chunk of source as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > maxBytes) throw new MediaTooLargeError(maxBytes);
+        hash.update(chunk);
+        await handle.write(chunk);
+        options.onChunk?.();
+      }
+      await handle.sync();
+    } finally {
+      source.destroy();
+      await handle.close();
+    }
+    return { sha256: hash.digest('hex'), bytes };
+  }
+
+  const store: MediaStore = {
+    description: backend.description,
+
+    async write(source, options) {
+      const file = await spool(options.spoolPrefix ?? '');
+      try {
+        const { sha256, bytes } = await spoolSource(source, file, options);
+        const key = mediaKey(sha256);
+        const present = await guarded('look up an object', () => backend.head(key));
+        if (present) return { sha256, bytes, uploaded: false };
+        await guarded('store an object', () => backend.putFile(key, file, { bytes, contentType: options.contentType }));
+        return { sha256, bytes, uploaded: true };
+      } finally {
+        await fs.rm(file, { force: true });
+      }
+    },
+
+    tempFile: spool,
+    stat: (sha256) => guarded('look up an object', () => backend.head(mediaKey(sha256))),
+    head: (key) => guarded('look up an object', () => backend.head(key)),
+    read: (key, range) => guarded('read an object', () => backend.read(key, range)),
+
+    async putFile(key, file, contentType) {
+      try {
+        const { size } = await fs.stat(file);
+        await guarded('store an object', () => backend.putFile(key, file, { bytes: size, contentType }));
+      } finally {
+        await fs.rm(file, { force: true });
+      }
+    },
+
+    async withLocalFile(key, use) {
+      const own = backend.localFile ? await guarded('look up an object', () => backend.localFile!(key)) : undefined;
+      if (own !== undefined) return own === null ? null : use(own);
+      const body = await store.read(key);
+      if (!body) return null;
+      const copy = await spool('copy-');
+      try {
+        await guarded('read an object', () => fs.writeFile(copy, body, { flag: 'wx' }));
+        return await use(copy);
+      } finally {
+        await fs.rm(copy, { force: true });
+      }
+    },
+
+    async removeAbandoned(prefix, olderThanMs) {
+      const cutoff = Date.now() - olderThanMs;
+      const names = (await fs.readdir(spoolDir).catch(() => [] as string[])).filter((name) => name.startsWith(prefix));
+      await Promise.all(
+        names.map(async (name) => {
+          const file = path.join(spoolDir, name);
+          const stat = await fs.stat(file).catch(() => undefined);
+          if (stat && stat.mtimeMs < cutoff) await fs.rm(file, { force: true });
+        }),
+      );
+    },
+
+    ping: () => guarded('be reached', () => backend.ping()),
+    close: () => backend.close(),
+  };
+  return store;
+}
+
+/** The store the configuration names: the bucket of MEDIA_STORE, else the directory MEDIA_DIR. */
+export function openMediaStore(config: Pick<MediaConfig, 'dir' | 'store'>, env: NodeJS.ProcessEnv = process.env): MediaStore {
+  const spoolDir = path.join(config.dir, '.tmp');
+  const backend = config.store ? s3Backend(config.store, env) : directoryBackend(config.dir);
+  return mediaStoreOver(backend, spoolDir);
+}
