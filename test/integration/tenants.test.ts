@@ -3,8 +3,6 @@
 // database dump, the logs and the answers hold of the secrets (nothing).
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,6 +38,25 @@ let temporal: Client;
 let appA: App;
 let appB: App;
 let registryB: TenantRegistry;
+
+/**
+ * Every row of every table of the database, as text (each row's JSON, bytea as hex), table by table: what a
+ * data-only dump holds. pg_dump would do, where one of the server's version is installed; the tests' embedded
+ * PostgreSQL ships none, and a pg_dump older than the server refuses to dump it.
+ */
+async function databaseDump(pool: Pool): Promise<string> {
+  const { rows: tables } = await pool.query<{ name: string }>(
+    `SELECT format('%I.%I', table_schema, table_name) AS name FROM information_schema.tables
+      WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`,
+  );
+  expect(tables.length).toBeGreaterThan(5);
+  const parts: string[] = [];
+  for (const { name } of tables) {
+    const { rows } = await pool.query<{ row: string }>(`SELECT row_to_json(t)::text AS row FROM ${name} t`);
+    parts.push(`-- ${name}`, ...rows.map((r) => r.row));
+  }
+  return parts.join('\n');
+}
 
 async function appOn(pool: Pool, tenants?: TenantRegistry): Promise<App> {
   return buildApp({ config, pool, temporal, wakeDispatcher: () => undefined, logger, ...(tenants ? { tenants } : {}) });
@@ -510,9 +527,9 @@ describe('what albumflow keeps and says of the secrets', () => {
   it('leaves none in a database dump, the logs, the answers or /metrics', async () => {
     const metrics = await admin(appA, 'GET', '/metrics');
     expect(metrics.statusCode).toBe(200);
-    const { stdout: dump } = await promisify(execFile)('pg_dump', ['--data-only', databaseUrl], { maxBuffer: 256 * 1024 * 1024 });
+    const dump = await databaseDump(poolA);
     // The dump holds the tenants (so it is the right one), sealed.
-    expect(dump).toContain('COPY public.workspace_secrets');
+    expect(dump).toContain('-- public.workspace_secrets');
     expect(dump).toContain('workspace.add');
     const logs = logLines.join('');
     expect(logs).toContain('tenants changed');

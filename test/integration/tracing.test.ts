@@ -273,7 +273,6 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
         (span) => span.name === 'albumflow.notify' && span.attributes['albumflow.notification.type'] === 'album.updated',
       );
       expect(updated).toHaveLength(1);
-      expect(partOf(updated[0]!)).toBe(partOf(editSpan));
       const updatedRequest = stack.receiver.requests.find((request) => request.body.toString().includes('"album.updated"'))!;
       expect(updatedRequest.headers.traceparent).toBe(`00-${updated[0]!.traceId}-${updated[0]!.spanId}-01`);
       // The LINE set: its one request, two downloads from the content API, one album.ready.
@@ -287,17 +286,14 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
       // An unsend of a LINE image after the decision: its album.updated links to the unsend's request.
       const unsendBody = JSON.stringify({ destination: 'Ubot0000000000000000000000000000', events: [unsendOf(lineEvents[1]!)] });
       await post(`line/${stack.workspace}/oa`, lineHeaders(channelSecret, unsendBody), unsendBody);
-      const unsendSpan = await eventually(() => {
+      await eventually(() => {
         const spans = webhookSpans('line/:workspace/:channel');
-        expect(spans).toHaveLength(2);
+        expect(spans.map((span) => span.attributes['albumflow.outcome'])).toEqual(['accepted', 'unsent']);
         const linked = receiver.spans
           .filter((span) => span.links.some((link) => link.spanId === spans[1]!.spanId))
           .map((span) => span.name);
         expect(linked.sort()).toEqual(['albumflow.notify', 'albumflow.signal']);
-        return spans[1]!;
       }, 90_000);
-      const partsNow = connectedParts(receiver.spans);
-      expect(partsNow.get(unsendSpan.spanId)).toBe(partsNow.get(lineSpan!.spanId));
       for (const update of updates) expect(botApi.calls('getFile', botToken).some((r) => r.body.includes(fileIdOf(update)))).toBe(true);
 
       const everything = JSON.stringify(receiver.spans);
