@@ -153,8 +153,13 @@ async function startInProcess(
 export type TemporalKind = 'dev-server' | 'cluster';
 
 export interface ProcessStackOptions {
-  /** Default: FAULTS_TEMPORAL's, else the dev server. */
-  temporal?: TemporalKind;
+  /** Default: FAULTS_TEMPORAL's, else the dev server; `{ address }`: a server the run already has (never stopped here). */
+  temporal?: TemporalKind | { address: string };
+  /**
+   * Each albumflow process gets a DATA_DIR and MEDIA_DIR of its own (`<dir>/<process name>/…`), as on
+   * machines that share only PostgreSQL, Temporal and the media store; default: one of each for all.
+   */
+  ownDirectories?: boolean;
   ingresses: number;
   workers: number;
   /** Extra environment for every albumflow process; may be a function of the stack's workspace (for TELEGRAM_BOTS). */
@@ -197,6 +202,14 @@ export interface ProcessStack {
   teardown(): Promise<void>;
 }
 
+/** A Temporal server the run already has: the stack uses it and leaves it running. */
+function givenServer(address: string) {
+  const refuse = async () => {
+    throw new Error(`the Temporal server at ${address} is not the stack's own: it cannot stop or start it`);
+  };
+  return { name: `Temporal server at ${address}`, address, start: async () => undefined, stop: async () => undefined, refuse };
+}
+
 export async function startProcessStack(options: ProcessStackOptions): Promise<ProcessStack> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-faults-'));
   const cleanups = new Cleanups((line) => console.error(`process stack: ${line}`));
@@ -218,9 +231,11 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
     const kind = options.temporal ?? (process.env.FAULTS_TEMPORAL === 'cluster' ? 'cluster' : 'dev-server');
     const logDir = path.join(dir, 'logs');
     const temporal =
-      kind === 'cluster'
-        ? await realServer({ postgresUrl: postgres.databaseUrl, logDir })
-        : await devServer({ dbFile: path.join(dir, 'temporal.db') });
+      typeof kind === 'object'
+        ? givenServer(kind.address)
+        : kind === 'cluster'
+          ? await realServer({ postgresUrl: postgres.databaseUrl, logDir })
+          : await devServer({ dbFile: path.join(dir, 'temporal.db') });
     await temporal.start();
     cleanups.push(temporal.name, () => temporal.stop());
 
@@ -250,8 +265,14 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
       appProcess({ name, role, env: processEnv, logFile: path.join(logDir, `${name}.log`), readyTimeoutMs: 120_000, stopGraceMs: 40_000 });
     // Ports picked outside the range the OS hands out, so a killed ingress gets its port back on restart.
     const ingressPorts = await Promise.all(Array.from({ length: options.ingresses }, () => pickPort()));
-    const ingresses = ingressPorts.map((port, i) => app(`ingress-${i + 1}`, 'ingress', { ...env, PORT: String(port) }));
-    const workers = Array.from({ length: options.workers }, (_, i) => app(`worker-${i + 1}`, 'worker', env));
+    const own = (name: string): NodeJS.ProcessEnv =>
+      options.ownDirectories ? { DATA_DIR: path.join(dir, name, 'data'), MEDIA_DIR: path.join(dir, name, 'media') } : {};
+    const ingresses = ingressPorts.map((port, i) =>
+      app(`ingress-${i + 1}`, 'ingress', { ...env, ...own(`ingress-${i + 1}`), PORT: String(port) }),
+    );
+    const workers = Array.from({ length: options.workers }, (_, i) =>
+      app(`worker-${i + 1}`, 'worker', { ...env, ...own(`worker-${i + 1}`) }),
+    );
     const processes = [...ingresses, ...workers];
     cleanups.push('albumflow', () => Promise.all(processes.map((p) => p.stop())));
     // The first process creates the database and runs the migrations; the rest start together.
@@ -279,8 +300,8 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
       pool,
       memory,
       peakMemory: (role) => Math.max(0, ...processes.filter((p) => p.role === role).map((p) => memory.peak('run', p.name, 'hwm') ?? 0)),
-      stopTemporal: () => temporal.stop(),
-      startTemporal: () => temporal.start(),
+      stopTemporal: () => ('refuse' in temporal ? temporal.refuse() : temporal.stop()),
+      startTemporal: () => ('refuse' in temporal ? temporal.refuse() : temporal.start()),
       teardown,
     };
   } catch (err) {
