@@ -269,8 +269,11 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     for (const messageId of [`${albumId}-a`, `${albumId}-b`])
       await send(albumEvent({ conversationId: conversation, albumId, messageId, index: 0, total: 3 }));
     await eventually(async () => expect((await statusOf(albumId)).review).toEqual({ required: true, reasons: ['duplicate_index'] }));
-    const queued = await albumflow(['list', stack.workspace, '--review', '--json']);
-    expect(queued.stdout).toContain(albumId);
+    // The status view shows the workflow's review at once; the list reads the album's row, which the decision's activity writes after.
+    await eventually(async () => {
+      const queued = await albumflow(['list', stack.workspace, '--review', '--json']);
+      expect(queued.stdout).toContain(albumId);
+    });
 
     const resolved = await albumflow([
       'resolve-review',
