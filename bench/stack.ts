@@ -300,7 +300,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     workspace,
     secret,
     telegram,
-    line: { channel: line.channel, channelSecret: line.channelSecret, destination: line.destination },
+    line,
     worker,
     ingress,
     ceiling,

@@ -20,6 +20,16 @@ export function createPrivateFileOnce(file: string, content: string): void {
   }
 }
 
+/** The text of `file`, or undefined when there is none; any other failure is thrown as `fail(reason)` makes it. */
+export function readPrivateFile(file: string, fail: (reason: string) => Error): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw fail((err as Error).message);
+  }
+}
+
 /** Replaces `file` with `content` at once (a rename), mode 0600. */
 export function replacePrivateFile(file: string, content: string): void {
   const temporary = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;

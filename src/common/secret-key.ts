@@ -1,9 +1,8 @@
 // The key that encrypts the secrets albumflow stores (signing secrets, bot tokens, LINE channel secrets
 // and access tokens): AES-256-GCM under ALBUMFLOW_SECRET_KEY, or a key generated in DATA_DIR/secret-key.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
-import { createPrivateFileOnce, permissionWarning } from './private-file.js';
+import { createPrivateFileOnce, permissionWarning, readPrivateFile } from './private-file.js';
 
 export class SecretKeyError extends Error {
   override name = 'SecretKeyError';
@@ -138,14 +137,8 @@ export interface SecretKeySource {
 
 /** The keys in the file, or undefined when there is no file. */
 function readKeyFile(file: string): Buffer[] | undefined {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new SecretKeyError(`cannot read the secret key in ${file}: ${(err as Error).message}`);
-  }
-  return parseKeys(text, file);
+  const text = readPrivateFile(file, (reason) => new SecretKeyError(`cannot read the secret key in ${file}: ${reason}`));
+  return text === undefined ? undefined : parseKeys(text, file);
 }
 
 /**

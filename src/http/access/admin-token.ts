@@ -1,10 +1,9 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../../common/config.js';
 import type { Logger } from '../../common/log.js';
 import { bearerTokenPattern } from '../../common/bearer-token.js';
-import { createPrivateFileOnce, permissionWarning } from '../../common/private-file.js';
+import { createPrivateFileOnce, permissionWarning, readPrivateFile } from '../../common/private-file.js';
 
 /** The file under DATA_DIR that holds the admin token generated when API_TOKENS is unset. */
 export function adminTokenPath(dataDir: string): string {
@@ -17,13 +16,8 @@ export class AdminTokenError extends Error {
 
 /** The token in the file, or undefined when there is no file. */
 export function readAdminToken(file: string): string | undefined {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new AdminTokenError(`cannot read the admin token in ${file}: ${(err as Error).message}`);
-  }
+  const text = readPrivateFile(file, (reason) => new AdminTokenError(`cannot read the admin token in ${file}: ${reason}`));
+  if (text === undefined) return undefined;
   const token = text.trim();
   if (!bearerTokenPattern.test(token)) {
     throw new AdminTokenError(`${file} holds no valid token; delete it and albumflow generates a new one at its next start`);
