@@ -9,8 +9,9 @@ import type { Config } from './common/config.js';
 import type { Pool } from './db/pool.js';
 import type { EmbeddedServer } from './embedded/server.js';
 import type { Logger } from './common/log.js';
-import { httpRequestDuration, registry, reviewQueue } from './common/metrics.js';
+import { httpRequestDuration, registry, reviewQueue, setWorkspaceUsage } from './common/metrics.js';
 import { countReviewQueue } from './db/status.js';
+import { cachedWorkspaceUsage } from './db/usage.js';
 import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from './http/access/plugin.js';
 import { ConsoleSessions } from './http/access/session.js';
 import { signInRoutes } from './http/access/sign-in.js';
@@ -55,6 +56,11 @@ export interface AppDeps {
   traced?: boolean;
   /** The media store (default: the one the configuration names, closed with the app). */
   store?: MediaStore;
+  /**
+   * How long one reading of the workspaces' rows and media (src/db/usage.ts) serves `/metrics` and the
+   * console before the next request reads them again (default 30 s): a scrape does not count every table.
+   */
+  usageMaxAgeMs?: number;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -148,6 +154,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const tokens = tenants;
   const sessions = deps.consoleSessions ?? new ConsoleSessions(deps.pool);
   const links = mediaLinksFor(deps.config, deps.pool);
+  const usage = cachedWorkspaceUsage(deps.pool, deps.usageMaxAgeMs ?? 30_000);
   await app.register(accessControl, { tokens, sessions, links });
   await app.register(async (open) => {
     markRoutesOpen(open);
@@ -171,13 +178,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
-  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store });
+  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store, usage });
   await app.register(adminRoutes, { pool: deps.pool, tenants });
   app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
     try {
       reviewQueue.set(await countReviewQueue(deps.pool));
     } catch (err) {
       request.log.warn({ err }, 'review queue not counted');
+    }
+    try {
+      setWorkspaceUsage((await usage.read()).usage);
+    } catch (err) {
+      request.log.warn({ err }, 'workspace usage not read');
     }
     let text = await registry.metrics();
     if (deps.workerMetricsUrl) {

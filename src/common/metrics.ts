@@ -117,3 +117,38 @@ export const notificationFailuresTotal = new Counter({
   help: 'Notification delivery attempts that failed (each is retried)',
   registers: [registry],
 });
+
+export const workspaceRows = new Gauge({
+  name: 'albumflow_workspace_rows',
+  help: 'Rows a workspace keeps, by table (albums, messages, attachments, events, notifications, quarantine); read at a scrape, at most every 30 s',
+  labelNames: ['workspace', 'table'] as const,
+  registers: [registry],
+});
+
+export const workspaceMediaObjects = new Gauge({
+  name: 'albumflow_workspace_media_objects',
+  help: 'Distinct downloaded files a workspace refers to (one shared by several of its attachments counts once); read at a scrape, at most every 30 s',
+  labelNames: ['workspace'] as const,
+  registers: [registry],
+});
+
+export const workspaceMediaBytes = new Gauge({
+  name: 'albumflow_workspace_media_bytes',
+  help: 'Bytes of the distinct downloaded files a workspace refers to, each file once; read at a scrape, at most every 30 s',
+  labelNames: ['workspace'] as const,
+  registers: [registry],
+});
+
+/** Sets the workspace gauges to `usage` alone: a workspace no longer in it leaves them (one synchronous step, so no scrape sees them half set). */
+export function setWorkspaceUsage(
+  usage: ReadonlyArray<{ workspace: string; rows: Readonly<Record<string, number>>; media: { objects: number; bytes: number } }>,
+): void {
+  workspaceRows.reset();
+  workspaceMediaObjects.reset();
+  workspaceMediaBytes.reset();
+  for (const { workspace, rows, media } of usage) {
+    for (const [table, count] of Object.entries(rows)) workspaceRows.set({ workspace, table }, count);
+    workspaceMediaObjects.set({ workspace }, media.objects);
+    workspaceMediaBytes.set({ workspace }, media.bytes);
+  }
+}

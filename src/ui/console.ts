@@ -4,6 +4,7 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../common/config.js';
 import type { Pool } from '../db/pool.js';
+import type { UsageReader } from '../db/usage.js';
 import type { MediaStore } from '../media/store.js';
 import { mediaRoutes } from './media-routes.js';
 import { consolePages } from './pages.js';
@@ -18,6 +19,8 @@ export interface ConsoleOptions {
   pool: Pool;
   tenants: TenantRegistry;
   store: MediaStore;
+  /** The workspaces' rows and media, shown on the albums list. */
+  usage: UsageReader;
 }
 
 const assetsDir = path.join(path.dirname(templatesDir), 'assets');
@@ -61,6 +64,7 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
   await app.register(consolePages, {
     prefix: consolePaths.albums,
     pool: options.pool,
+    usage: options.usage,
     temporalUi: { url: options.config.temporal.uiUrl, namespace: options.config.temporal.namespace },
   });
   await app.register(tenantsPage, { prefix: consolePaths.tenants, pool: options.pool, tenants: options.tenants });

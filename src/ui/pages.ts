@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { albumWorkflowId } from '../domain/keys.js';
 import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.js';
 import type { Pool } from '../db/pool.js';
+import { emptyUsage, type UsageReader } from '../db/usage.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
 import { HttpError, handleError } from '../http/errors.js';
 import { AlbumParams, albumKeyOf, rowIdPattern } from '../http/params.js';
@@ -11,10 +12,12 @@ import { IdentifierString } from '../http/text-schemas.js';
 import { wantsPage, type Access } from '../http/access/plugin.js';
 import { albumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
-import { renderPage, type AlbumListFilters } from './views.js';
+import { renderPage, type AlbumListFilters, type AlbumListPage } from './views.js';
 
 export interface ConsolePagesOptions {
   pool: Pool;
+  /** The workspaces' rows and media, as /metrics reads them (at most every 30 s). */
+  usage: UsageReader;
   temporalUi: { url: string | undefined; namespace: string };
 }
 
@@ -45,7 +48,7 @@ function html(reply: FastifyReply, body: string): FastifyReply {
  * The signed-in pages under `/ui`: albums and the review queue (any token; they list the workspaces
  * it reaches) and one album (a token that reaches its workspace, as the access plugin checks).
  */
-export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = async (app, { pool, temporalUi }) => {
+export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = async (app, { pool, usage, temporalUi }) => {
   // A browser gets an error page; a script or a client that asked for no HTML, the API's error body.
   app.setErrorHandler((error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
     if (!wantsPage(request)) return handleError(error, request, reply);
@@ -58,6 +61,28 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
     return html(reply.code(status), renderPage('error', { title: String(status), signedIn: request.access !== null }, { status, message }));
   });
 
+  /** The usage of the workspaces the list shows: the one chosen (zeros when it keeps nothing), else each reachable one that keeps rows. */
+  async function usageInView(
+    request: FastifyRequest,
+    chosen: string,
+    reachable: readonly string[] | 'all',
+  ): Promise<AlbumListPage['usage']> {
+    let snapshot;
+    try {
+      snapshot = await usage.read();
+    } catch (err) {
+      request.log.warn({ err }, 'workspace usage not read');
+      return 'unavailable';
+    }
+    const at = snapshot.at.toISOString();
+    if (chosen !== '') {
+      const found = snapshot.usage.find((entry) => entry.workspace === chosen);
+      return { workspaces: [found ?? emptyUsage(chosen)], at };
+    }
+    const workspaces = reachable === 'all' ? snapshot.usage : snapshot.usage.filter((entry) => reachable.includes(entry.workspace));
+    return { workspaces, at };
+  }
+
   async function albumList(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -69,6 +94,8 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
     if (filters.workspace !== '' && reachable !== 'all' && !reachable.includes(filters.workspace)) {
       throw new HttpError(403, 'workspace_not_allowed', 'the token does not reach this workspace');
     }
+    // Read beside the list (it is usually the reading /metrics made, so no query at all).
+    const usageFigures = reviewQueue ? Promise.resolve(null) : usageInView(request, filters.workspace, reachable);
     const rows = await listAlbums(pool, {
       workspaces: filters.workspace !== '' ? [filters.workspace] : reachable,
       ...(filters.state !== '' ? { state: filters.state } : {}),
@@ -97,6 +124,7 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
           workspaces: reachable === 'all' ? await albumWorkspaces(pool) : reachable,
           albums,
           olderUrl,
+          usage: await usageFigures,
         },
       ),
     );

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Eta } from 'eta';
 import { projectRoot } from '../common/paths.js';
 import type { AlbumListRow } from '../db/status.js';
+import type { WorkspaceUsage } from '../db/usage.js';
 import type { AlbumPhase } from '../domain/types.js';
 import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
@@ -22,8 +23,14 @@ function time(iso: string | null): string {
 function bytes(value: number | null): string {
   if (value === null) return '';
   if (value < 1024) return `${value} B`;
-  if (value < 1024 * 1024) return `${(value / 1024).toFixed(1)} KiB`;
-  return `${(value / 1024 / 1024).toFixed(1)} MiB`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let scaled = value / 1024;
+  let unit = 0;
+  while (scaled >= 1024 && unit < units.length - 1) {
+    scaled /= 1024;
+    unit++;
+  }
+  return `${scaled.toFixed(1)} ${units[unit]}`;
 }
 
 const helpers = { paths: consolePaths, time, bytes, reviewReasonText, triggerText };
@@ -51,6 +58,11 @@ export interface AlbumListPage {
   albums: readonly AlbumListRow[];
   /** The next (older) page, filters kept; null on the last page. */
   olderUrl: string | null;
+  /**
+   * What the workspaces in view keep (the one chosen, else every one the token reaches that has rows), as
+   * last read (`at`, ISO); null on the review queue, and `unavailable` when it could not be read.
+   */
+  usage: { workspaces: readonly WorkspaceUsage[]; at: string } | 'unavailable' | null;
 }
 
 export interface ErrorPage {
