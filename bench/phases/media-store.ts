@@ -177,11 +177,13 @@ export async function runMediaStore(ctx: PhaseContext): Promise<MediaStoreStep |
   const photosOnly: ServedMedia = { ...media, files: files.map((file) => (file.name === largeFile ? { ...file, weight: 0 } : file)) };
 
   const root = path.join(stack.runDir, 's3');
-  let s3: S3Server;
+  let s3: S3Server | undefined;
   try {
     s3 = await s3Server({ root, log: (message) => options.log(`bench: ${message}`) });
     await s3.start();
   } catch (err) {
+    // A server that did not answer in time is still running.
+    await s3?.stop();
     return unavailable(`no S3-compatible server (npm run s3:install builds it): ${(err as Error).message}`);
   }
   const apps = new Map<MediaStoreKind, VariantApp>();
