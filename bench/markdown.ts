@@ -10,6 +10,8 @@ import {
   routeLabels,
   tracingSummary,
   type BenchReport,
+  type MediaStoreStep,
+  type MediaStoreVariant,
   type TracingRun,
   type TracingVariant,
   type EndToEnd,
@@ -94,6 +96,85 @@ function tracingSection(report: BenchReport): string {
   ].join('\n');
 }
 
+/** A size in KB under a megabyte, else in MB (10^3, 10^6 bytes). */
+function size(bytes: number): string {
+  return bytes < 1e6 ? `${round(bytes / 1e3, 0)} KB` : `${round(bytes / 1e6, 1)} MB`;
+}
+
+function signed(value: number): string {
+  return value > 0 ? `+${value}` : String(value);
+}
+
+/** What a store's check found wrong, or '' when nothing. */
+function storeProblems(variant: MediaStoreVariant): string {
+  const { check } = variant;
+  const problems = [
+    ...Object.entries(check.notDownloaded).map(([status, n]) => `${n} ${status}`),
+    check.missing > 0 ? `${check.missing} not in the store at their size` : '',
+    check.extra > 0 ? `${check.extra} objects no photo names` : '',
+    check.downloaded > 0 && check.objects !== check.downloaded ? `${check.objects} objects for ${check.downloaded} photos` : '',
+    check.localObjects ? `${check.localObjects} objects in the worker's MEDIA_DIR` : '',
+  ].filter(Boolean);
+  return problems.length > 0 ? `${variant.store}: ${problems.join(', ')}` : '';
+}
+
+/** The media store step: the same downloads on the directory store and on S3, the worker's CPU and RSS on each. */
+function mediaStoreSection(step: MediaStoreStep | null | undefined): string {
+  if (!step) return 'The media stores were not compared (the media-store phase did not run).';
+  if (step.unavailable) return `The media stores were not compared: ${step.unavailable}.`;
+  const photos = step.files.filter((file) => file.bytes < 10e6);
+  const large = step.files.filter((file) => file.bytes >= 10e6);
+  const totalWeight = step.files.reduce((sum, file) => sum + file.weight, 0);
+  const largeWeight = large.reduce((sum, file) => sum + file.weight, 0);
+  const bytes = photos.map((file) => file.bytes);
+  const ratioText = (value: number | null) => (value === null ? '–' : `${value}×`);
+  const problems = step.variants.map(storeProblems).filter(Boolean);
+  const labels: Record<string, string> = {
+    directory: 'directory (MEDIA_DIR)',
+    s3: `S3 (${step.variants.find((v) => v.store === 's3')?.location ?? 's3'})`,
+  };
+  const growth = step.variants
+    .map((v) =>
+      v.peakRssMB === null || v.photosPeakRssMB === null
+        ? null
+        : `${signed(round(v.peakRssMB - v.photosPeakRssMB, 1))} MB on ${v.store === 's3' ? 'S3' : 'the directory'}`,
+    )
+    .filter(Boolean);
+  return [
+    `The same albums at ${step.rate} req/s for ${step.seconds} s to two apps alike but for the media store, the directory and an S3 ` +
+      `bucket on a Versity S3 Gateway of the run: a round of photos (${size(Math.min(...bytes))} to ${size(Math.max(...bytes))}), then ` +
+      `two rounds in alternating order with ` +
+      (large.length > 0 ? `1 child in ${round(totalWeight / largeWeight, 0)} a ${size(large[0]!.bytes)} video; ` : 'the same; ') +
+      `every file's bytes are its own. With the videos, S3 / directory: worker CPU per child ${ratioText(step.ratios.workerCpuPerChild)} ` +
+      `(noise between two rounds of one store: ${cell(step.noiseCpuMsPerChild)} ms), ${ratioText(step.ratios.cpuPerChildWithStoreServer)} ` +
+      `with the S3 server's; worker peak RSS ${ratioText(step.ratios.workerPeakRss)}` +
+      (growth.length > 0 ? `. The videos moved the peak over the photos' by ${growth.join(', ')}` : '') +
+      `. Every photo \`downloaded\` and its object in the store once, at its size: ` +
+      (step.ok ? 'yes.' : `**no** (${problems.join('; ')}).`),
+    '',
+    table(
+      [
+        'store',
+        'children / photos downloaded / objects (50 MB videos)',
+        'worker CPU ms per child: photos; with videos (rounds)',
+        "S3 server's CPU ms per child, with videos",
+        'worker RSS MB: idle / peak, photos / peak, with videos',
+      ],
+      step.variants.map((variant) => {
+        const photoRound = variant.rounds.find((run) => !run.videos);
+        const videoRounds = variant.rounds.filter((run) => run.videos);
+        return [
+          labels[variant.store],
+          `${variant.rounds.reduce((sum, run) => sum + run.children, 0)} / ${variant.check.downloaded} / ${variant.check.objects} (${variant.check.largeFiles})`,
+          `${cell(photoRound?.workerCpuMsPerChild)}; ${cell(variant.workerCpuMsPerChild)} (${videoRounds.map((run) => cell(run.workerCpuMsPerChild)).join(', ')})`,
+          variant.storeServerCpuMsPerChild,
+          `${cell(variant.idleRssMB)} / ${cell(variant.photosPeakRssMB)} / ${cell(variant.peakRssMB)}${variant.peakRssFrom === 'sampled' ? ' (sampled)' : ''}`,
+        ];
+      }),
+    ),
+  ].join('\n');
+}
+
 /** A phase's decisions: p50 / p99 of the albums with a total, p99 of those without (after their quiet period). */
 function decided(e: EndToEnd | undefined): Cell[] {
   if (!e) return [null, null, null, null];
@@ -113,9 +194,8 @@ export function renderMarkdown(report: BenchReport): string {
   const lines: string[] = [];
   const section = (heading: string, ...body: string[]) => lines.push(`### ${heading}`, '', ...body.flatMap((part) => [part, '']));
   lines.push(`## Run of ${report.startedAt}`, '');
-  lines.push(`- Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB RAM, ${machine.os}`);
   lines.push(
-    `- Versions: ${Object.entries(versions)
+    `- Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB RAM, ${machine.os}; versions: ${Object.entries(versions)
       .map(([name, version]) => `${name} ${version}`)
       .join(', ')}`,
   );
@@ -137,23 +217,33 @@ export function renderMarkdown(report: BenchReport): string {
   section(
     'Ingest against the ceiling',
     table(
-      ['offered', 'ceiling req/s', 'ceiling p50 / p99 ms', 'app req/s', 'app p50 / p99 ms', 'req/s ratio', 'p99 ratio', 'failures (app)'],
-      report.ingest.flatMap((step) => {
+      [
+        'offered',
+        'ceiling req/s',
+        'ceiling p50 / p99 ms',
+        'app req/s',
+        'app p50 / p99 ms',
+        'app: req/s ratio / p99 ratio',
+        'ingress alone req/s',
+        'ingress alone p50 / p99 ms',
+        'ingress alone: req/s ratio / p99 ratio',
+        'failures: app / ingress alone',
+      ],
+      report.ingest.map((step) => {
         const offered = step.rate === null ? `closed loop, ${step.concurrency} in flight` : `${step.rate} req/s`;
-        const row = (label: string, app: StepStats, throughputRatio: number | null, p99Ratio: number | null): Cell[] => [
-          label,
-          step.ceiling.acceptedPerS,
-          `${cell(step.ceiling.ackMs.p50)} / ${cell(step.ceiling.ackMs.p99)}`,
-          app.acceptedPerS,
-          `${cell(app.ackMs.p50)} / ${cell(app.ackMs.p99)}`,
-          pct(throughputRatio),
-          p99Ratio === null ? '–' : `${p99Ratio}×`,
-          failures(app),
+        const figures = (stats: StepStats, throughputRatio: number | null, p99Ratio: number | null): Cell[] => [
+          stats.acceptedPerS,
+          `${cell(stats.ackMs.p50)} / ${cell(stats.ackMs.p99)}`,
+          `${pct(throughputRatio)} / ${p99Ratio === null ? '–' : `${p99Ratio}×`}`,
         ];
         const alone = step.ingressAlone;
         return [
-          row(offered, step.app, step.throughputRatio, step.p99Ratio),
-          ...(alone ? [row(`${offered}, the ingress alone`, alone.stats, alone.throughputRatio, alone.p99Ratio)] : []),
+          offered,
+          step.ceiling.acceptedPerS,
+          `${cell(step.ceiling.ackMs.p50)} / ${cell(step.ceiling.ackMs.p99)}`,
+          ...figures(step.app, step.throughputRatio, step.p99Ratio),
+          ...(alone ? figures(alone.stats, alone.throughputRatio, alone.p99Ratio) : [null, null, null]),
+          `${failures(step.app)} / ${alone ? failures(alone.stats) : '–'}`,
         ];
       }),
     ),
@@ -161,6 +251,7 @@ export function renderMarkdown(report: BenchReport): string {
 
   section('The webhook routes', routesSection(report));
   section('Tracing', tracingSection(report));
+  section('Media store: the directory against S3', mediaStoreSection(report.mediaStore));
 
   section(
     'The whole app, phase by phase',
@@ -208,10 +299,11 @@ export function renderMarkdown(report: BenchReport): string {
   section(
     "Temporal counts per album and per photo, from the workflows' histories",
     table(
-      ['phase', 'albums / photos', 'per', ...countColumns.map(([, label]) => label)],
-      report.temporalCounts.flatMap((c) => [
-        [c.phase, `${c.albums} / ${c.photos}`, 'album', ...countColumns.map(([key]) => c.perAlbum[key])],
-        ['', '', 'photo', ...countColumns.map(([key]) => c.perPhoto[key])],
+      ['phase', 'albums / photos', ...countColumns.map(([, label]) => `${label} per album / photo`)],
+      report.temporalCounts.map((c) => [
+        c.phase,
+        `${c.albums} / ${c.photos}`,
+        ...countColumns.map(([key]) => `${cell(c.perAlbum[key])} / ${cell(c.perPhoto[key])}`),
       ]),
     ),
   );
@@ -221,12 +313,19 @@ export function renderMarkdown(report: BenchReport): string {
     `${report.scale.openAlbums} albums open in PostgreSQL; ${cell(report.scale.runningWorkflows)} running workflows in Temporal; ` +
       `${cell(report.scale.workerCachedWorkflows)} in the worker's sticky cache.`,
     table(
-      ['process', 'peak sampled RSS MB', 'VmHWM MB (start-up included)', 'RSS MB at the end'],
-      Object.entries(report.scale.processes).map(([name, m]) => [name, m.peakRssMB, m.hwmMB, m.rssAtTargetMB]),
+      ['MB', ...Object.keys(report.scale.processes)],
+      (
+        [
+          ['peak sampled RSS', 'peakRssMB'],
+          ['VmHWM (start-up included)', 'hwmMB'],
+          ['RSS at the end', 'rssAtTargetMB'],
+        ] as const
+      ).map(([label, key]) => [label, ...Object.values(report.scale.processes).map((m) => m[key])]),
     ),
   );
 
   const c = report.correctness;
+  const logs = Object.entries(report.appLogs);
   section(
     'Correctness',
     `${c.acceptedChildren} accepted children, ${c.missingFromDecisions} missing from every decision; ${c.albums} albums, ` +
@@ -243,10 +342,9 @@ export function renderMarkdown(report: BenchReport): string {
               .map(([status, n]) => `${n} ${status}`)
               .join(', ') || 'none'
           }.`
-        : ''),
+        : '') +
+      (logs.length > 0 ? ` App warnings/errors logged: ${logs.map(([message, n]) => `${n}× "${message}"`).join('; ')}.` : ''),
   );
-  const logs = Object.entries(report.appLogs);
-  if (logs.length > 0) lines.push(`App warnings/errors logged: ${logs.map(([message, n]) => `${n}× "${message}"`).join('; ')}.`, '');
   return `${lines.join('\n').trimEnd()}\n`;
 }
 

@@ -7,7 +7,7 @@ import type { AlbumShape } from './workload.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export const phaseNames = ['ingest', 'routes', 'tracing', 'sustained', 'burst', 'baseline', 'knee', 'scale'] as const;
+export const phaseNames = ['ingest', 'routes', 'tracing', 'media-store', 'sustained', 'burst', 'baseline', 'knee', 'scale'] as const;
 export type PhaseName = (typeof phaseNames)[number];
 
 export interface BenchOptions {
@@ -35,6 +35,12 @@ export interface BenchOptions {
   kneeStepRate: number;
   kneeMaxRate: number;
   kneeSeconds: number;
+  /**
+   * The media store phase: the same download-heavy albums (photos of a few hundred KB, some 50 MB videos)
+   * at this offered rate, requests/s, for this long, to an app on the directory store and one on S3.
+   */
+  mediaStoreRate: number;
+  mediaStoreSeconds: number;
   /** Albums kept open (late window) before memory is read; small albums are added to reach it. */
   openAlbums: number;
   /** Offered rate of the scale top-up, requests/s (below the pipeline's capacity, so memory is read at steady state). */
@@ -87,6 +93,8 @@ export const defaultOptions: BenchOptions = {
   kneeStepRate: 25,
   kneeMaxRate: 400,
   kneeSeconds: 10,
+  mediaStoreRate: 30,
+  mediaStoreSeconds: 10,
   openAlbums: 5000,
   scaleRate: 100,
   quietPeriodMs: 1000,
@@ -122,6 +130,8 @@ export const tinyOptions: Partial<BenchOptions> = {
   kneeStepRate: 10,
   kneeMaxRate: 30,
   kneeSeconds: 2,
+  mediaStoreRate: 10,
+  mediaStoreSeconds: 2,
   openAlbums: 100,
   quietPeriodMs: 300,
   maxWaitMs: 20_000,
@@ -129,12 +139,14 @@ export const tinyOptions: Partial<BenchOptions> = {
 };
 
 const usage =
-  'npm run bench -- [--tiny] [--phases ingest,routes,tracing,sustained,burst,baseline,knee,scale] [--rates 100,200,400] [--step-seconds 10]\n' +
+  'npm run bench -- [--tiny] [--phases ingest,routes,tracing,media-store,sustained,burst,baseline,knee,scale] [--rates 100,200,400]\n' +
+  '  [--step-seconds 10] [--media-store-rate 30] [--media-store-seconds 10]\n' +
   '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 15] [--sustained-rate 150] [--sustained-seconds 20]\n' +
   '  [--burst-albums-per-second 20] [--burst-seconds 10] [--knee-start-rate 100] [--knee-step-rate 25] [--knee-max-rate 400]\n' +
   '  [--knee-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
   '  [--no-media] [--media-first-byte-ms 60] [--media-mb-per-s 25] [--seed N] [--profile] [--no-benchmarks-md]\n' +
-  "The sustained and burst phases download every child's attachment from a local media server (--no-media: none).\n" +
+  "The sustained, burst and media-store phases download every child's attachment from a local media server (--no-media: none);\n" +
+  'the media-store phase runs an S3-compatible server of its own (npm run s3:install builds it).\n' +
   'DATABASE_URL names the PostgreSQL server (fresh databases are created on it and dropped after; unset: an embedded one of the run);\n' +
   'TEMPORAL_ADDRESS, when set, is used instead of starting a dev server.\n' +
   '--profile writes CPU profiles of the Node processes (--cpu-prof) and, with `perf` on PATH, of the Temporal server.\n' +
@@ -160,6 +172,8 @@ export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
       'knee-step-rate': { type: 'string' },
       'knee-max-rate': { type: 'string' },
       'knee-seconds': { type: 'string' },
+      'media-store-rate': { type: 'string' },
+      'media-store-seconds': { type: 'string' },
       'open-albums': { type: 'string' },
       'scale-rate': { type: 'string' },
       'quiet-period-ms': { type: 'string' },
@@ -210,6 +224,8 @@ export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
   set('kneeMaxRate', number(values['knee-max-rate'], 'knee-max-rate'));
   set('kneeSeconds', number(values['knee-seconds'], 'knee-seconds'));
   if (options.kneeStepRate === 0) throw new Error('--knee-step-rate must be above 0');
+  set('mediaStoreRate', number(values['media-store-rate'], 'media-store-rate'));
+  set('mediaStoreSeconds', number(values['media-store-seconds'], 'media-store-seconds'));
   set('openAlbums', number(values['open-albums'], 'open-albums'));
   set('scaleRate', number(values['scale-rate'], 'scale-rate'));
   set('quietPeriodMs', number(values['quiet-period-ms'], 'quiet-period-ms'));

@@ -280,6 +280,75 @@ export interface Target {
   bound: string | null;
 }
 
+export type MediaStoreKind = 'directory' | 's3';
+
+/** One round of the media store phase against one store's app. */
+export interface MediaStoreRound {
+  round: number;
+  /** Its albums had the 50 MB videos among their photos (round 1 has photos only). */
+  videos: boolean;
+  /** New children the load sent (one photo each). */
+  children: number;
+  workerCpuS: number;
+  workerCpuMsPerChild: number | null;
+}
+
+/** What the store holds after the phase, against what the app's rows say it downloaded. */
+export interface MediaStoreCheck {
+  /** Attachments with a URL (one per new child). */
+  photos: number;
+  /** Of them, those `downloaded` (the rest by status in `notDownloaded`). */
+  downloaded: number;
+  notDownloaded: Record<string, number>;
+  /** Downloaded photos of the 50 MB video. */
+  largeFiles: number;
+  megabytes: number;
+  /** Objects of the store under sha256/ (each photo's bytes are its own, so one per photo). */
+  objects: number;
+  /** Downloaded photos whose object is not in the store, or not at its size. */
+  missing: number;
+  /** Objects no photo names (listed more than once, or of nothing downloaded). */
+  extra: number;
+  /** Objects in the worker's MEDIA_DIR though the store is S3 (null for the directory store). */
+  localObjects: number | null;
+  ok: boolean;
+}
+
+export interface MediaStoreVariant {
+  store: MediaStoreKind;
+  /** MEDIA_DIR, or MEDIA_STORE's s3:// location. */
+  location: string;
+  rounds: MediaStoreRound[];
+  /** Over its rounds with the videos. */
+  workerCpuMsPerChild: number | null;
+  /** The S3 server's CPU per child meanwhile (null for the directory store). */
+  storeServerCpuMsPerChild: number | null;
+  /** The worker's RSS when the phase began (started, idle), MB. */
+  idleRssMB: number | null;
+  /** Its peak RSS over the photos-only round, MB: VmHWM reset at the round's start, else the sampled peak. */
+  photosPeakRssMB: number | null;
+  /** Its peak RSS over the rounds with the videos, MB (VmHWM reset again, else sampled). */
+  peakRssMB: number | null;
+  peakRssFrom: 'VmHWM' | 'sampled';
+  check: MediaStoreCheck;
+}
+
+/** The media store phase: the same downloads to an app on the directory store and one on S3, in the same run. */
+export interface MediaStoreStep {
+  rate: number;
+  seconds: number;
+  /** The files the albums' photos are drawn from, with the phase's weights. */
+  files: Array<{ name: string; bytes: number; weight: number }>;
+  /** Why the phase was not measured (no S3 server, no media server); null when it was. */
+  unavailable: string | null;
+  variants: MediaStoreVariant[];
+  /** S3 / directory, over the rounds with the videos. */
+  ratios: { workerCpuPerChild: number | null; workerPeakRss: number | null; cpuPerChildWithStoreServer: number | null };
+  /** The largest difference between the two rounds with videos of one store's worker CPU per child, ms. */
+  noiseCpuMsPerChild: number | null;
+  ok: boolean;
+}
+
 export interface BenchReport {
   startedAt: string;
   finishedAt: string;
@@ -291,6 +360,8 @@ export interface BenchReport {
   routes: RoutesStep | null;
   /** Null when the tracing phase did not run. */
   tracing: TracingStep | null;
+  /** Null when the media store phase did not run (absent from reports before it). */
+  mediaStore?: MediaStoreStep | null;
   endToEnd: EndToEnd[];
   /** The phase held to the end-to-end target. */
   sustainedPhase: string;

@@ -1,5 +1,5 @@
 // `npm run bench`: starts the whole stack on this machine (bench/stack.ts), runs the phases
-// (bench/phases/: ingest, routes, tracing, sustained, burst, the cost baseline, the knee search, scale), checks correctness, and reports as JSON under
+// (bench/phases/: ingest, routes, tracing, the media store, sustained, burst, the cost baseline, the knee search, scale), checks correctness, and reports as JSON under
 // bench/results/ and as the run section of BENCHMARKS.md, in place of the previous run's. Everything it
 // started is stopped and its databases dropped, also on failure and Ctrl-C.
 import crypto from 'node:crypto';
@@ -14,6 +14,7 @@ import { runBurst } from './phases/burst.js';
 import { PhaseContext } from './phases/context.js';
 import { runIngest } from './phases/ingest.js';
 import { runKnee } from './phases/knee.js';
+import { runMediaStore } from './phases/media-store.js';
 import { runScale } from './phases/scale.js';
 import { runBaseline, runSustained } from './phases/sustained.js';
 import { runRoutes } from './phases/routes.js';
@@ -48,6 +49,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const ingest = await runIngest(ctx);
     const routes = await runRoutes(ctx);
     const tracing = await runTracing(ctx);
+    const mediaStore = await runMediaStore(ctx);
     const sustainedPhase = await runSustained(ctx);
     const burstPhase = await runBurst(ctx);
     const baselinePhase = await runBaseline(ctx);
@@ -99,6 +101,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
           maxRate: options.kneeMaxRate,
           seconds: options.kneeSeconds,
         },
+        mediaStore: { rate: options.mediaStoreRate, seconds: options.mediaStoreSeconds },
         openAlbums: options.openAlbums,
         scaleRate: options.scaleRate,
         QUIET_PERIOD_MS: options.quietPeriodMs,
@@ -115,6 +118,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       ingest,
       routes,
       tracing,
+      mediaStore,
       endToEnd: endToEndFigures,
       sustainedPhase,
       temporalCost: ctx.appPhases.map((phase) => phase.cost),
@@ -160,6 +164,10 @@ async function main(): Promise<void> {
     process.stdout.write(`JSON: ${jsonPath}\n`);
     if (!report.correctness.ok) {
       process.stderr.write('bench: correctness failed (see the Correctness section)\n');
+      process.exitCode = 1;
+    }
+    if (report.mediaStore && !report.mediaStore.unavailable && !report.mediaStore.ok) {
+      process.stderr.write('bench: the media store check failed (see the Media store section)\n');
       process.exitCode = 1;
     }
   } catch (err) {

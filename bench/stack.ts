@@ -34,6 +34,9 @@ export interface VariantApp {
   pool: Pool;
   /** The ingress's base URL. */
   url: string;
+  workerPid: number;
+  /** Its MEDIA_DIR: the directory store's objects, or with MEDIA_STORE only the worker's partial downloads. */
+  mediaDir: string;
   stop: () => Promise<void>;
 }
 
@@ -45,6 +48,8 @@ export interface VariantOptions {
 }
 
 export interface Stack {
+  /** The run's results folder (its logs, and the folders of what it started). */
+  runDir: string;
   base: pg.ClientConfig;
   /** The app's database (the ingress and the worker). */
   pool: Pool;
@@ -183,7 +188,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const startApp = (name: string, role: 'ingress' | 'worker', env: NodeJS.ProcessEnv, nodeArgs: string[] = [], script?: string) =>
     launch(appProcess({ name, role, script, nodeArgs, env, readyTimeoutMs: 180_000, logFile: logFile(name), detached: true }));
 
-  const withMedia = options.media && (runs('sustained') || runs('burst'));
+  const withMedia = options.media && (runs('sustained') || runs('burst') || runs('media-store'));
   log(`bench: starting the worker, the ingress, the ceiling${withMedia ? ', the media server' : ''} and the load generator`);
   const startups = await Promise.allSettled([
     startApp('worker', 'worker', { ...albumEnv(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, profileArgs('worker')),
@@ -280,6 +285,8 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
       name,
       pool: variantPool,
       url: variantIngress.readyMatch,
+      workerPid: variantWorker.pid!,
+      mediaDir: variantMedia,
       stop: async () => {
         delete watched[`${name} ingress`];
         delete watched[`${name} worker`];
@@ -291,6 +298,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
 
   return {
     startVariant,
+    runDir,
     base,
     pool,
     ingressAloneDatabase,

@@ -30,7 +30,7 @@ export interface WorkloadOptions {
   interleavedAlbums?: number;
   /** Stop creating albums after this many. */
   maxAlbums?: number;
-  /** Each child's attachment is one of these files (drawn by weight) at a URL of its own; unset: no URL. */
+  /** Each child's attachment is one of these files (drawn by weight; 0: never) at a URL of its own; unset: no URL. */
   media?: ServedMedia;
   /** Send the albums as Telegram Updates of this bot instead (no total; the albums' keys are known from the request). */
   telegram?: TelegramAlbums;
@@ -55,6 +55,8 @@ export interface LineAlbums {
 export interface ServedMedia {
   baseUrl: string;
   files: MediaFile[];
+  /** Each child's file with bytes of its own (the server's /unique/ path): no two children share a hash. */
+  unique?: boolean;
 }
 
 interface OpenAlbum {
@@ -218,8 +220,10 @@ export class Workload implements Traffic {
     if (!media) return null;
     const totalWeight = media.files.reduce((sum, file) => sum + file.weight, 0);
     let draw = this.random() * totalWeight;
-    const file = media.files.find((candidate) => (draw -= candidate.weight) < 0) ?? media.files[media.files.length - 1]!;
-    return { file, url: `${media.baseUrl}/media/${encodeURIComponent(file.name)}?child=${encodeURIComponent(messageId)}` };
+    const weighed = media.files.filter((candidate) => candidate.weight > 0);
+    const file = weighed.find((candidate) => (draw -= candidate.weight) < 0) ?? weighed[weighed.length - 1]!;
+    const folder = media.unique ? 'unique' : 'media';
+    return { file, url: `${media.baseUrl}/${folder}/${encodeURIComponent(file.name)}?child=${encodeURIComponent(messageId)}` };
   }
 
   private createAlbum(): OpenAlbum {

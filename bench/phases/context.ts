@@ -224,14 +224,19 @@ export class PhaseContext {
 
   /**
    * One phase against a second app of the run (stack.startVariant): the load, then the wait until it is
-   * decided, with the CPU every process took (the variant's as `<name> ingress` and `<name> worker`).
+   * decided (with media, until its downloads settled too), with the CPU every process took (the variant's as `<name> ingress` and `<name> worker`).
    */
-  async runVariantPhase(name: string, app: VariantApp, phase: LoadPhase): Promise<PhaseResult> {
+  async runVariantPhase(
+    name: string,
+    app: VariantApp,
+    phase: LoadPhase,
+    { media }: { media: boolean } = { media: false },
+  ): Promise<PhaseResult> {
     this.options.signal?.throwIfAborted();
     this.options.log(`bench: ${name} (${app.name})`);
     return this.measureCpu(`${name}, ${app.name}`, async () => {
       const loaded = await this.runLoad({ ...phase, url: app.url });
-      this.reportUnsettled(name, await this.settle(app.pool, loaded.records, false));
+      this.reportUnsettled(name, await this.settle(app.pool, loaded.records, media));
       return loaded;
     });
   }

@@ -88,6 +88,19 @@ describe('npm run bench, tiny', () => {
     expect(tracing.spansPerChild).toBeGreaterThan(1);
     expect(tracing.spansRefused).toBe(0);
 
+    // The media store step: both stores took the same albums; every photo downloaded, its object in its store once.
+    const mediaStore = report.mediaStore!;
+    expect(mediaStore.unavailable).toBeNull();
+    expect(mediaStore.variants.map((variant) => variant.store)).toEqual(['directory', 's3']);
+    for (const { check, rounds, workerCpuMsPerChild, peakRssMB } of mediaStore.variants) {
+      expect(check.downloaded).toBeGreaterThan(0);
+      expect(check).toMatchObject({ photos: check.downloaded, objects: check.downloaded, missing: 0, extra: 0, notDownloaded: {} });
+      expect(rounds.map((run) => run.videos)).toEqual([false, true, true]);
+      expect(isNumber(workerCpuMsPerChild) && isNumber(peakRssMB)).toBe(true);
+    }
+    expect(mediaStore.variants[1]!.check.localObjects).toBe(0);
+    expect(mediaStore.ok).toBe(true);
+
     const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
     expect(sustained).toBeDefined();
     const decidedAlbums = report.endToEnd.flatMap((e) => [e.withTotal, e.withoutTotal]).filter((side) => side.albums > 0);
@@ -166,6 +179,7 @@ describe('npm run bench, tiny', () => {
       '### Ingest against the ceiling',
       '### The webhook routes',
       '### Tracing',
+      '### Media store: the directory against S3',
       '### The whole app, phase by phase',
       '### Temporal counts',
       '### Resident memory',

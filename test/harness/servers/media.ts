@@ -9,7 +9,7 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { seededRandom, unique } from '../random.js';
-import { generateMedia, type MediaFile } from './catalogue.js';
+import { generateMedia, uniqueParts, type MediaFile } from './catalogue.js';
 import { listen } from './listen.js';
 
 /** Answers one request; `hit` counts the requests for its path so far, this one included. */
@@ -154,36 +154,47 @@ export interface CatalogueOptions {
  * The catalogue's files (catalogue.ts) as a platform's file CDN serves them: GET /media/<name>[?…] (the
  * query is ignored: each child has a URL of its own) waits the time to first byte, then writes the file no
  * faster than the throughput allows, so a download takes as long as a real one of its size and holds its
- * connection as long; GET /catalogue answers the files' names, types and sizes.
+ * connection as long; GET /unique/<name>?child=<id> does the same with bytes of the child's own (a JPEG or
+ * an MP4 only; uniqueParts), so that no two children's files share a hash in a content-addressed store;
+ * GET /catalogue answers the files' names, types and sizes.
  */
 export async function catalogue(options: CatalogueOptions): Promise<Handler> {
   const chunkBytes = 64 * 1024;
   const bytesPerMs = (options.megabytesPerSecond * 1e6) / 1000;
   const files = await generateMedia(options.seed);
   const byName = new Map(files.map((file) => [file.name, file]));
-  const listed: MediaFile[] = files.map(({ body: _body, ...file }) => file);
+  const listed: MediaFile[] = files.map(({ parts: _parts, format: _format, ...file }) => file);
   const random = seededRandom(options.seed);
 
-  const serve = async (res: http.ServerResponse, file: MediaFile & { body: Buffer }) => {
+  const serve = async (res: http.ServerResponse, mimeType: string, parts: readonly Buffer[]) => {
     await sleep(options.firstByteMs * (0.5 + random()));
     if (res.destroyed) return;
-    res.writeHead(200, { 'content-type': file.mimeType, 'content-length': file.body.length });
+    res.writeHead(200, { 'content-type': mimeType, 'content-length': parts.reduce((sum, part) => sum + part.length, 0) });
     const start = performance.now();
-    for (let offset = 0; offset < file.body.length; offset += chunkBytes) {
-      const due = start + offset / bytesPerMs - performance.now();
-      if (due > 1) await sleep(due);
-      if (res.destroyed) return;
-      if (!res.write(file.body.subarray(offset, offset + chunkBytes))) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    let sent = 0;
+    for (const part of parts) {
+      for (let offset = 0; offset < part.length; offset += chunkBytes) {
+        const due = start + sent / bytesPerMs - performance.now();
+        if (due > 1) await sleep(due);
+        if (res.destroyed) return;
+        const chunk = part.subarray(offset, offset + chunkBytes);
+        sent += chunk.length;
+        if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+      }
     }
     res.end();
   };
 
   return (req, res) => {
-    const { pathname } = new URL(req.url ?? '/', 'http://media');
+    const url = new URL(req.url ?? '/', 'http://media');
+    const { pathname } = url;
     if (req.method !== 'GET') return void res.writeHead(405).end();
     if (pathname === '/catalogue') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(listed));
-    const file = pathname.startsWith('/media/') ? byName.get(decodeURIComponent(pathname.slice('/media/'.length))) : undefined;
+    const [, folder, name] = /^\/(media|unique)\/([^/]+)$/.exec(pathname) ?? [];
+    const file = name === undefined ? undefined : byName.get(decodeURIComponent(name));
     if (!file) return void res.writeHead(404).end();
-    serve(res, file).catch(() => res.destroy());
+    const parts = folder === 'unique' ? uniqueParts(file, url.searchParams.get('child') ?? '') : file.parts;
+    if (!parts) return void res.writeHead(404).end();
+    serve(res, file.mimeType, parts).catch(() => res.destroy());
   };
 }
