@@ -198,7 +198,7 @@ describe('data lifetime', () => {
           '--namespace',
           namespace,
         ]).catch((err: { stderr?: string }) => err);
-        expect(String((described).stderr)).toMatch(/not found/i);
+        expect(String(described.stderr)).toMatch(/not found/i);
       });
     }
 
