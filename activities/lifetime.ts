@@ -68,6 +68,7 @@ export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities
       const albumPks = await expiredAlbums(pool, defaultDays, limit);
       const messagePks = await expiredMessages(pool, defaultDays, limit);
       const counts = addCounts(noCounts(), (await purgeRows(pool, { albumPks, messagePks }, { tombstone: false })).counts);
+      Context.current().heartbeat();
       const aged = await purgeAged(pool, defaultDays, limit);
       addCounts(counts, aged);
       const more =

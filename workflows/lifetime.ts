@@ -17,7 +17,7 @@ export const settleTime = '5 seconds';
 
 const { purgeExpired, collectMedia, eraseStep, forgetWorkflows, recordErasure } = proxyActivities<LifetimeActivities>({
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 

@@ -110,8 +110,8 @@ interface StoredRow {
 interface MergedDeliveries {
   /** With the key of the child each delivered, if any (its raw events go when the child is erased or purged). */
   events: Array<EventRecord & { deliveries: number; child: MessageKey | null }>;
-  /** By workflow id, with the route of its first child. */
-  albums: Map<string, { key: AlbumKey; source: EventSource }>;
+  /** By workflow id, with the route of its first child and every child that named it. */
+  albums: Map<string, { key: AlbumKey; source: EventSource; children: Set<string> }>;
   /** By child key string, in the order of first delivery. */
   children: Map<string, MergedChild>;
   /** Each delivery's child key string, in delivery order; null for an event of another type. */
@@ -144,7 +144,7 @@ interface MergedChild {
  */
 function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): MergedDeliveries {
   const events = new Map<string, EventRecord & { deliveries: number; child: MessageKey | null }>();
-  const albums = new Map<string, { key: AlbumKey; source: EventSource }>();
+  const albums = new Map<string, { key: AlbumKey; source: EventSource; children: Set<string> }>();
   const children = new Map<string, MergedChild>();
   const childKeys: Array<string | null> = [];
   deliveries.forEach((delivery, index) => {
@@ -159,12 +159,14 @@ function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): Merg
     }
 
     const { child, raw, source } = delivery;
+    const childKey = childKeyString(child.key);
     let albumId: string | null = null;
     if (child.albumKey) {
       albumId = albumWorkflowId(child.albumKey);
-      if (!albums.has(albumId)) albums.set(albumId, { key: child.albumKey, source });
+      const album = albums.get(albumId) ?? { key: child.albumKey, source, children: new Set<string>() };
+      album.children.add(childKey);
+      albums.set(albumId, album);
     }
-    const childKey = childKeyString(child.key);
     childKeys.push(childKey);
     const merged = children.get(childKey);
     if (!merged) {
@@ -211,6 +213,7 @@ function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): Merg
 /** The statement's four parameters: one JSON array of records per table, every field named. */
 function statementValues({ events, albums, children }: MergedDeliveries): [string, string, string, string] {
   const merged = [...children.values()];
+  const ords = new Map([...children.keys()].map((childKey, i) => [childKey, i + 1]));
   return [
     JSON.stringify(
       events.map((e) => ({
@@ -224,7 +227,7 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
       })),
     ),
     JSON.stringify(
-      [...albums.entries()].map(([workflowId, { key, source }]) => ({
+      [...albums.entries()].map(([workflowId, { key, source, children: named }]) => ({
         workspace: key.workspace,
         provider: key.provider,
         account_id: key.accountId,
@@ -232,6 +235,7 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
         album_id: key.albumId,
         workflow_id: workflowId,
         source,
+        child_ords: [...named].map((childKey) => ords.get(childKey)!),
       })),
     ),
     JSON.stringify(
@@ -319,9 +323,10 @@ WITH children_in AS (
   INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id, source)
   SELECT a.workspace, a.provider, a.account_id, a.conversation_id, a.album_id, a.workflow_id, a.source
     FROM jsonb_to_recordset($2::jsonb)
-      AS a (workspace text, provider text, account_id text, conversation_id text, album_id text, workflow_id text, source text)
-   -- An album only its erased children name is not created again.
-   WHERE EXISTS (SELECT 1 FROM children_in m WHERE m.album_workflow_id = a.workflow_id AND m.ord NOT IN (SELECT ord FROM erased))
+      AS a (workspace text, provider text, account_id text, conversation_id text, album_id text, workflow_id text, source text,
+            child_ords jsonb)
+   -- An album only erased children name is not created again.
+   WHERE EXISTS (SELECT 1 FROM jsonb_array_elements_text(a.child_ords) o WHERE o::int NOT IN (SELECT ord FROM erased))
    ORDER BY a.workflow_id
   ON CONFLICT (workflow_id) DO UPDATE SET last_received_at = now()
   RETURNING id, workflow_id

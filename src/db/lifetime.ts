@@ -279,7 +279,8 @@ export const mediaLockStatement = `SELECT pg_advisory_xact_lock(hashtextextended
 
 /**
  * Collects one queued object under its lock: when no attachment references it any more, `remove`
- * removes it from the store (answering the bytes it held) and the removal is remembered; either way
+ * removes it from the store (answering the bytes it held, null when it was gone already) and the
+ * removal is remembered; either way
  * it leaves the queue. Null when another collector took it first; a failure of `remove` keeps it queued.
  * A download records its object under the same lock (recordDownloadResult), so an object is never
  * removed after an attachment referenced it, and a download whose object was removed meanwhile sees it.
@@ -287,9 +288,9 @@ export const mediaLockStatement = `SELECT pg_advisory_xact_lock(hashtextextended
 export async function collectObject(
   pool: Pool,
   sha256: string,
-  remove: () => Promise<number>,
+  remove: () => Promise<number | null>,
 ): Promise<{ removed: boolean; bytes: number } | null> {
-  return withTransaction(pool, async (client) => {
+  return withTransaction(pool, async (client): Promise<{ removed: boolean; bytes: number } | null> => {
     await client.query(mediaLockStatement, [sha256]);
     const queued = await client.query(`DELETE FROM media_garbage WHERE sha256 = $1`, [sha256]);
     if (queued.rowCount === 0) return null;
@@ -300,7 +301,8 @@ export async function collectObject(
     if (rows[0]!.referenced) return { removed: false, bytes: 0 };
     const bytes = await remove();
     await client.query(`INSERT INTO media_removals (sha256) VALUES ($1) ON CONFLICT (sha256) DO UPDATE SET removed_at = now()`, [sha256]);
-    return { removed: true, bytes };
+    // Not there: a collector that crashed after removing it and before committing removed it.
+    return bytes === null ? { removed: false, bytes: 0 } : { removed: true, bytes };
   });
 }
 

@@ -65,8 +65,8 @@ export interface MediaStore {
   putFile(key: string, file: string, contentType: string): Promise<void>;
   /** Runs `use` with the object as a local file (the store's own, or a copy removed afterwards); null when absent. */
   withLocalFile<T>(key: string, use: (file: string) => Promise<T>): Promise<T | null>;
-  /** Removes a downloaded file and its thumbnails; resolves to the bytes the file held (0 when it was not there). */
-  remove(sha256: string): Promise<number>;
+  /** Removes a downloaded file and its thumbnails; resolves to the bytes the file held, null when it was not there. */
+  remove(sha256: string): Promise<number | null>;
   /** Removes this process's partial files starting with `prefix` older than `olderThanMs` (an attempt that crashed). */
   removeAbandoned(prefix: string, olderThanMs: number): Promise<void>;
   ping(): Promise<void>;
@@ -173,7 +173,7 @@ export function mediaStoreOver(backend: ObjectBackend, spoolDir: string): MediaS
       const info = await store.stat(sha256);
       await guarded('remove an object', () => backend.removePrefix(thumbnailPrefix(sha256)));
       await guarded('remove an object', () => backend.remove(mediaKey(sha256)));
-      return info?.bytes ?? 0;
+      return info?.bytes ?? null;
     },
 
     async removeAbandoned(prefix, olderThanMs) {
