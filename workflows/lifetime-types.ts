@@ -1,6 +1,9 @@
 // What the retention and erasure workflows ask of their activities (activities/lifetime.ts).
 import type { ErasureSubject, PurgeCounts } from '../src/domain/lifetime.js';
 
+/** Rows (or media objects) per batch: one transaction each, short enough never to hold locks for long. */
+export const purgeBatch = 200;
+
 export interface ErasureWorkflowInput {
   erasureId: string;
   subject: ErasureSubject;

@@ -3,10 +3,8 @@
 // activity whose result the history shows, with their progress as the workflow's current details.
 import { continueAsNew, proxyActivities, setCurrentDetails, sleep, workflowInfo } from '@temporalio/workflow';
 import { addCounts, describeCounts, noCounts, type PurgeCounts } from '../src/domain/lifetime.js';
-import type { ErasureWorkflowInput, LifetimeActivities, PurgeStep } from './lifetime-types.js';
+import { purgeBatch, type ErasureWorkflowInput, type LifetimeActivities, type PurgeStep } from './lifetime-types.js';
 
-/** Rows (or media objects) per batch: one transaction each, short enough never to hold locks for long. */
-export const purgeBatch = 200;
 /** Batches in one run before it continues as new, so that a long purge keeps its history short. */
 const batchesPerRun = 100;
 /**
