@@ -25,7 +25,7 @@ Usage:
   albumflow send    --line <body.json> --channel C [--workspace demo] [--secret S]
   albumflow line set-webhook --channel C --public-url URL [--workspace demo] [--print]
 
-  albumflow workspace add <workspace> | list | remove <workspace>
+  albumflow workspace add <workspace> | list | remove <workspace> | retention <workspace> <days|forever|default>
   albumflow secret add <workspace> [--secret S] | retire <workspace> <secret id>
   albumflow token create <name> <workspace>… [--expires-at ISO-TIME] | list | revoke <token id>
   albumflow telegram add-bot <workspace> <bot> --token T [--secret-token S] | remove-bot <workspace> <bot>

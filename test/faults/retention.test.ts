@@ -48,10 +48,10 @@ describe('retention: a worker killed mid-purge', () => {
        VALUES ($1, 'whatsapp', 'acc', 'conv', 'kept', '{}', '2020-01-01') RETURNING id`,
       [keptWorkspace],
     );
-    await stack.pool.query(
-      `INSERT INTO attachments (message_pk, position, status, bytes, sha256) VALUES ($1, 0, 'downloaded', 1024, $2)`,
-      [rows[0]!.id, filled.shas[0]],
-    );
+    await stack.pool.query(`INSERT INTO attachments (message_pk, position, status, bytes, sha256) VALUES ($1, 0, 'downloaded', 1024, $2)`, [
+      rows[0]!.id,
+      filled.shas[0],
+    ]);
 
     const remaining = async () =>
       Number((await stack.pool.query<{ n: string }>(`SELECT count(*) AS n FROM albums WHERE workspace = $1`, [workspace])).rows[0]!.n);

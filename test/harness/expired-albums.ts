@@ -57,10 +57,9 @@ export async function fillExpiredAlbums(
      SELECT a.workflow_id || '/1', a.workflow_id, 'album.ready', '{"caption": "a caption"}', 'delivered' FROM new_albums a`,
     [workspace, albums, shas],
   );
-  await pool.query(
-    `INSERT INTO workspace_retention (workspace, days) VALUES ($1, 1) ON CONFLICT (workspace) DO UPDATE SET days = 1`,
-    [workspace],
-  );
+  await pool.query(`INSERT INTO workspace_retention (workspace, days) VALUES ($1, 1) ON CONFLICT (workspace) DO UPDATE SET days = 1`, [
+    workspace,
+  ]);
   return { workspace, shas };
 }
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
 import type { AlbumKey, MessageKey } from '../../src/domain/types.js';
 import { recordDownloadResult, findAttachment } from '../../src/db/attachments.js';
-import { collectObject, setWorkspaceRetention } from '../../src/db/lifetime.js';
+import { collectObject } from '../../src/db/lifetime.js';
 import { openMediaStore, thumbnailKey, type MediaStore } from '../../src/media/store.js';
 import { locateTemporalCli } from '../../src/temporal/cli.js';
 import { ensureRetentionSchedule, retentionScheduleId } from '../../src/temporal/lifetime.js';
@@ -46,6 +46,7 @@ describe('data lifetime', () => {
   const keptWorkspace = unique('ws-kept');
   const token = unique('lifetime-token');
   const auth = { authorization: `Bearer ${token}` };
+  const adminToken = unique('lifetime-admin');
   const files = {} as Record<'shared' | 'expiring' | 'standalone' | 'erased', Buffer>;
 
   beforeAll(async () => {
@@ -55,7 +56,7 @@ describe('data lifetime', () => {
       // Two seconds: an album closed for that long is expired.
       RETENTION_DAYS: String(2 / 86_400),
       WORKSPACE_SECRETS: JSON.stringify({ [workspace]: ['stack-secret'], [keptWorkspace]: ['kept-secret'] }),
-      API_TOKENS: JSON.stringify({ [token]: [workspace, keptWorkspace] }),
+      API_TOKENS: JSON.stringify({ [token]: [workspace, keptWorkspace], [adminToken]: ['*'] }),
     }));
     media = await startMediaServer();
     store = openMediaStore(stack.config.media);
@@ -63,8 +64,35 @@ describe('data lifetime', () => {
     files.expiring = await jpeg(64, 48, 90);
     files.standalone = await jpeg(64, 48, 170);
     files.erased = await jpeg(64, 48, 250);
-    // The kept workspace keeps everything whatever RETENTION_DAYS says.
-    await setWorkspaceRetention(stack.pool, keptWorkspace, null);
+    // The kept workspace keeps everything whatever RETENTION_DAYS says (the admin API sets it, and audits it).
+    const retention = (method: 'PUT' | 'DELETE', payload?: unknown) =>
+      stack.app.inject({
+        method,
+        url: `/admin/workspaces/${keptWorkspace}/retention`,
+        headers: { authorization: `Bearer ${adminToken}` },
+        ...(payload ? { payload } : {}),
+      });
+    expect((await retention('PUT', { days: 3 })).statusCode).toBe(204);
+    expect((await retention('DELETE')).statusCode).toBe(204);
+    expect((await stack.pool.query(`SELECT 1 FROM workspace_retention WHERE workspace = $1`, [keptWorkspace])).rowCount).toBe(0);
+    expect((await retention('PUT', { days: 0 })).statusCode).toBe(400);
+    expect((await retention('PUT', { days: null })).statusCode).toBe(400);
+    expect((await retention('PUT', { days: 'forever' })).statusCode).toBe(204);
+    const audit = await stack.pool.query<{ subject: string }>(
+      `SELECT subject FROM admin_audit WHERE action = 'workspace.retention' ORDER BY id`,
+    );
+    expect(audit.rows.map((row) => row.subject)).toEqual([
+      `retention of workspace ${keptWorkspace}: 3 days`,
+      `retention of workspace ${keptWorkspace}: RETENTION_DAYS`,
+      `retention of workspace ${keptWorkspace}: forever`,
+    ]);
+    const unknown = await stack.app.inject({
+      method: 'PUT',
+      url: '/admin/workspaces/no-such-workspace/retention',
+      headers: { authorization: `Bearer ${adminToken}` },
+      payload: { days: 1 },
+    });
+    expect(unknown.statusCode).toBe(404);
   });
 
   afterAll(async () => {
