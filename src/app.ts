@@ -173,7 +173,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
   await app.register(erasureRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
-  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store });
+  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store, temporal: deps.temporal });
   await app.register(adminRoutes, { pool: deps.pool, tenants });
   app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
     try {
