@@ -7,6 +7,7 @@ import { connectClient } from '../../src/temporal/connection.js';
 import { fillExpiredAlbums, workspaceLeftovers } from '../harness/expired-albums.js';
 import { unique } from '../harness/random.js';
 import { startProcessStack, type ProcessStack } from '../harness/stack.js';
+import type { retentionWorkflow } from '../../workflows/lifetime.js';
 import { purgeBatch } from '../../workflows/lifetime-types.js';
 import { formatTable, seconds, waitFor } from './report.js';
 
@@ -91,8 +92,8 @@ describe('retention: a worker killed mid-purge', () => {
       async () => {
         sum = { mediaObjects: 0, albums: 0, messages: 0 };
         for await (const run of client.workflow.list({ query: 'WorkflowType = "retentionWorkflow" AND ExecutionStatus = "Completed"' })) {
-          const counts = await client.workflow.getHandle(run.workflowId, run.runId).result();
-          const { mediaObjects, albums: purgedAlbums, messages } = counts as PurgeCounts;
+          const counts: PurgeCounts = await client.workflow.getHandle<typeof retentionWorkflow>(run.workflowId, run.runId).result();
+          const { mediaObjects, albums: purgedAlbums, messages } = counts;
           sum.mediaObjects += mediaObjects;
           sum.albums += purgedAlbums;
           sum.messages += messages;
