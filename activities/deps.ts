@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { Config } from '../src/common/config.js';
 import type { Pool } from '../src/db/pool.js';
 import type { Logger } from '../src/common/log.js';
@@ -10,4 +11,6 @@ export interface ActivityDeps {
   logger: Logger;
   /** The media store (default: the one the configuration names). */
   store?: MediaStore;
+  /** The Temporal client an erasure deletes workflows with. */
+  temporal?: Client;
 }

@@ -302,14 +302,18 @@ export function createDownloadActivities(deps: ActivityDeps, options: DownloadOp
       if (!row) return failure('failed', `no attachment ${position} is stored for message ${childKeyString(key)}`);
       const result = await attemptDownload(row, request, finalAttempt, log);
       if (result === null) return resultOf(row);
-      if (await recordDownloadResult(pool, row, result)) {
+      const recorded = await recordDownloadResult(pool, row, result, async (sha256) => (await store.stat(sha256)) !== null);
+      if (recorded === 'recorded') {
         downloadsTotal.inc({ outcome: result.status });
         if (result.bytes !== null) downloadedBytesTotal.inc(result.bytes);
         return result;
       }
       if (replaced === maxReplacements)
-        throw new TransientDownloadError('the attachment was replaced by an edit during each of its downloads');
-      log.info('the attachment was replaced by an edit during its download; downloading the new file');
+        throw new TransientDownloadError(
+          'the attachment was replaced by an edit, or its file removed from the store, during each of its downloads',
+        );
+      if (recorded === 'object_removed') log.info('retention removed the downloaded file from the store meanwhile; storing it again');
+      else log.info('the attachment was replaced by an edit during its download; downloading the new file');
     }
   }
 

@@ -16,6 +16,7 @@ import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from '
 import { ConsoleSessions } from './http/access/session.js';
 import { signInRoutes } from './http/access/sign-in.js';
 import { actionRoutes } from './http/actions.js';
+import { erasureRoutes } from './http/erasures.js';
 import { errorBody, handleError } from './http/errors.js';
 import { healthRoutes } from './http/health.js';
 import { statusRoutes } from './http/status.js';
@@ -178,7 +179,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
-  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store, usage });
+  await app.register(erasureRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
+  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store, usage, temporal: deps.temporal });
   await app.register(adminRoutes, { pool: deps.pool, tenants });
   app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
     try {

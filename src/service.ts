@@ -23,6 +23,7 @@ import { connectClient, connectWorker, prepareNamespace, temporalConnectOptions 
 import { installTemporalRuntime } from './temporal/telemetry.js';
 import type { Tracing } from './common/tracing.js';
 import { clientTracingInterceptors, workerTracingOptions } from './temporal/tracing.js';
+import { ensureRetentionSchedule } from './temporal/lifetime.js';
 import { bundleWorkflowsInChildProcess, createAlbumWorker } from './temporal/worker.js';
 import { resolveSecretKey } from './common/secret-key.js';
 import { createRegistry, withRegisteredBots, type TenantRegistry } from './tenants/registry.js';
@@ -196,12 +197,13 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
         connection,
         namespace,
         taskQueue: config.temporal.taskQueue,
-        activities: createActivities({ pool, config: withRegisteredBots(config, tenants!), logger, store }),
+        activities: createActivities({ pool, config: withRegisteredBots(config, tenants!), logger, store, temporal: client }),
         workflowBundle: { codePath: bundle.codePath },
         maxCachedWorkflows: config.temporal.maxCachedWorkflows,
         ...(tracing ? { tracing: await workerTracingOptions(tracing) } : {}),
       });
       const running = worker.run();
+      await ensureRetentionSchedule(client, config.temporal.taskQueue, config.retention.intervalS);
       // A worker that stopped on its own leaves albumflow unable to work: it exits, as when an embedded server is lost.
       running.catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
       closers.push(async () => {

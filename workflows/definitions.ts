@@ -46,4 +46,9 @@ export const searchAttributes = {
 } as const;
 
 /** Workflow type names, for code that starts workflows without importing workflow code. */
-export const workflowTypes = { album: 'albumWorkflow', message: 'messageWorkflow' } as const;
+export const workflowTypes = {
+  album: 'albumWorkflow',
+  message: 'messageWorkflow',
+  retention: 'retentionWorkflow',
+  erasure: 'erasureWorkflow',
+} as const;

@@ -2,6 +2,7 @@ import type { AlbumListBody, MessageStatus } from '../http/schemas.js';
 import type { AlbumView } from '../domain/types.js';
 import { signatureHeader } from '../common/signature.js';
 import { CliError, createApi, misuse } from './api.js';
+import { eraseCommand, erasureCommand } from './erase.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './format.js';
 import { parse, type Values } from './options.js';
 import { sendLine, setLineWebhook } from './line.js';
@@ -18,6 +19,10 @@ Usage:
   albumflow history <workspace> <provider> <account> <conversation> <album-or-message>
   albumflow retry-downloads <workspace> <provider> <account> <conversation> <album>
   albumflow resolve-review  <workspace> <provider> <account> <conversation> <album> [--note TEXT]
+  albumflow erase album        <workspace> <provider> <account> <conversation> <album>    [--no-wait] [--json]
+  albumflow erase message      <workspace> <provider> <account> <conversation> <message>  [--no-wait] [--json]
+  albumflow erase conversation <workspace> <provider> <account> <conversation>            [--no-wait] [--json]
+  albumflow erasure <workspace> <erasure id> [--json]
   albumflow send    <event.json> [--workspace demo] [--secret S]
   albumflow send    --telegram <update.json> --bot B [--workspace demo] [--secret S]
   albumflow telegram set-webhook --bot B --public-url URL [--workspace demo] [--print]
@@ -25,7 +30,7 @@ Usage:
   albumflow send    --line <body.json> --channel C [--workspace demo] [--secret S]
   albumflow line set-webhook --channel C --public-url URL [--workspace demo] [--print]
 
-  albumflow workspace add <workspace> | list | remove <workspace>
+  albumflow workspace add <workspace> | list | remove <workspace> | retention <workspace> <days|forever|default>
   albumflow secret add <workspace> [--secret S] | retire <workspace> <secret id>
   albumflow token create <name> <workspace>… [--expires-at ISO-TIME] | list | revoke <token id>
   albumflow telegram add-bot <workspace> <bot> --token T [--secret-token S] | remove-bot <workspace> <bot>
@@ -51,6 +56,8 @@ Options:
                     <URL>/webhooks/telegram/<workspace>/<bot> or <URL>/webhooks/line/<workspace>/<channel>
   --print           show the setWebhook or webhook endpoint call instead of making it (tokens and secrets left out)
   --note TEXT       for resolve-review: why the review is resolved
+  --no-wait         for erase: print the erasure's id and return (default: wait until it is done and
+                    print what it removed)
   --secret S        for secret add: the signing secret (default: one generated and shown once)
   --token T         for telegram add-bot: the bot token (else TELEGRAM_BOT_TOKEN)
   --secret-token S  for telegram add-bot: setWebhook's secret_token (default: one generated and shown once)
@@ -65,6 +72,8 @@ workspace, secret, token, add-bot, add-channel and audit call the admin API: the
 workspace of the admin API takes UnifyPort webhooks once it has a secret; changes reach every albumflow
 process within 2 s. secrets rekey works on PostgreSQL (DATABASE_URL): with ALBUMFLOW_SECRET_KEY="<new>,<old>"
 it seals every stored secret under <new>; without, it replaces DATA_DIR/secret-key with a new key.
+erase removes an album, a message or a whole conversation for good (rows, raw events, media no other album
+keeps, and the workflows whose histories hold them); a redelivery of it is acknowledged and not stored.
 history reaches Temporal as albumflow does: TEMPORAL_ADDRESS with TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
 TEMPORAL_TLS_* or TEMPORAL_PROFILE, else the embedded dev server of the albumflow running on DATA_DIR (else
 127.0.0.1:TEMPORAL_PORT); its Temporal UI link is TEMPORAL_UI_URL, else that embedded server's.
@@ -153,6 +162,10 @@ async function main(argv: string[]): Promise<void> {
         terminalText(`review resolved at ${answer.resolved.at}${answer.resolved.note ? `: ${answer.resolved.note}` : ''}`),
       );
     }
+    case 'erase':
+      return eraseCommand(api, values, rest);
+    case 'erasure':
+      return erasureCommand(api, values, rest);
     case 'send': {
       if (values.line !== undefined) {
         if (rest.length !== 0) throw misuse(`send --line takes no other argument, got ${rest.length}`);

@@ -34,7 +34,7 @@ export function cliConfig(names: readonly string[]): Config {
 
 export type Api = ReturnType<typeof createApi>;
 
-type Method = 'GET' | 'POST' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 interface ApiCredential {
   token: string | undefined;

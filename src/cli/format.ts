@@ -118,3 +118,56 @@ export function formatAlbumList(list: AlbumListBody): string {
   const more = list.nextCursor ? ['', `More: --cursor ${list.nextCursor}`] : [];
   return terminalLines([...table(['first received', 'state', 'children', 'review', 'album'], rows), ...more]);
 }
+
+/** The body of GET /workspaces/:workspace/erasures/:id. */
+export interface ErasureProgress {
+  id: string;
+  state: 'running' | 'done';
+  counts: Record<string, number>;
+  scope: 'album' | 'message' | 'conversation';
+  requestedAt: string;
+  requestedBy: string;
+  finishedAt: string | null;
+}
+
+/** What each count of an erasure counts, in the order they are shown. */
+const erasureCounts: Array<[string, string]> = [
+  ['albums', 'albums'],
+  ['messages', 'messages'],
+  ['attachments', 'attachments'],
+  ['events', 'raw events'],
+  ['decisions', 'decisions'],
+  ['notifications', 'notifications'],
+  ['quarantine', 'quarantined events'],
+  ['tombstones', 'tombstones (a redelivery is not stored)'],
+  ['workflows', 'workflows deleted from Temporal'],
+  ['mediaObjects', 'media files'],
+];
+
+function byteSize(value: number): string {
+  if (value < 1024) return `${value} B`;
+  if (value < 1024 * 1024) return `${(value / 1024).toFixed(1)} KiB`;
+  return `${(value / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+export function formatErasure(erasure: ErasureProgress, workspace: string): string {
+  const count = (name: string) => erasure.counts[name] ?? 0;
+  const known = new Set([...erasureCounts.map(([name]) => name), 'mediaBytes']);
+  const rows = [
+    ...erasureCounts.map(([name, label]) => [
+      label,
+      `${count(name)}${name === 'mediaObjects' ? ` (${byteSize(count('mediaBytes'))})` : ''}`,
+    ]),
+    ...Object.keys(erasure.counts)
+      .filter((name) => !known.has(name))
+      .map((name) => [name, String(count(name))]),
+  ];
+  return terminalLines([
+    `Erasure ${erasure.id}  (${erasure.scope}, workspace ${workspace})`,
+    `state:          ${erasure.state === 'done' ? `done at ${text(erasure.finishedAt)}` : 'running'}`,
+    `requested:      ${erasure.requestedAt} by ${erasure.requestedBy}`,
+    '',
+    erasure.state === 'done' ? 'Removed:' : 'Removed so far:',
+    ...table(['what', 'count'], rows),
+  ]);
+}

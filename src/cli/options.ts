@@ -19,6 +19,7 @@ const options = {
   channel: { type: 'string' },
   'public-url': { type: 'string' },
   print: { type: 'boolean', default: false },
+  'no-wait': { type: 'boolean', default: false },
   token: { type: 'string' },
   'secret-token': { type: 'string' },
   'channel-secret': { type: 'string' },

@@ -46,8 +46,22 @@ export async function workspaceCommand(api: Api, values: Values, [action, ...res
       await api.expect('DELETE', `/admin/workspaces/${segment(name!)}`);
       return say(terminalText(`workspace ${name} removed: its webhooks answer 404; its albums stay until they are erased`));
     }
+    case 'retention': {
+      const [name, value] = args(rest, 2, '<workspace> <days|forever|default>');
+      if (value === 'default') {
+        await api.expect('DELETE', `/admin/workspaces/${segment(name!)}/retention`);
+        return say(terminalText(`workspace ${name} keeps closed albums as RETENTION_DAYS says`));
+      }
+      const days = value === 'forever' ? 'forever' : Number(value);
+      if (days !== 'forever' && !(Number.isFinite(days) && days > 0))
+        throw misuse(`retention must be a number of days above 0, forever or default, not "${value}"`);
+      await api.expect('PUT', `/admin/workspaces/${segment(name!)}/retention`, json({ days }));
+      return say(
+        terminalText(days === 'forever' ? `workspace ${name} keeps everything` : `workspace ${name} keeps closed albums ${days} days`),
+      );
+    }
     default:
-      throw misuse(`unknown workspace command "${[action, ...rest].join(' ')}" (there are: workspace add, list, remove)`);
+      throw misuse(`unknown workspace command "${[action, ...rest].join(' ')}" (there are: workspace add, list, remove, retention)`);
   }
 }
 

@@ -48,6 +48,8 @@ const Env = Type.Object({
   MEDIA_ALLOW_PRIVATE_NETWORKS: Type.Boolean({ default: false }),
   MEDIA_STORE: Type.Optional(Type.String({ minLength: 1 })),
   MEDIA_URL_LIFETIME_S: Type.Integer({ minimum: 1, default: 86400 }),
+  RETENTION_DAYS: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  RETENTION_INTERVAL_S: Type.Integer({ minimum: 1, default: 3600 }),
   PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   NOTIFY_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   NOTIFY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
@@ -199,6 +201,12 @@ export interface Config {
   ingest: IngestLimits;
   telegram: TelegramConfig;
   line: LineConfig;
+  retention: {
+    /** RETENTION_DAYS: how long a closed album is kept, unless its workspace says otherwise; unset: kept forever. */
+    days: number | null;
+    /** RETENTION_INTERVAL_S: how often the retention Schedule runs a purge. */
+    intervalS: number;
+  };
   /**
    * ALBUMFLOW_SECRET_KEY: the keys (the first encrypts, every one decrypts) that seal the secrets kept in
    * PostgreSQL. Unset: the keys of DATA_DIR/secret-key, generated at the first start.
@@ -274,6 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dataApiRoot: parseApiRoot('LINE_DATA_API_ROOT', raw.LINE_DATA_API_ROOT),
       channels: parseLineChannels(raw.LINE_CHANNELS),
     },
+    retention: { days: raw.RETENTION_DAYS ?? null, intervalS: raw.RETENTION_INTERVAL_S },
     secretKey: raw.ALBUMFLOW_SECRET_KEY === undefined ? undefined : checkSecretKey(raw.ALBUMFLOW_SECRET_KEY),
   };
 }

@@ -1,5 +1,7 @@
 import type { AttachmentStatus, AttachmentView, DownloadResult, MessageKey } from '../domain/types.js';
-import type { Pool } from './pool.js';
+import { mediaLockStatement } from './lifetime.js';
+import type { Pool, Queryable } from './pool.js';
+import { withTransaction } from './transaction.js';
 
 /** The columns of an attachment's outcome, as a query returns them (bigint `bytes` as text, or a number from JSON). */
 export interface AttachmentOutcomeColumns {
@@ -73,26 +75,50 @@ export async function findAttachment(pool: Pool, key: MessageKey, position: numb
 }
 
 /**
- * A download attempt's outcome, counted as an attempt. False when an edit replaced the attachment's
- * Telegram file since `attachment` was read: the outcome is the old file's and is not recorded.
+ * What recording a download's outcome did: `recorded`; `replaced` — an edit replaced the attachment's
+ * Telegram file since it was read (the outcome is the old file's and is not recorded); `object_removed` —
+ * the collector removed the downloaded object since the download found or wrote it (not recorded: the
+ * file must be stored again).
  */
-export async function recordDownloadResult(pool: Pool, attachment: StoredAttachment, result: DownloadResult): Promise<boolean> {
-  const { rowCount } = await pool.query(
-    `UPDATE attachments
-        SET status = $3, content_type = $4, bytes = $5, sha256 = $6, error = $7, attempts = attempts + 1, updated_at = now()
-      WHERE message_pk = $1 AND position = $2 AND telegram_file_unique_id IS NOT DISTINCT FROM $8`,
-    [
-      attachment.messagePk,
-      attachment.position,
-      result.status,
-      result.contentType,
-      result.bytes,
-      result.sha256,
-      result.error,
-      attachment.telegramFile?.fileUniqueId ?? null,
-    ],
-  );
-  return rowCount === 1;
+export type RecordOutcome = 'recorded' | 'replaced' | 'object_removed';
+
+/**
+ * A download attempt's outcome, counted as an attempt. A downloaded object is recorded under its lock
+ * (src/db/lifetime.ts, collectObject): when the collector removed that object lately, `stillStored`
+ * asks the store whether it is there before the attachment may reference it.
+ */
+export async function recordDownloadResult(
+  pool: Pool,
+  attachment: StoredAttachment,
+  result: DownloadResult,
+  stillStored: (sha256: string) => Promise<boolean>,
+): Promise<RecordOutcome> {
+  const record = async (db: Queryable): Promise<RecordOutcome> => {
+    const { rowCount } = await db.query(
+      `UPDATE attachments
+          SET status = $3, content_type = $4, bytes = $5, sha256 = $6, error = $7, attempts = attempts + 1, updated_at = now()
+        WHERE message_pk = $1 AND position = $2 AND telegram_file_unique_id IS NOT DISTINCT FROM $8`,
+      [
+        attachment.messagePk,
+        attachment.position,
+        result.status,
+        result.contentType,
+        result.bytes,
+        result.sha256,
+        result.error,
+        attachment.telegramFile?.fileUniqueId ?? null,
+      ],
+    );
+    return rowCount === 1 ? 'recorded' : 'replaced';
+  };
+  const sha256 = result.sha256;
+  if (sha256 === null) return record(pool);
+  return withTransaction(pool, async (client) => {
+    await client.query(mediaLockStatement, [sha256]);
+    const removed = await client.query(`SELECT 1 FROM media_removals WHERE sha256 = $1`, [sha256]);
+    if (removed.rowCount !== 0 && !(await stillStored(sha256))) return 'object_removed';
+    return record(client);
+  });
 }
 
 /** A failed attempt that will be retried: its error is shown meanwhile, the status stays pending. */

@@ -8,9 +8,10 @@ import { withTransaction } from './transaction.js';
  * What storing an edit did: `stored` — the child was not stored yet, the edit is stored as the child;
  * `applied` — its caption or media changed, the earlier version went to the history and the child was
  * queued for its workflow; `unchanged` — newer, but with the same caption and media (its file id is
- * kept); `stale` — not newer than the edit applied last (a redelivery, or one that came out of order).
+ * kept); `stale` — not newer than the edit applied last (a redelivery, or one that came out of order);
+ * `erased` — the child was erased: nothing is stored.
  */
-export type EditOutcome = 'stored' | 'applied' | 'unchanged' | 'stale';
+export type EditOutcome = 'stored' | 'applied' | 'unchanged' | 'stale' | 'erased';
 
 export interface StoredEdit extends IngestResult {
   outcome: EditOutcome;
@@ -50,6 +51,7 @@ export async function storeEdit(pool: Pool, edit: EditDelivery): Promise<{ resul
   return withTransaction(pool, async (client) => {
     const first = await storeDeliveries(client, [edit]);
     const stored = first.results[0]!;
+    if (stored.erased) return { result: { ...stored, outcome: 'erased' }, queued: 0 };
     if (!stored.duplicate) return { result: { ...stored, outcome: 'stored' }, queued: first.queued };
 
     const current = await lockVersion(client, edit.child.key);

@@ -1,5 +1,5 @@
 import { albumKeyString, albumWorkflowId, childKeyString } from '../domain/keys.js';
-import type { AlbumKey } from '../domain/types.js';
+import type { AlbumKey, MessageKey } from '../domain/types.js';
 import type { AttachmentInput, ChildMessage } from '../ingest/child.js';
 import type { EventSource } from '../ingest/sources.js';
 import type { Queryable } from './pool.js';
@@ -34,8 +34,10 @@ export interface EventRecord {
 export type Delivery = ChildDelivery | EventRecord;
 
 export interface IngestResult {
-  /** The child was already stored (a redelivery, under the same or another event id). */
+  /** The child was already stored (a redelivery, under the same or another event id), or was erased. */
   duplicate: boolean;
+  /** The child was erased (a tombstone holds its identity): nothing of it, nor its event, was stored. */
+  erased: boolean;
   childKey: string;
   albumKey: string | null;
 }
@@ -65,6 +67,9 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promi
  * An edit is stored this way only as the first delivery of its child (storeEdit, src/db/edits.ts): a new
  * child takes its `edited_at`; a stored one is left as it is (storeEdit applies the edit).
  *
+ * A child whose identity has a live tombstone (it was erased, src/db/lifetime.ts) is not stored again:
+ * neither it, nor its event, nor an album only it names.
+ *
  * One round trip per batch (it was eight, from BEGIN to COMMIT): on a busy machine each round trip waits
  * for the ingress and a PostgreSQL backend to be scheduled. A multi-row upsert may not
  * touch one row twice, so the deliveries of one event, child or attachment position are merged first
@@ -77,7 +82,8 @@ export async function storeDeliveries(db: Queryable, deliveries: readonly (Deliv
   const values = statementValues(merged);
   const { rows } = await db.query<StoredRow>({ name: 'albumflow_ingest', text: storeStatement, values });
   const storedKeys = [...merged.children.keys()];
-  const inserted = new Map(rows.flatMap((row) => (row.ord === null ? [] : [[storedKeys[row.ord - 1]!, row.inserted!] as const])));
+  // inserted: true (new), false (stored before), null (erased).
+  const inserted = new Map(rows.flatMap((row) => (row.ord === null ? [] : [[storedKeys[row.ord - 1]!, row.inserted] as const])));
   const results = deliveries.map((delivery, index): IngestResult | null => {
     if (!('child' in delivery)) return null;
     const childKey = merged.childKeys[index]!;
@@ -85,6 +91,7 @@ export async function storeDeliveries(db: Queryable, deliveries: readonly (Deliv
     if (isNew === undefined) throw new Error(`child ${childKey} was neither inserted nor found`);
     return {
       duplicate: !isNew || merged.children.get(childKey)!.firstIndex !== index,
+      erased: isNew === null,
       childKey,
       albumKey: delivery.child.albumKey ? albumKeyString(delivery.child.albumKey) : null,
     };
@@ -92,7 +99,7 @@ export async function storeDeliveries(db: Queryable, deliveries: readonly (Deliv
   return { results, queued: rows.find((row) => row.ord === null)!.queued! };
 }
 
-/** One row per stored child (its 1-based place in `children`), and one (ord null) with the outbox count. */
+/** One row per child (its 1-based place in `children`; inserted null when erased), and one (ord null) with the outbox count. */
 interface StoredRow {
   ord: number | null;
   inserted: boolean | null;
@@ -101,9 +108,10 @@ interface StoredRow {
 
 /** What one statement writes: each event, album, child and attachment position once. */
 interface MergedDeliveries {
-  events: Array<EventRecord & { deliveries: number }>;
-  /** By workflow id, with the route of its first child. */
-  albums: Map<string, { key: AlbumKey; source: EventSource }>;
+  /** With the key of the child each delivered, if any (its raw events go when the child is erased or purged). */
+  events: Array<EventRecord & { deliveries: number; child: MessageKey | null }>;
+  /** By workflow id, with the route of its first child and every child that named it. */
+  albums: Map<string, { key: AlbumKey; source: EventSource; children: Set<string> }>;
   /** By child key string, in the order of first delivery. */
   children: Map<string, MergedChild>;
   /** Each delivery's child key string, in delivery order; null for an event of another type. */
@@ -135,8 +143,8 @@ interface MergedChild {
  * delivered later with the values missing so far. Pure.
  */
 function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): MergedDeliveries {
-  const events = new Map<string, EventRecord & { deliveries: number }>();
-  const albums = new Map<string, { key: AlbumKey; source: EventSource }>();
+  const events = new Map<string, EventRecord & { deliveries: number; child: MessageKey | null }>();
+  const albums = new Map<string, { key: AlbumKey; source: EventSource; children: Set<string> }>();
   const children = new Map<string, MergedChild>();
   const childKeys: Array<string | null> = [];
   deliveries.forEach((delivery, index) => {
@@ -144,19 +152,21 @@ function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): Merg
     const eventKey = JSON.stringify([event.workspace, event.source, event.eventId]);
     const seen = events.get(eventKey);
     if (seen) seen.deliveries += 1;
-    else events.set(eventKey, { ...event, deliveries: 1 });
+    else events.set(eventKey, { ...event, deliveries: 1, child: 'child' in delivery ? delivery.child.key : null });
     if (!('child' in delivery)) {
       childKeys.push(null);
       return;
     }
 
     const { child, raw, source } = delivery;
+    const childKey = childKeyString(child.key);
     let albumId: string | null = null;
     if (child.albumKey) {
       albumId = albumWorkflowId(child.albumKey);
-      if (!albums.has(albumId)) albums.set(albumId, { key: child.albumKey, source });
+      const album = albums.get(albumId) ?? { key: child.albumKey, source, children: new Set<string>() };
+      album.children.add(childKey);
+      albums.set(albumId, album);
     }
-    const childKey = childKeyString(child.key);
     childKeys.push(childKey);
     const merged = children.get(childKey);
     if (!merged) {
@@ -203,6 +213,7 @@ function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): Merg
 /** The statement's four parameters: one JSON array of records per table, every field named. */
 function statementValues({ events, albums, children }: MergedDeliveries): [string, string, string, string] {
   const merged = [...children.values()];
+  const ords = new Map([...children.keys()].map((childKey, i) => [childKey, i + 1]));
   return [
     JSON.stringify(
       events.map((e) => ({
@@ -212,10 +223,11 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
         type: e.type,
         raw: e.raw,
         deliveries: e.deliveries,
+        child: e.child && [e.child.workspace, e.child.provider, e.child.accountId, e.child.conversationId, e.child.messageId],
       })),
     ),
     JSON.stringify(
-      [...albums.entries()].map(([workflowId, { key, source }]) => ({
+      [...albums.entries()].map(([workflowId, { key, source, children: named }]) => ({
         workspace: key.workspace,
         provider: key.provider,
         account_id: key.accountId,
@@ -223,6 +235,7 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
         album_id: key.albumId,
         workflow_id: workflowId,
         source,
+        child_ords: [...named].map((childKey) => ords.get(childKey)!),
       })),
     ),
     JSON.stringify(
@@ -287,12 +300,22 @@ function eventOf(delivery: Delivery): EventRecord {
  * foreign-key checks of other transactions' children.
  */
 const storeStatement = `
-WITH events_in AS (
-  SELECT * FROM jsonb_to_recordset($1::jsonb)
-    AS e (workspace text, source text, event_id text, type text, raw text, deliveries int)
+WITH children_in AS (
+  SELECT m.*, child_identity(m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id) AS identity
+    FROM jsonb_to_recordset($3::jsonb)
+      AS m (ord int, workspace text, provider text, account_id text, conversation_id text, message_id text,
+            album_workflow_id text, album_meta jsonb, album_index int, album_total int, metadata_invalid bool,
+            caption text, sent_at timestamptz, edited_at timestamptz, raw text, deliveries int, traceparent text)
+), erased AS (
+  SELECT m.ord, m.identity FROM children_in m JOIN tombstones t ON t.identity = m.identity AND t.expires_at > now()
+), events_in AS (
+  SELECT e.*, CASE WHEN e.child IS NULL THEN NULL ELSE child_identity(e.child->>0, e.child->>1, e.child->>2, e.child->>3, e.child->>4) END AS identity
+    FROM jsonb_to_recordset($1::jsonb)
+      AS e (workspace text, source text, event_id text, type text, raw text, deliveries int, child jsonb)
 ), stored_events AS (
-  INSERT INTO events (workspace, source, event_id, type, raw, delivery_count)
-  SELECT e.workspace, e.source, e.event_id, e.type, e.raw::jsonb, e.deliveries FROM events_in e
+  INSERT INTO events (workspace, source, event_id, type, raw, delivery_count, child_identity)
+  SELECT e.workspace, e.source, e.event_id, e.type, e.raw::jsonb, e.deliveries, e.identity FROM events_in e
+   WHERE e.identity IS NULL OR e.identity NOT IN (SELECT identity FROM erased)
    ORDER BY e.workspace, e.source, e.event_id
   ON CONFLICT (workspace, source, event_id) DO UPDATE
     SET delivery_count = events.delivery_count + EXCLUDED.delivery_count, last_received_at = now()
@@ -300,21 +323,20 @@ WITH events_in AS (
   INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id, source)
   SELECT a.workspace, a.provider, a.account_id, a.conversation_id, a.album_id, a.workflow_id, a.source
     FROM jsonb_to_recordset($2::jsonb)
-      AS a (workspace text, provider text, account_id text, conversation_id text, album_id text, workflow_id text, source text)
+      AS a (workspace text, provider text, account_id text, conversation_id text, album_id text, workflow_id text, source text,
+            child_ords jsonb)
+   -- An album only erased children name is not created again.
+   WHERE EXISTS (SELECT 1 FROM jsonb_array_elements_text(a.child_ords) o WHERE o::int NOT IN (SELECT ord FROM erased))
    ORDER BY a.workflow_id
   ON CONFLICT (workflow_id) DO UPDATE SET last_received_at = now()
   RETURNING id, workflow_id
-), children_in AS (
-  SELECT * FROM jsonb_to_recordset($3::jsonb)
-    AS m (ord int, workspace text, provider text, account_id text, conversation_id text, message_id text,
-          album_workflow_id text, album_meta jsonb, album_index int, album_total int, metadata_invalid bool,
-          caption text, sent_at timestamptz, edited_at timestamptz, raw text, deliveries int, traceparent text)
 ), stored_children AS (
   INSERT INTO messages (workspace, provider, account_id, conversation_id, message_id, album_pk, album_meta,
                         album_index, album_total, metadata_invalid, caption, sent_at, edited_at, raw, delivery_count, traceparent)
   SELECT m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id, a.id, m.album_meta,
          m.album_index, m.album_total, m.metadata_invalid, m.caption, m.sent_at, m.edited_at, m.raw::jsonb, m.deliveries, m.traceparent
     FROM children_in m LEFT JOIN stored_albums a ON a.workflow_id = m.album_workflow_id
+   WHERE m.ord NOT IN (SELECT ord FROM erased)
    ORDER BY m.workspace, m.provider, m.account_id, m.conversation_id, m.message_id
   ON CONFLICT (workspace, provider, account_id, conversation_id, message_id) DO UPDATE
     SET delivery_count = messages.delivery_count + CASE WHEN EXCLUDED.edited_at IS NULL THEN EXCLUDED.delivery_count ELSE 0 END,
@@ -357,7 +379,9 @@ WITH events_in AS (
 )
 SELECT NULL::int AS ord, NULL::boolean AS inserted, (SELECT count(*)::int FROM queued) AS queued
  UNION ALL
-SELECT ord, inserted, NULL FROM children`;
+SELECT ord, inserted, NULL FROM children
+ UNION ALL
+SELECT ord, NULL, NULL FROM erased`;
 
 export interface QuarantineRecord {
   workspace: string;

@@ -8,6 +8,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { botTokenPattern, channelAccessTokenPattern, channelSecretPattern, secretTokenPattern } from '../common/config.js';
 import type { Pool, Queryable } from '../db/pool.js';
+import { setWorkspaceRetention } from '../db/lifetime.js';
 import {
   auditedChange,
   deleteBot,
@@ -228,6 +229,16 @@ export function tenantAdmin({ pool, tenants }: AdminOptions) {
       return info ?? { name, source: 'database', createdAt: null, unifyport: true, secrets: [], telegramBots: [], lineChannels: [] };
     },
 
+    /** A workspace's retention (days; null keeps everything; undefined: RETENTION_DAYS again), for any workspace albumflow knows. */
+    async setRetention(caller: Caller, ws: string, days: number | null | undefined): Promise<void> {
+      if (!tenants.knows(ws)) throw unknownWorkspace(ws);
+      const what = days === undefined ? 'RETENTION_DAYS' : days === null ? 'forever' : `${days} days`;
+      await change(caller, 'workspace.retention', `retention of workspace ${ws}: ${what}`, async (db) => {
+        await setWorkspaceRetention(db, ws, days);
+        return true;
+      });
+    },
+
     async removeWorkspace(caller: Caller, ws: string): Promise<void> {
       ownWorkspace(ws);
       if (!(await change(caller, 'workspace.remove', `workspace ${ws}`, async (db) => removed(await deleteWorkspace(db, ws)))))
@@ -407,6 +418,48 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     },
     async (request, reply) => {
       await admin.removeWorkspace(callerOf(request), request.params.ws);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.put(
+    '/admin/workspaces/:ws/retention',
+    {
+      config: { access },
+      schema: {
+        summary: "Set a workspace's retention",
+        description:
+          'How long its albums are kept once closed, in days (fractions allowed), or "forever"; overrides ' +
+          'RETENTION_DAYS for this workspace. Retention purges on its Schedule (RETENTION_INTERVAL_S).',
+        tags: ['admin'],
+        params: WorkspaceParams,
+        body: Type.Object(
+          { days: Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 }), Type.Literal('forever')]) },
+          { additionalProperties: false },
+        ),
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { days } = request.body;
+      await admin.setRetention(callerOf(request), request.params.ws, days === 'forever' ? null : days);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.delete(
+    '/admin/workspaces/:ws/retention',
+    {
+      config: { access },
+      schema: {
+        summary: 'Give a workspace the retention of RETENTION_DAYS again',
+        tags: ['admin'],
+        params: WorkspaceParams,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      await admin.setRetention(callerOf(request), request.params.ws, undefined);
       return reply.code(204).send(null);
     },
   );

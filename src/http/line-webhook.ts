@@ -112,9 +112,11 @@ export const lineWebhookRoutes: FastifyPluginCallbackTypebox<LineWebhookOptions>
             ? 'unsent'
             : children.some((child) => !child.duplicate)
               ? 'accepted'
-              : children.length > 0
-                ? 'duplicate'
-                : 'ignored';
+              : children.length > 0 && children.every((child) => child.erased)
+                ? 'erased'
+                : children.length > 0
+                  ? 'duplicate'
+                  : 'ignored';
       ingress.count(request, outcome);
       request.log.debug({ events: parsed.events.length, children: children.length, withdrawals: withdrawals.length }, 'line events stored');
       return reply.code(200).send();

@@ -102,14 +102,14 @@ export const telegramWebhookRoutes: FastifyPluginCallbackTypebox<TelegramWebhook
         const stored = await ingress.store(request, body, workspace, unstorable, () =>
           batcher.storeChild({ source, eventId: update.eventId, type: update.type, raw, child: update.child }),
         );
-        ingress.count(request, stored.duplicate ? 'duplicate' : 'accepted');
+        ingress.count(request, stored.erased ? 'erased' : stored.duplicate ? 'duplicate' : 'accepted');
       } else {
         // An edit without a usable edit_date is taken as made when it arrived.
         const editedAt = update.editedAt ?? new Date().toISOString();
         const stored = await ingress.store(request, body, workspace, unstorable, () =>
           batcher.storeEdit({ source, eventId: update.eventId, type: update.type, raw, child: update.child, editedAt }),
         );
-        ingress.count(request, stored.outcome === 'stale' ? 'duplicate' : 'edited');
+        ingress.count(request, stored.outcome === 'stale' ? 'duplicate' : stored.outcome === 'erased' ? 'erased' : 'edited');
       }
       return reply.code(200).send();
     },

@@ -29,7 +29,13 @@ const Accepted = Type.Object(
   { description: 'The child is committed (new or redelivered)' },
 );
 
-const Ignored = Type.Object({ status: Type.Literal('ignored') }, { description: 'A verified event of another type; recorded' });
+const Ignored = Type.Object(
+  {
+    status: Type.Literal('ignored'),
+    reason: Type.Optional(Type.Literal('erased', { description: 'The child was erased on request: acknowledged, not stored again' })),
+  },
+  { description: 'A verified event of another type (recorded), or a redelivery of an erased child (not stored)' },
+);
 
 const signatureFailures: Record<VerifyFailure, (toleranceS: number) => string> = {
   missing_signature: () => `the ${timestampHeader} and ${signatureHeaderName} headers are required`,
@@ -125,9 +131,14 @@ export const webhookRoutes: FastifyPluginCallbackTypebox<WebhookOptions> = (app,
       const stored = await ingress.store(request, body, workspace, unstorable, () =>
         batcher.storeChild({ source: 'unifyport', eventId: event.eventId, type: event.type, raw, child: event.child }),
       );
+      if (stored.erased) {
+        ingress.count(request, 'erased');
+        return reply.code(202).send({ status: 'ignored' as const, reason: 'erased' as const });
+      }
       ingress.count(request, stored.duplicate ? 'duplicate' : 'accepted');
       request.log.debug({ childKey: stored.childKey, albumKey: stored.albumKey, duplicate: stored.duplicate }, 'child stored');
-      return reply.code(202).send({ status: 'accepted' as const, ...stored });
+      const { duplicate, childKey, albumKey } = stored;
+      return reply.code(202).send({ status: 'accepted' as const, duplicate, childKey, albumKey });
     },
   );
   done();

@@ -24,6 +24,10 @@ export interface ObjectBackend {
   read(key: string, range?: ByteRange): Promise<Readable | null>;
   /** Puts the complete local file `file` under `key`, all at once for readers; `file` may be gone afterwards. */
   putFile(key: string, file: string, info: ObjectInfo): Promise<void>;
+  /** Removes the object (and what is kept beside it); nothing when there is none. */
+  remove(key: string): Promise<void>;
+  /** Removes every object whose key starts with `prefix`. */
+  removePrefix(prefix: string): Promise<void>;
   /** The object as a file of this machine, when the back end keeps it as one. */
   localFile?(key: string): Promise<string | null>;
   /** Answers when the store can be read and written (the bucket exists and the credentials reach it). */

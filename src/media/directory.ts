@@ -71,6 +71,22 @@ export function directoryBackend(dir: string): ObjectBackend {
       await fs.rename(file, target);
     },
 
+    async remove(key) {
+      for (const file of [fileOf(key), legacyPath(dir, key)]) {
+        if (file === undefined) continue;
+        await fs.rm(file, { force: true });
+        await fs.rm(`${file}.type`, { force: true });
+      }
+    },
+
+    async removePrefix(prefix) {
+      const start = fileOf(prefix);
+      const folder = path.dirname(start);
+      const names = await fs.readdir(folder).catch(() => [] as string[]);
+      const base = path.basename(start);
+      await Promise.all(names.filter((name) => name.startsWith(base)).map((name) => fs.rm(path.join(folder, name), { force: true })));
+    },
+
     async localFile(key) {
       return (await locate(key))?.file ?? null;
     },

@@ -7,9 +7,11 @@ import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   NoSuchKey,
   NotFound,
   PutObjectCommand,
@@ -95,6 +97,24 @@ export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv =
         await client.send(new AbortMultipartUploadCommand(upload)).catch(() => undefined);
         throw err;
       }
+    },
+
+    async remove(key) {
+      // Answers 204 for a key that is not there too.
+      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: keyOf(key) }));
+    },
+
+    async removePrefix(prefix) {
+      // Few objects share a prefix (an object's thumbnails): each is removed on its own, which every
+      // S3-compatible server supports (DeleteObjects needs a Content-MD5 some servers refuse without).
+      let token: string | undefined;
+      do {
+        const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: keyOf(prefix), ContinuationToken: token }));
+        for (const object of page.Contents ?? []) {
+          if (object.Key) await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: object.Key }));
+        }
+        token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (token);
     },
 
     async ping() {

@@ -28,7 +28,9 @@ export class MediaTooLargeError extends Error {
 export type { ByteRange, ObjectInfo } from './backend.js';
 
 export const mediaKey = (sha256: string): string => `sha256/${sha256.slice(0, 2)}/${sha256}`;
-export const thumbnailKey = (sha256: string, variant: string): string => `thumbnails/${sha256.slice(0, 2)}/${sha256}-${variant}.webp`;
+export const thumbnailKey = (sha256: string, variant: string): string => `${thumbnailPrefix(sha256)}${variant}.webp`;
+/** Every thumbnail of a file starts with it. */
+const thumbnailPrefix = (sha256: string): string => `thumbnails/${sha256.slice(0, 2)}/${sha256}-`;
 
 export interface WriteOptions {
   maxBytes: number;
@@ -63,6 +65,8 @@ export interface MediaStore {
   putFile(key: string, file: string, contentType: string): Promise<void>;
   /** Runs `use` with the object as a local file (the store's own, or a copy removed afterwards); null when absent. */
   withLocalFile<T>(key: string, use: (file: string) => Promise<T>): Promise<T | null>;
+  /** Removes a downloaded file and its thumbnails; resolves to the bytes the file held, null when it was not there. */
+  remove(sha256: string): Promise<number | null>;
   /** Removes this process's partial files starting with `prefix` older than `olderThanMs` (an attempt that crashed). */
   removeAbandoned(prefix: string, olderThanMs: number): Promise<void>;
   ping(): Promise<void>;
@@ -163,6 +167,13 @@ export function mediaStoreOver(backend: ObjectBackend, spoolDir: string): MediaS
       } finally {
         await fs.rm(copy, { force: true });
       }
+    },
+
+    async remove(sha256) {
+      const info = await store.stat(sha256);
+      await guarded('remove an object', () => backend.removePrefix(thumbnailPrefix(sha256)));
+      await guarded('remove an object', () => backend.remove(mediaKey(sha256)));
+      return info?.bytes ?? null;
     },
 
     async removeAbandoned(prefix, olderThanMs) {

@@ -13,6 +13,7 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { WorkflowActivities } from '../../workflows/activity-types.js';
+import type { LifetimeActivities } from '../../workflows/lifetime-types.js';
 import { workflowTracingModule } from './tracing.js';
 
 const here = fileURLToPath(import.meta.url);
@@ -81,7 +82,7 @@ export interface AlbumWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  activities: WorkflowActivities;
+  activities: WorkflowActivities & LifetimeActivities;
   workflowBundle?: WorkflowBundleOption;
   /** Workflows kept in the worker's sticky cache (WORKER_MAX_CACHED_WORKFLOWS); the SDK's default when unset. */
   maxCachedWorkflows?: number;

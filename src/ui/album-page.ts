@@ -57,7 +57,7 @@ export interface AlbumPageModel {
   decisions: DecisionModel[];
   /** How the page keeps itself current; null once the album is closed. */
   live: { versionUrl: string; version: string; pollMs: number } | null;
-  actions: { retryDownloads: string; resolveReview: string };
+  actions: { retryDownloads: string; resolveReview: string; erase: string };
   temporalUrl: string | null;
 }
 
@@ -139,6 +139,7 @@ export function albumPageModel(input: AlbumPageInput): AlbumPageModel {
     actions: {
       retryDownloads: consolePaths.action(album.key, 'retry-downloads'),
       resolveReview: consolePaths.action(album.key, 'resolve-review'),
+      erase: consolePaths.erase(album.key),
     },
     temporalUrl:
       input.temporalUi.url === undefined ? null : temporalWorkflowUrl(input.temporalUi.url, input.temporalUi.namespace, album.workflowId),

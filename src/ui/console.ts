@@ -1,6 +1,7 @@
 import path from 'node:path';
 import helmet from '@fastify/helmet';
 import fastifyStatic from '@fastify/static';
+import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../common/config.js';
 import type { Pool } from '../db/pool.js';
@@ -21,6 +22,8 @@ export interface ConsoleOptions {
   store: MediaStore;
   /** The workspaces' rows and media, shown on the albums list. */
   usage: UsageReader;
+  /** Starts the erasures the album page asks for. */
+  temporal: Client;
 }
 
 const assetsDir = path.join(path.dirname(templatesDir), 'assets');
@@ -66,6 +69,7 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
     pool: options.pool,
     usage: options.usage,
     temporalUi: { url: options.config.temporal.uiUrl, namespace: options.config.temporal.namespace },
+    erasures: { temporal: options.temporal, taskQueue: options.config.temporal.taskQueue },
   });
   await app.register(tenantsPage, { prefix: consolePaths.tenants, pool: options.pool, tenants: options.tenants });
   await app.register(mediaRoutes, { pool: options.pool, store: options.store, thumbnailer, iconsDir: path.join(assetsDir, 'icons') });

@@ -1,16 +1,21 @@
+import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Client } from '@temporalio/client';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { albumWorkflowId } from '../domain/keys.js';
 import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.js';
+import { findErasure } from '../db/lifetime.js';
 import type { Pool } from '../db/pool.js';
 import { emptyUsage, type UsageReader } from '../db/usage.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
 import { HttpError, handleError } from '../http/errors.js';
-import { AlbumParams, albumKeyOf, rowIdPattern } from '../http/params.js';
+import { AlbumParams, Segment, albumKeyOf, rowIdPattern } from '../http/params.js';
 import { IdentifierString } from '../http/text-schemas.js';
 import { wantsPage, type Access } from '../http/access/plugin.js';
+import { startErasure } from '../temporal/lifetime.js';
 import { albumPageModel } from './album-page.js';
+import { eraseConfirmModel, erasurePageModel } from './erasure-page.js';
 import { consolePaths } from './paths.js';
 import { renderPage, type AlbumListFilters, type AlbumListPage } from './views.js';
 
@@ -19,7 +24,14 @@ export interface ConsolePagesOptions {
   /** The workspaces' rows and media, as /metrics reads them (at most every 30 s). */
   usage: UsageReader;
   temporalUi: { url: string | undefined; namespace: string };
+  /** Where an erasure the album page starts runs: the same start as the API's DELETE. */
+  erasures: { temporal: Client; taskQueue: string };
 }
+
+const ErasureParams = Type.Object({ workspace: Segment, id: Type.String({ maxLength: 64 }) });
+
+/** How often an erasure's page loads itself again while the erasure runs (a meta refresh: no script). */
+const erasureRefreshSeconds = 1;
 
 const pageSize = 50;
 /** How often an open album page asks whether it changed. */
@@ -48,10 +60,13 @@ function html(reply: FastifyReply, body: string): FastifyReply {
  * The signed-in pages under `/ui`: albums and the review queue (any token; they list the workspaces
  * it reaches) and one album (a token that reaches its workspace, as the access plugin checks).
  */
-export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = async (app, { pool, usage, temporalUi }) => {
+export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = async (app, { pool, usage, temporalUi, erasures }) => {
+  // The erase form posts as HTML forms do.
+  await app.register(formbody);
   // A browser gets an error page; a script or a client that asked for no HTML, the API's error body.
   app.setErrorHandler((error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
-    if (!wantsPage(request)) return handleError(error, request, reply);
+    const formPost = request.method === 'POST' && (request.headers.accept ?? '').includes('text/html');
+    if (!wantsPage(request) && !formPost) return handleError(error, request, reply);
     if (error instanceof HttpError) void reply.headers(error.headers);
     // An HttpError (a 503 while PostgreSQL is unreachable, too) says what happened; any other 5xx is a 500.
     const meant = error instanceof HttpError || (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500);
@@ -154,6 +169,38 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
       return html(reply, renderPage('album', { title: `Album ${key.albumId}`, signedIn: true }, model));
     },
   );
+
+  // Erasing an album: the form's first post shows what goes and asks for a confirmation (and erases nothing);
+  // the confirmed post starts the erasure and leads to its progress. The access plugin refuses a
+  // cookie-signed post from another origin (CSRF), as for every console form.
+  app.post(
+    '/albums/:workspace/:provider/:account/:conversation/:album/erase',
+    { schema: { hide: true, params: AlbumParams } },
+    async (request, reply) => {
+      const key = albumKeyOf(request.params);
+      const album = await findAlbum(pool, key);
+      if (!album) throw new HttpError(404, 'album_not_found', 'No child of this album is stored: there is nothing to erase.');
+      const body = request.body as { confirm?: unknown } | null | undefined;
+      if (body?.confirm !== 'yes') {
+        const status = await albumStatusFromDatabase(pool, album, key);
+        return html(reply, renderPage('erase', { title: `Erase album ${key.albumId}`, signedIn: true }, eraseConfirmModel(status)));
+      }
+      const subject = { scope: 'album' as const, key };
+      const receipt = await startErasure(pool, erasures.temporal, erasures.taskQueue, subject, request.access?.tokenName ?? 'unknown');
+      return reply.redirect(consolePaths.erasure(key.workspace, receipt.id), 303);
+    },
+  );
+
+  app.get('/erasures/:workspace/:id', { schema: { hide: true, params: ErasureParams } }, async (request, reply) => {
+    const receipt = await findErasure(pool, request.params.workspace, request.params.id);
+    if (!receipt) throw new HttpError(404, 'erasure_not_found', 'No erasure with this id in this workspace.');
+    const frame = {
+      title: `Erasure ${receipt.id}`,
+      signedIn: true,
+      ...(receipt.state === 'running' ? { refreshSeconds: erasureRefreshSeconds } : {}),
+    };
+    return html(reply, renderPage('erasure', frame, erasurePageModel(receipt)));
+  });
 
   // For the page's script: JSON, with the API's error bodies rather than an HTML page.
   await app.register(async (scope) => {

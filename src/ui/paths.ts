@@ -20,6 +20,10 @@ export const consolePaths = {
   signOut: signOutPath,
   assets: `${consolePath}/assets/`,
   album: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}`,
+  /** The album page's erase form: a first post asks for confirmation, a confirmed one starts the erasure. */
+  erase: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}/erase`,
+  /** An erasure's progress page. */
+  erasure: (workspace: string, id: string) => `${consolePath}/erasures/${e(workspace)}/${e(id)}`,
   albumVersion: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}/version`,
   media: mediaRoutePath,
   thumbnail: (workspace: string, sha256: string) => `${mediaRoutePath(workspace, sha256)}/thumbnail`,

@@ -6,7 +6,7 @@ import { Eta } from 'eta';
 import { projectRoot } from '../common/paths.js';
 import type { AlbumListRow } from '../db/status.js';
 import type { WorkspaceUsage } from '../db/usage.js';
-import type { AlbumPhase } from '../domain/types.js';
+import type { AlbumKey, AlbumPhase } from '../domain/types.js';
 import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
 import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../http/admin.js';
@@ -20,7 +20,7 @@ function time(iso: string | null): string {
   return iso === null ? '—' : iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC');
 }
 
-function bytes(value: number | null): string {
+export function bytes(value: number | null): string {
   if (value === null) return '';
   if (value < 1024) return `${value} B`;
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];
@@ -39,6 +39,8 @@ interface PageFrame {
   title: string;
   /** The signed-in pages show navigation and a sign-out button. */
   signedIn: boolean;
+  /** Seconds after which the browser loads the page again (no script needed); none when absent. */
+  refreshSeconds?: number;
 }
 
 export interface AlbumListFilters {
@@ -82,7 +84,32 @@ export interface TenantsPage {
   createdToken: { name: string; token: string } | null;
 }
 
+/** The confirmation an album's erase form asks for before anything is erased. */
+export interface EraseConfirmPage {
+  key: AlbumKey;
+  children: number;
+  attachments: number;
+  /** Where the confirmed form posts. */
+  eraseUrl: string;
+  albumUrl: string;
+}
+
+/** An erasure's progress: its receipt, with the counts as people read them. */
+export interface ErasurePage {
+  id: string;
+  state: 'running' | 'done';
+  scope: 'album' | 'message' | 'conversation';
+  /** The ids the erasure named (workspace, provider, account, conversation, album or message). */
+  subject: Array<{ name: string; value: string }>;
+  requestedAt: string;
+  requestedBy: string;
+  finishedAt: string | null;
+  counts: Array<{ name: string; label: string; value: string }>;
+}
+
 interface Pages {
+  erase: EraseConfirmPage;
+  erasure: ErasurePage;
   tenants: TenantsPage;
   albums: AlbumListPage;
   album: AlbumPageModel;

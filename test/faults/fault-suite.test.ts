@@ -1,9 +1,13 @@
 import crypto from 'node:crypto';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileContent } from '../harness/events.js';
 import { LoadGenerator } from '../harness/load.js';
 import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
 import { startProcessStack, type ProcessStack } from '../harness/stack.js';
+import { fillExpiredAlbums, workspaceLeftovers, type ExpiredAlbums } from '../harness/expired-albums.js';
+import { unique } from '../harness/random.js';
+import { openMediaStore, type MediaStore } from '../../src/media/store.js';
 import { checkInvariants, isQuiet, type CheckReport } from './invariants.js';
 import { formatTable, megabytes, seconds, waitFor } from './report.js';
 
@@ -30,6 +34,8 @@ describe('fault suite: two ingresses and two workers under signed load while the
   let stack: ProcessStack;
   let load: LoadGenerator;
   let botApi: FakeBotApi;
+  let store: MediaStore;
+  let expired: ExpiredAlbums;
   const faults: Fault[] = [];
   let startedAt = 0;
   const bot = { id: '7000000042', token: `7000000042:AAH${crypto.randomBytes(16).toString('hex')}`, secretToken: 'faults-telegram-secret' };
@@ -43,10 +49,14 @@ describe('fault suite: two ingresses and two workers under signed load while the
       media: { bytes: 96 * 1024, durationMs: () => 400 + Math.random() * 1_200 },
       notifyDelayMs: () => 150 + Math.random() * 500,
       env: (workspace) => ({
+        // Retention runs through the load and every fault, purging the expired workspace filled below.
+        RETENTION_INTERVAL_S: '2',
         TELEGRAM_API_ROOT: botApi.url,
         TELEGRAM_BOTS: JSON.stringify({ [workspace]: { faults: { token: bot.token, secretToken: bot.secretToken } } }),
       }),
     });
+    store = openMediaStore({ dir: path.join(stack.dir, 'media'), store: undefined });
+    expired = await fillExpiredAlbums(stack.pool, store, { workspace: unique('ws-expired'), albums: 2_000, files: 100 });
     load = new LoadGenerator({
       workspace: stack.workspace,
       secret: stack.secret,
@@ -66,6 +76,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
 
   afterAll(async () => {
     load?.stop();
+    store?.close();
     await stack?.teardown();
     await botApi?.close();
   }, 120_000);
@@ -137,6 +148,8 @@ describe('fault suite: two ingresses and two workers under signed load while the
     const quiet = await waitFor(async () => isQuiet(stack.pool, load), 360_000, 2_000);
     stack.memory.stop();
     const report: CheckReport = await checkInvariants({ stack, load, botApi });
+    const expiredLeft = await workspaceLeftovers(stack.pool, expired.workspace);
+    const expiredFilesLeft = (await Promise.all(expired.shas.map((sha) => store.stat(sha)))).filter((info) => info !== null).length;
     const elapsed = Date.now() - startedAt;
 
     const phases = ['warm-up', ...faults.map((f) => f.name), 'cool-down and redeliveries'];
@@ -187,6 +200,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
           `caption edits ${telegramChildren.filter((c) => c.editedCaption !== null).length}, getFile calls ${botApi.calls('getFile').length}`,
         `peak memory: ingress ${megabytes(stack.peakMemory('ingress'))}, worker ${megabytes(stack.peakMemory('worker'))}; ` +
           `unexpected process exits ${[...stack.ingresses, ...stack.workers].reduce((n, p) => n + p.unexpectedExits, 0)}`,
+        `retention through the load: the expired workspace's rows left ${JSON.stringify(expiredLeft)}, files left ${expiredFilesLeft} of ${expired.shas.length}`,
         ...report.violations.slice(0, 40).map((v) => `  [${v.phase}] ${v.message}`),
         '',
       ].join('\n'),
@@ -198,6 +212,8 @@ describe('fault suite: two ingresses and two workers under signed load while the
     expect(report.checked.size).toBe(acknowledged);
     expect(acknowledged).toBe(load.children.size);
     expect(telegramChildren.length).toBeGreaterThan(0);
+    expect(expiredLeft).toEqual({});
+    expect(expiredFilesLeft).toBe(0);
     expect(faults.find((f) => f.name.startsWith('PostgreSQL'))?.note).not.toMatch(/^0 answered/);
     expect([...stack.ingresses, ...stack.workers].map((p) => [p.name, p.unexpectedExits])).toEqual(
       [...stack.ingresses, ...stack.workers].map((p) => [p.name, 0]),

@@ -116,11 +116,12 @@ export async function startTestWorker(
   activities: (real: Activities) => Activities = (real) => real,
 ): Promise<TestWorker> {
   const connection = await connectWorker({ address: config.temporal.address! });
+  const temporal = await testClient(config);
   const worker = await createAlbumWorker({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    activities: activities(createActivities({ pool, config, logger })),
+    activities: activities(createActivities({ pool, config, logger, temporal })),
     workflowBundle: { codePath: inject('workflowBundlePath') },
   });
   const running = worker.run();
@@ -131,6 +132,7 @@ export async function startTestWorker(
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
       await connection.close();
+      await temporal.connection.close();
     },
   };
 }

@@ -325,6 +325,54 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     expect(closed.stderr.trimEnd()).toBe("albumflow: 409 album_closed: the album's workflow is closed: nothing can be retried");
   }, 120_000);
 
+  it('erase album removes the album, waits for it and prints the counts; erasure shows it; status then answers not found', async () => {
+    const albumId = unique('erase');
+    for (const [messageId, index] of [
+      [`${albumId}-0`, 0],
+      [`${albumId}-1`, 1],
+    ] as const)
+      await send(albumEvent({ conversationId: conversation, albumId, messageId, index, total: 2 }));
+    await eventually(async () => expect((await statusOf(albumId)).decisions).toHaveLength(1));
+    const keyArgs = [stack.workspace, 'whatsapp', 'acc_1', conversation, albumId];
+
+    const erased = await albumflow(['erase', 'album', ...keyArgs]);
+    expect(erased.stderr).toBe('');
+    expect(erased.code).toBe(0);
+    const id = /^Erasure (\S+) {2}\(album, workspace /.exec(erased.stdout)?.[1];
+    expect(id, erased.stdout).toBeDefined();
+    expect(erased.stdout).toMatch(/^state: +done at \S+$/m);
+    expect(erased.stdout).toMatch(/^albums +1$/m);
+    expect(erased.stdout).toMatch(/^messages +2$/m);
+    expect(erased.stdout).toMatch(/^tombstones \(a redelivery is not stored\) +2$/m);
+    expect(erased.stdout).toMatch(/^workflows deleted from Temporal +1$/m);
+
+    const shown = await albumflow(['erasure', stack.workspace, id!, '--json']);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id, state: 'done', scope: 'album', counts: { albums: 1, messages: 2 } });
+
+    const gone = await albumflow(['status', ...keyArgs]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain('404 album_not_found');
+    const again = await albumflow(['erase', 'album', ...keyArgs, '--no-wait']);
+    expect(again.code).toBe(1);
+    expect(again.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(again.stderr).toContain('404 album_not_found');
+    const unknown = await albumflow(['erasure', stack.workspace, '00000000-0000-4000-8000-000000000000']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('404 erasure_not_found');
+
+    const conversationId = unique('erase-conv');
+    const started = await albumflow(['erase', 'conversation', stack.workspace, 'whatsapp', 'acc_1', conversationId, '--no-wait', '--json']);
+    expect(started.code).toBe(0);
+    const body = JSON.parse(started.stdout) as { id: string; state: string };
+    expect(body.state).toBe('running');
+    expect(body.id).toMatch(/^[0-9a-f-]{36}$/);
+
+    const usage = await albumflow(['erase', 'album', stack.workspace, 'whatsapp']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('erase album takes 5 arguments');
+  }, 120_000);
+
   it('sends ALBUMFLOW_TOKEN, else the admin token file, and says in one line what to set when refused', async () => {
     const list = ['list', stack.workspace];
     const fromFile = await albumflow(list);

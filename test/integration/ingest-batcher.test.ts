@@ -165,7 +165,7 @@ describe('the ingest batcher', () => {
     await writer.close();
 
     expect(results.map((r) => r?.duplicate ?? null)).toEqual([false, true, true, false, null]);
-    expect(results[0]).toEqual({ duplicate: false, childKey: `${workspace}:telegram:acc:conv:a`, albumKey: null });
+    expect(results[0]).toEqual({ duplicate: false, erased: false, childKey: `${workspace}:telegram:acc:conv:a`, albumKey: null });
     const rows = await messageRows(workspace);
     expect(rows.map((r) => [r.message_id, r.delivery_count, r.caption, r.outbox])).toEqual([
       ['a', 3, 'late caption', 1],

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { parseMediaStore } from '../../src/common/config.js';
 import { projectRoot } from '../../src/common/paths.js';
-import { MediaStoreError, MediaTooLargeError, mediaKey, openMediaStore, type MediaStore } from '../../src/media/store.js';
+import { MediaStoreError, MediaTooLargeError, mediaKey, openMediaStore, thumbnailKey, type MediaStore } from '../../src/media/store.js';
 import { s3Environment, testBucket } from '../harness/env.js';
 import type { StoreMemoryReport } from '../harness/store-memory.js';
 
@@ -125,6 +125,31 @@ describe.each([
     const seen = await store.withLocalFile(mediaKey(digest), async (file) => fs.readFileSync(file));
     expect(seen).toEqual(body);
     expect(spoolFiles(backEnd)).toEqual([]);
+  });
+
+  it('removes a file with its thumbnails, and leaves the other files and their thumbnails', async () => {
+    const body = crypto.randomBytes(3_000);
+    const other = crypto.randomBytes(3_001);
+    const written = await store.write(Readable.from([body]), { maxBytes: body.length, contentType: 'image/jpeg' });
+    const kept = await store.write(Readable.from([other]), { maxBytes: other.length, contentType: 'image/jpeg' });
+    for (const [sha, variant] of [
+      [written.sha256, 'w320'],
+      [written.sha256, 'w1280'],
+      [kept.sha256, 'w320'],
+    ] as const) {
+      const file = await store.tempFile('thumb-');
+      fs.writeFileSync(file, `${sha}-${variant}`);
+      await store.putFile(thumbnailKey(sha, variant), file, 'image/webp');
+    }
+    expect(await store.remove(written.sha256)).toBe(body.length);
+    expect(await store.stat(written.sha256)).toBeNull();
+    expect(fs.existsSync(backEnd.fileOf(mediaKey(written.sha256)))).toBe(false);
+    expect(await store.head(thumbnailKey(written.sha256, 'w320'))).toBeNull();
+    expect(await store.head(thumbnailKey(written.sha256, 'w1280'))).toBeNull();
+    expect(await store.stat(kept.sha256)).toEqual({ bytes: other.length, contentType: 'image/jpeg' });
+    expect(await store.head(thumbnailKey(kept.sha256, 'w320'))).not.toBeNull();
+    // Removing it again (a collector retried after a crash) finds nothing and fails nothing.
+    expect(await store.remove(written.sha256)).toBeNull();
   });
 
   it('answers a ping', async () => {

@@ -1,0 +1,114 @@
+// The activities of data lifetime (docs/design.md, "Data lifetime"): retention's and an erasure's
+// bounded batches, the media collector, and the deletion of workflows whose histories hold what an
+// erasure removes. Each is idempotent: a retry after a crash finds what is left and removes that.
+import { Context } from '@temporalio/activity';
+import { isGrpcServiceError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { addCounts, noCounts } from '../src/domain/lifetime.js';
+import {
+  collectObject,
+  erasureTargets,
+  expiredAlbums,
+  expiredMessages,
+  mediaGarbage,
+  purgeAged,
+  purgeRows,
+  purgeWorkflowRows,
+  recordErasureProgress,
+  workflowIdsOf,
+} from '../src/db/lifetime.js';
+import { openMediaStore } from '../src/media/store.js';
+import type { LifetimeActivities } from '../workflows/lifetime-types.js';
+import type { ActivityDeps } from './deps.js';
+
+const grpcNotFound = 5;
+
+export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities {
+  const { pool, config, logger } = deps;
+  const store = deps.store ?? openMediaStore(config.media);
+  const defaultDays = config.retention.days;
+
+  /**
+   * Deletes every run of each workflow (a running one is terminated first): an album that continued as
+   * new has several, and each history holds captions. Runs are found by visibility, which may lag, so
+   * the latest run is also deleted by id alone.
+   */
+  async function deleteWorkflows(temporal: Client, workflowIds: readonly string[]): Promise<number> {
+    // Answers how many of them Temporal still had.
+    const { namespace } = config.temporal;
+    const service = temporal.workflowService;
+    let deleted = 0;
+    for (const workflowId of new Set(workflowIds)) {
+      const runs: Array<string | undefined> = [undefined];
+      // A workflow id is URL-encoded between its colons: it holds no double quote to escape.
+      for await (const execution of temporal.workflow.list({ query: `WorkflowId = "${workflowId}"` })) runs.push(execution.runId);
+      let found = false;
+      for (const runId of new Set(runs)) {
+        try {
+          await service.deleteWorkflowExecution({ namespace, workflowExecution: { workflowId, ...(runId ? { runId } : {}) } });
+          found = true;
+        } catch (err) {
+          if (!(isGrpcServiceError(err) && (err.code as number) === grpcNotFound)) throw err;
+        }
+      }
+      if (found) deleted += 1;
+      Context.current().heartbeat();
+    }
+    return deleted;
+  }
+
+  function temporalClient(): Client {
+    if (!deps.temporal)
+      throw ApplicationFailure.nonRetryable('this worker has no Temporal client to delete workflows with', 'NoTemporalClient');
+    return deps.temporal;
+  }
+
+  return {
+    async purgeExpired({ limit }) {
+      const albumPks = await expiredAlbums(pool, defaultDays, limit);
+      const messagePks = await expiredMessages(pool, defaultDays, limit);
+      const counts = addCounts(noCounts(), (await purgeRows(pool, { albumPks, messagePks }, { tombstone: false })).counts);
+      Context.current().heartbeat();
+      const aged = await purgeAged(pool, defaultDays, limit);
+      addCounts(counts, aged);
+      const more =
+        albumPks.length === limit ||
+        messagePks.length === limit ||
+        [aged.events, aged.quarantine, aged.tombstones].some((n) => n === limit);
+      if (counts.albums + counts.messages > 0) logger.info({ counts }, 'retention purged expired albums and messages');
+      return { counts, more };
+    },
+
+    async collectMedia({ limit }) {
+      const queued = await mediaGarbage(pool, limit);
+      const counts = noCounts();
+      for (const sha256 of queued) {
+        const collected = await collectObject(pool, sha256, () => store.remove(sha256));
+        if (collected?.removed) addCounts(counts, { mediaObjects: 1, mediaBytes: collected.bytes });
+        Context.current().heartbeat();
+      }
+      return { counts, more: queued.length === limit };
+    },
+
+    async eraseStep({ subject, limit }) {
+      const targets = await erasureTargets(pool, subject, limit);
+      const workflowIds = await workflowIdsOf(pool, targets);
+      // The workflows first: a running one must not record or notify anything of what goes next.
+      const workflows = await deleteWorkflows(temporalClient(), workflowIds);
+      const purged = await purgeRows(pool, targets, { tombstone: true });
+      const counts = addCounts(purged.counts, { workflows });
+      // A conversation is erased in batches; an album or a message in one.
+      const more = subject.scope === 'conversation' && (targets.albumPks.length === limit || targets.messagePks.length === limit);
+      return { counts, more, workflowIds: [...new Set([...workflowIds, ...purged.workflowIds])] };
+    },
+
+    async forgetWorkflows({ workflowIds }) {
+      const workflows = await deleteWorkflows(temporalClient(), workflowIds);
+      return { ...(await purgeWorkflowRows(pool, workflowIds)), workflows };
+    },
+
+    async recordErasure({ erasureId, counts, done }) {
+      await recordErasureProgress(pool, erasureId, counts, done);
+    },
+  };
+}

@@ -1,0 +1,52 @@
+// Data lifetime's shared shapes (pure, so that workflows use them too): what an erasure names, and what
+// a purge (retention or an erasure) removed, counted.
+import type { AlbumKey, ConversationScope, MessageKey } from './types.js';
+
+/** What an erasure names: one album, one message, or everything of one conversation. */
+export type ErasureSubject =
+  { scope: 'album'; key: AlbumKey } | { scope: 'message'; key: MessageKey } | { scope: 'conversation'; key: ConversationScope };
+
+export interface PurgeCounts {
+  albums: number;
+  messages: number;
+  attachments: number;
+  events: number;
+  decisions: number;
+  notifications: number;
+  quarantine: number;
+  tombstones: number;
+  /** Workflow executions deleted from Temporal (an erasure's). */
+  workflows: number;
+  mediaObjects: number;
+  mediaBytes: number;
+}
+
+export const noCounts = (): PurgeCounts => ({
+  albums: 0,
+  messages: 0,
+  attachments: 0,
+  events: 0,
+  decisions: 0,
+  notifications: 0,
+  quarantine: 0,
+  tombstones: 0,
+  workflows: 0,
+  mediaObjects: 0,
+  mediaBytes: 0,
+});
+
+/** `into` with `more` added to it (returned, changed in place). */
+export function addCounts(into: PurgeCounts, more: Partial<PurgeCounts>): PurgeCounts {
+  for (const [name, value] of Object.entries(more) as Array<[keyof PurgeCounts, number | undefined]>) {
+    if (value !== undefined && name in into) into[name] += value;
+  }
+  return into;
+}
+
+/** The counts that are not zero, as a person reads them: `3 albums, 12 messages`. */
+export function describeCounts(counts: PurgeCounts): string {
+  const parts = (Object.entries(counts) as Array<[keyof PurgeCounts, number]>)
+    .filter(([, value]) => value > 0)
+    .map(([name, value]) => `${value} ${name.replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`)}`);
+  return parts.length > 0 ? parts.join(', ') : 'nothing';
+}
