@@ -373,6 +373,28 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     expect(usage.stderr).toContain('erase album takes 5 arguments');
   }, 120_000);
 
+  it("workspace retention sets a workspace's retention, keeps everything with forever, and follows RETENTION_DAYS again with default", async () => {
+    const stored = async () =>
+      (await stack.pool.query<{ days: string | null }>(`SELECT days FROM workspace_retention WHERE workspace = $1`, [stack.workspace]))
+        .rows;
+    const set = await albumflow(['workspace', 'retention', stack.workspace, '30.5']);
+    expect(set.stderr).toBe('');
+    expect(set.stdout.trim()).toBe(`workspace ${stack.workspace} keeps closed albums 30.5 days`);
+    expect(await stored()).toEqual([{ days: '30.5' }]);
+    const forever = await albumflow(['workspace', 'retention', stack.workspace, 'forever']);
+    expect(forever.stdout.trim()).toBe(`workspace ${stack.workspace} keeps everything`);
+    expect(await stored()).toEqual([{ days: null }]);
+    const reset = await albumflow(['workspace', 'retention', stack.workspace, 'default']);
+    expect(reset.code).toBe(0);
+    expect(await stored()).toEqual([]);
+    const wrong = await albumflow(['workspace', 'retention', stack.workspace, '0']);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain('retention must be a number of days above 0, forever or default');
+    const unknown = await albumflow(['workspace', 'retention', 'no-such-workspace', '7']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('404 workspace_not_found');
+  });
+
   it('sends ALBUMFLOW_TOKEN, else the admin token file, and says in one line what to set when refused', async () => {
     const list = ['list', stack.workspace];
     const fromFile = await albumflow(list);

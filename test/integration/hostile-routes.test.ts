@@ -96,10 +96,15 @@ async function fingerprint(): Promise<Record<string, string>> {
               'SELECT count(*) || '':'' || coalesce(md5(string_agg(t::text, '','' ORDER BY t::text)), '''') AS f FROM %I.%I t',
               n.nspname, c.relname), false, true, '')))[1]::text AS print
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema() AND c.relname <> 'quarantine'
+      WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema() AND c.relname NOT IN ('quarantine', 'erasures')
       ORDER BY 1`,
   );
-  return Object.fromEntries(rows.map((row) => [row.name, row.print]));
+  // An erasure an earlier request started goes on in the background: its receipt's progress (state, counts)
+  // changes by itself; what a request could change is which receipts there are.
+  const erasures = await stack.pool.query<{ print: string }>(
+    `SELECT count(*) || ':' || coalesce(md5(string_agg(id::text || subject::text || requested_by, ',' ORDER BY id)), '') AS print FROM erasures`,
+  );
+  return { ...Object.fromEntries(rows.map((row) => [row.name, row.print])), erasures: erasures.rows[0]!.print };
 }
 
 async function lastQuarantineId(): Promise<string> {

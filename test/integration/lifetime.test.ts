@@ -141,6 +141,24 @@ describe('data lifetime', () => {
     await store.putFile(thumbnailKey(sha256(files.expiring), 'w320'), thumbnail, 'image/webp');
     expect(await store.stat(sha256(files.expiring))).not.toBeNull();
 
+    // Retention's other rows: an event of another type and a quarantined body, both received long ago, and
+    // a tombstone past its expiry, go; a live tombstone stays.
+    await stack.pool.query(
+      `INSERT INTO events (workspace, source, event_id, type, raw, first_received_at, last_received_at)
+       VALUES ($1, 'unifyport', $2, 'conversation.updated', '{}', '2020-01-01', '2020-01-01')`,
+      [stack.workspace, unique('old-event')],
+    );
+    await stack.pool.query(
+      `INSERT INTO quarantine (workspace, reason, detail, raw, received_at) VALUES ($1, 'test', '', '\\x00', '2020-01-01')`,
+      [stack.workspace],
+    );
+    const expiredTombstone = crypto.randomBytes(32);
+    const liveTombstone = crypto.randomBytes(32);
+    await stack.pool.query(
+      `INSERT INTO tombstones (identity, workspace, expires_at) VALUES ($1, $3, now() - interval '1 minute'), ($2, $3, now() + interval '1 day')`,
+      [expiredTombstone, liveTombstone, stack.workspace],
+    );
+
     const { taskQueue } = stack.config.temporal;
     await ensureRetentionSchedule(stack.client, taskQueue, 1);
 
@@ -163,6 +181,13 @@ describe('data lifetime', () => {
       notifications: expect.any(Number) as number,
     });
     expect((await open.status())?.children).toHaveLength(1);
+    const aged = await stack.pool.query<{ events: number; quarantine: number; tombstones: string[] }>(
+      `SELECT (SELECT count(*)::int FROM events WHERE workspace = $1 AND last_received_at < '2021-01-01') AS events,
+              (SELECT count(*)::int FROM quarantine WHERE workspace = $1) AS quarantine,
+              ARRAY(SELECT encode(identity, 'hex') FROM tombstones WHERE workspace = $1) AS tombstones`,
+      [stack.workspace],
+    );
+    expect(aged.rows[0]).toEqual({ events: 0, quarantine: 0, tombstones: [liveTombstone.toString('hex')] });
     expect(await stack.pool.query(`SELECT 1 FROM media_garbage`)).toHaveProperty('rowCount', 0);
 
     // The Schedule is Temporal's: its runs are the retention workflow's, in history.
