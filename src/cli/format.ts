@@ -1,5 +1,7 @@
 // The CLI's tables and summaries. Every value in them came from a server, and most from a sender: each cell
 // and each line goes through terminalText, so none can act on the terminal or break a line.
+import { byteSize } from '../domain/byte-size.js';
+import { purgeCountLabels } from '../domain/lifetime.js';
 import type { AlbumListBody, MessageStatus } from '../http/schemas.js';
 import type { AlbumView, AttachmentView, DecisionView, EarlierVersion } from '../domain/types.js';
 import { terminalLines, terminalText } from './terminal.js';
@@ -130,31 +132,11 @@ export interface ErasureProgress {
   finishedAt: string | null;
 }
 
-/** What each count of an erasure counts, in the order they are shown. */
-const erasureCounts: Array<[string, string]> = [
-  ['albums', 'albums'],
-  ['messages', 'messages'],
-  ['attachments', 'attachments'],
-  ['events', 'raw events'],
-  ['decisions', 'decisions'],
-  ['notifications', 'notifications'],
-  ['quarantine', 'quarantined events'],
-  ['tombstones', 'tombstones (a redelivery is not stored)'],
-  ['workflows', 'workflows deleted from Temporal'],
-  ['mediaObjects', 'media files'],
-];
-
-function byteSize(value: number): string {
-  if (value < 1024) return `${value} B`;
-  if (value < 1024 * 1024) return `${(value / 1024).toFixed(1)} KiB`;
-  return `${(value / 1024 / 1024).toFixed(1)} MiB`;
-}
-
 export function formatErasure(erasure: ErasureProgress, workspace: string): string {
   const count = (name: string) => erasure.counts[name] ?? 0;
-  const known = new Set([...erasureCounts.map(([name]) => name), 'mediaBytes']);
+  const known = new Set([...purgeCountLabels.map(([name]) => name), 'mediaBytes']);
   const rows = [
-    ...erasureCounts.map(([name, label]) => [
+    ...purgeCountLabels.map(([name, label]) => [
       label,
       `${count(name)}${name === 'mediaObjects' ? ` (${byteSize(count('mediaBytes'))})` : ''}`,
     ]),

@@ -97,7 +97,7 @@ interface TargetMessage {
 /**
  * Removes these albums (with every child of theirs) and these messages, in one transaction: their raw
  * events, outbox rows, earlier versions, attachments, decisions, notifications and operator actions.
- * Each downloaded object they referenced is queued for the collector (collectGarbage), which removes it
+ * Each downloaded object they referenced is queued for the collector (collectObject), which removes it
  * once no kept attachment references it. With `tombstone`, every removed child's identity gets a
  * tombstone (an erasure). A message of an album that stays (a message's erasure) leaves the album's
  * decisions naming the album's other children, and closes the album: its notifications and workflow go

@@ -43,10 +43,22 @@ export function addCounts(into: PurgeCounts, more: Partial<PurgeCounts>): PurgeC
   return into;
 }
 
+/** What each count counts, as people read it, in the order they are shown (mediaBytes goes with mediaObjects). */
+export const purgeCountLabels: ReadonlyArray<readonly [Exclude<keyof PurgeCounts, 'mediaBytes'>, string]> = [
+  ['albums', 'albums'],
+  ['messages', 'messages'],
+  ['attachments', 'attachments'],
+  ['events', 'raw events'],
+  ['decisions', 'decisions'],
+  ['notifications', 'notifications'],
+  ['quarantine', 'quarantined events'],
+  ['tombstones', 'tombstones (a redelivery is not stored)'],
+  ['workflows', 'workflows deleted from Temporal'],
+  ['mediaObjects', 'media files'],
+];
+
 /** The counts that are not zero, as a person reads them: `3 albums, 12 messages`. */
 export function describeCounts(counts: PurgeCounts): string {
-  const parts = (Object.entries(counts) as Array<[keyof PurgeCounts, number]>)
-    .filter(([, value]) => value > 0)
-    .map(([name, value]) => `${value} ${name.replace(/[A-Z]/g, (letter) => ` ${letter.toLowerCase()}`)}`);
+  const parts = purgeCountLabels.filter(([name]) => counts[name] > 0).map(([name, label]) => `${counts[name]} ${label}`);
   return parts.length > 0 ? parts.join(', ') : 'nothing';
 }

@@ -1,23 +1,13 @@
 // The erasure pages' models (docs/console.md, "Erasing an album"): the confirmation an album's erase form
 // asks for, and an erasure's progress from its receipt. Pure: no I/O.
 import type { ErasureReceipt } from '../db/lifetime.js';
+import { purgeCountLabels } from '../domain/lifetime.js';
 import type { AlbumView } from '../domain/types.js';
 import { consolePaths } from './paths.js';
 import { bytes, type EraseConfirmPage, type ErasurePage } from './views.js';
 
-/** What each count of a receipt counts, in the order the page shows them. */
-const countLabels: Array<[string, string]> = [
-  ['albums', 'Albums'],
-  ['messages', 'Messages'],
-  ['attachments', 'Attachments'],
-  ['events', 'Raw events'],
-  ['decisions', 'Decisions'],
-  ['notifications', 'Notifications'],
-  ['quarantine', 'Quarantined events'],
-  ['tombstones', 'Tombstones (a redelivery is not stored)'],
-  ['workflows', 'Workflows deleted from Temporal'],
-  ['mediaObjects', 'Media files'],
-];
+/** The receipt's counts as the page names them. */
+const countLabels = purgeCountLabels.map(([name, label]) => [name, `${label[0]!.toUpperCase()}${label.slice(1)}`] as const);
 
 const subjectLabels: Array<[string, string]> = [
   ['workspace', 'Workspace'],

@@ -1,6 +1,7 @@
 // Server-rendered pages. Eta escapes every `<%= %>` interpolation (autoEscape is its default and
 // is set here explicitly); templates use raw output `<%~ %>` only for what another template
 // rendered (layout bodies and includes), and a unit test holds them to that.
+import { byteSize } from '../domain/byte-size.js';
 import path from 'node:path';
 import { Eta } from 'eta';
 import { projectRoot } from '../common/paths.js';
@@ -21,16 +22,7 @@ function time(iso: string | null): string {
 }
 
 export function bytes(value: number | null): string {
-  if (value === null) return '';
-  if (value < 1024) return `${value} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let scaled = value / 1024;
-  let unit = 0;
-  while (scaled >= 1024 && unit < units.length - 1) {
-    scaled /= 1024;
-    unit++;
-  }
-  return `${scaled.toFixed(1)} ${units[unit]}`;
+  return value === null ? '' : byteSize(value);
 }
 
 const helpers = { paths: consolePaths, time, bytes, reviewReasonText, triggerText };

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -137,7 +138,7 @@ describe('data lifetime', () => {
     });
     // A thumbnail the console made of the expiring file goes with it.
     const thumbnail = await store.tempFile('thumb-');
-    await import('node:fs/promises').then((fs) => fs.writeFile(thumbnail, 'webp'));
+    fs.writeFileSync(thumbnail, 'webp');
     await store.putFile(thumbnailKey(sha256(files.expiring), 'w320'), thumbnail, 'image/webp');
     expect(await store.stat(sha256(files.expiring))).not.toBeNull();
 
