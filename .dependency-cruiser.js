@@ -48,7 +48,7 @@ export default {
       comment: 'src/db serves the layers above it (HTTP, the console, the dispatcher, the activities, the workflows).',
       severity: 'error',
       from: { path: '^src/db/' },
-      to: { path: ['^workflows/', '^activities/', '^src/(http|ui|dispatcher|temporal|cli|cluster|embedded)/', '^src/(app|service)\\.ts$'] },
+      to: { path: ['^workflows/', '^activities/', '^src/(?!db/|common/|domain/)', '^tools/'] },
     },
     {
       name: 'media-store-imports-only-common-and-db',
@@ -63,7 +63,7 @@ export default {
       name: 'activities-only-in-the-worker',
       comment: "The activities are the worker's: the service binds them, and nothing else of the app imports them.",
       severity: 'error',
-      from: { path: '^(src|workflows)/', pathNot: ['^src/service\\.ts$'] },
+      from: { path: '^(src|workflows)/', pathNot: ['^src/process/start\\.ts$'] },
       to: { path: '^activities/' },
     },
   ],

@@ -17,6 +17,7 @@ import type { AlbumKey, AlbumView, AttachmentView, ChildEdit, ChildView, ChildWi
 import { mediaLinksFor, type MediaLinks } from '../src/media/links.js';
 import type { NotifyInput, NotifyOutcome } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
+import { albumProfileOf } from '../src/platforms/index.js';
 
 export const notifyTimeoutMs = 10_000;
 
@@ -142,7 +143,7 @@ export function createNotifyActivities(deps: ActivityDeps) {
   async function storedAlbum(workflowId: string, key: AlbumKey): Promise<AlbumView> {
     const album = await findAlbum(pool, key);
     if (!album) throw new Error(`album ${workflowId} is not stored`);
-    return albumStatusFromDatabase(pool, album, key);
+    return albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder);
   }
 
   async function albumWithMediaUrls(album: AlbumView): Promise<AlbumView> {

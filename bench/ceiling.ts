@@ -9,7 +9,7 @@ import Fastify from 'fastify';
 import { loadConfig } from '../src/common/config.js';
 import { ingestChild } from '../src/db/ingest.js';
 import { connectionConfig, createPool } from '../src/db/pool.js';
-import { parseEvent } from '../src/ingest/unifyport.js';
+import { parseEvent } from '../src/platforms/unifyport/parse.js';
 import { verifySignature } from '../src/common/signature.js';
 
 /** The size of the pool src/service.ts gives the app, so both sides have the same connections. */

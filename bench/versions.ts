@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
-import { locateTemporalCli } from '../src/temporal/cli.js';
+import { locateTemporalCli } from '../src/embedded/temporal-cli.js';
 import { readGoBuildInfo, type GoBuildInfo } from './go-build-info.js';
 import { repoRoot } from './options.js';
 import { serverVersion } from '../test/harness/rows.js';

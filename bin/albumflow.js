@@ -3,11 +3,11 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const compiled = fileURLToPath(new URL('../dist/src/cli/albumflow.js', import.meta.url));
+const compiled = fileURLToPath(new URL('../dist/src/albumflow.js', import.meta.url));
 if (existsSync(compiled)) {
   await import(pathToFileURL(compiled).href);
 } else {
   const { register } = await import('tsx/esm/api');
   register();
-  await import(new URL('../src/cli/albumflow.ts', import.meta.url).href);
+  await import(new URL('../src/albumflow.ts', import.meta.url).href);
 }

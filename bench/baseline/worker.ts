@@ -1,8 +1,8 @@
 // The cost baseline's worker: albumflow's worker running the baseline's workflows (./workflows.ts).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { workerReadyLine } from '../../src/ready-lines.js';
-import { run } from '../../src/serve.js';
+import { workerReadyLine } from '../../src/process/ready-lines.js';
+import { run } from '../../src/process/run.js';
 
 const here = fileURLToPath(import.meta.url);
 

@@ -1,10 +1,11 @@
 // What every albumflow command shares: its errors and the HTTP client of a running albumflow.
 
+import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from '../common/config.js';
 import { adminTokenPath, readAdminToken } from '../http/access/admin-token.js';
 import { defaultDataDir } from '../common/paths.js';
-import { terminalJson, terminalText } from './terminal.js';
+import { terminalJson, terminalText } from '../common/terminal.js';
 
 /** Exit codes: 1 when albumflow refused or could not be reached, 2 for a command line it cannot run. */
 export class CliError extends Error {
@@ -13,6 +14,15 @@ export class CliError extends Error {
     readonly exitCode: 1 | 2 = 1,
   ) {
     super(message);
+  }
+}
+
+/** A file's bytes; a file that cannot be read is the command's error. */
+export function readFile(file: string): Buffer {
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    throw new CliError(`cannot read ${file}: ${(err as Error).message}`);
   }
 }
 

@@ -4,7 +4,7 @@ import type { Api } from './api.js';
 import { misuse } from './api.js';
 import { formatErasure, type ErasureProgress } from './format.js';
 import type { Values } from './options.js';
-import { say, terminalJson, terminalText } from './terminal.js';
+import { say, terminalJson, terminalText } from '../common/terminal.js';
 
 /** How often a waiting `erase` asks for the erasure's progress. */
 const pollMs = 500;

@@ -4,7 +4,7 @@ import { byteSize } from '../domain/byte-size.js';
 import { purgeCountLabels } from '../domain/lifetime.js';
 import type { AlbumListBody, MessageStatus } from '../http/schemas.js';
 import type { AlbumView, AttachmentView, DecisionView, EarlierVersion } from '../domain/types.js';
-import { terminalLines, terminalText } from './terminal.js';
+import { terminalLines, terminalText } from '../common/terminal.js';
 
 export function plural(count: number, noun: string, nouns = `${noun}s`): string {
   return `${count} ${count === 1 ? noun : nouns}`;

@@ -1,4 +1,5 @@
-// The albumflow command's options, as every subcommand reads them.
+// The albumflow command's options, as every subcommand reads them; each platform adds its own
+// (src/platforms/<platform>/cli.ts).
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { misuse } from './api.js';
@@ -13,26 +14,27 @@ const options = {
   note: { type: 'string', default: '' },
   workspace: { type: 'string', default: 'demo' },
   secret: { type: 'string' },
-  telegram: { type: 'string' },
-  bot: { type: 'string' },
-  line: { type: 'string' },
-  channel: { type: 'string' },
   'public-url': { type: 'string' },
   print: { type: 'boolean', default: false },
   'no-wait': { type: 'boolean', default: false },
-  token: { type: 'string' },
-  'secret-token': { type: 'string' },
-  'channel-secret': { type: 'string' },
-  'channel-access-token': { type: 'string' },
   'expires-at': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } satisfies ParseArgsConfig['options'];
 
-export type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+type CoreValues = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
 
-export function parse(argv: string[]): { values: Values; positionals: string[] } {
+/** The command's own options, typed, beside the platforms' (read by name). */
+export type Values = CoreValues & { readonly [name: string]: string | boolean | undefined };
+
+export function parse(argv: string[], platformOptions: ParseArgsConfig['options']): { values: Values; positionals: string[] } {
   try {
-    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: { ...platformOptions, ...options },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values, positionals };
   } catch (err) {
     throw misuse((err as Error).message);
   }

@@ -1,5 +1,6 @@
-// The tenant commands: workspaces, signing secrets, API tokens, Telegram bots and LINE channels through the
-// admin API of a running albumflow (a `*` token), and `secrets rekey`, which works on PostgreSQL itself.
+// The tenant commands: workspaces, signing secrets and API tokens through the admin API of a running
+// albumflow (a `*` token), and `secrets rekey`, which works on PostgreSQL itself. A platform's own entries
+// (Telegram bots, LINE channels) are its commands (src/platforms/<platform>/cli.ts).
 import crypto from 'node:crypto';
 import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../http/admin.js';
 import { connectionConfig, createPool } from '../db/pool.js';
@@ -7,7 +8,7 @@ import { rekey } from '../tenants/rekey.js';
 import { CliError, cliConfig, misuse, type Api } from './api.js';
 import { plural, table } from './format.js';
 import type { Values } from './options.js';
-import { say, terminalJson, terminalLines, terminalText } from './terminal.js';
+import { say, terminalJson, terminalLines, terminalText } from '../common/terminal.js';
 
 const segment = encodeURIComponent;
 const json = (body: unknown) => ({ body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
@@ -119,50 +120,6 @@ export async function tokenCommand(api: Api, values: Values, [action, ...rest]: 
     default:
       throw misuse(`unknown token command "${[action, ...rest].join(' ')}" (there are: token create, list, revoke)`);
   }
-}
-
-export async function addBot(api: Api, values: Values, rest: string[]): Promise<void> {
-  const [workspace, name] = args(rest, 2, '<workspace> <bot name>');
-  const token = values.token ?? process.env.TELEGRAM_BOT_TOKEN;
-  if (!token) throw misuse('telegram add-bot needs the bot token: --token, or TELEGRAM_BOT_TOKEN');
-  const secretToken = values['secret-token'] ?? generated();
-  const bot = await api.expect<{ name: string; botId: string }>(
-    'POST',
-    `/admin/workspaces/${segment(workspace!)}/telegram-bots`,
-    json({ name, token, secretToken }),
-  );
-  if (values.json) return say(terminalJson(bot));
-  say(
-    terminalText(
-      `bot ${bot.name} (id ${bot.botId}) added to ${workspace}: POST /webhooks/telegram/${segment(workspace!)}/${segment(name!)}`,
-    ),
-  );
-  if (!values['secret-token']) say(terminalText(`its secret token (for setWebhook's secret_token, shown once): ${secretToken}`));
-}
-
-export async function addChannel(api: Api, values: Values, rest: string[]): Promise<void> {
-  const [workspace, name] = args(rest, 2, '<workspace> <channel name>');
-  const channelSecret = values['channel-secret'] ?? process.env.LINE_CHANNEL_SECRET;
-  const channelAccessToken = values['channel-access-token'] ?? process.env.LINE_CHANNEL_ACCESS_TOKEN;
-  if (!channelSecret || !channelAccessToken) {
-    throw misuse(
-      'line add-channel needs --channel-secret and --channel-access-token (or LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN)',
-    );
-  }
-  const channel = await api.expect<{ name: string }>(
-    'POST',
-    `/admin/workspaces/${segment(workspace!)}/line-channels`,
-    json({ name, channelSecret, channelAccessToken }),
-  );
-  if (values.json) return say(terminalJson(channel));
-  say(terminalText(`channel ${channel.name} added to ${workspace}: POST /webhooks/line/${segment(workspace!)}/${segment(name!)}`));
-}
-
-export async function removeEntry(api: Api, kind: 'telegram-bots' | 'line-channels', rest: string[]): Promise<void> {
-  const noun = kind === 'telegram-bots' ? 'bot' : 'channel';
-  const [workspace, name] = args(rest, 2, `<workspace> <${noun} name>`);
-  await api.expect('DELETE', `/admin/workspaces/${segment(workspace!)}/${kind}/${segment(name!)}`);
-  say(terminalText(`${noun} ${name} removed from ${workspace}: its webhook answers 404`));
 }
 
 export async function auditCommand(api: Api, values: Values, rest: string[]): Promise<void> {

@@ -62,8 +62,3 @@ export function sameTextInConstantTime(sent: string, expected: string): boolean 
   const digest = (text: string) => crypto.createHash('sha256').update(text).digest();
   return crypto.timingSafeEqual(digest(sent), digest(expected));
 }
-
-/** LINE's webhook signature (`x-line-signature`): base64 of HMAC-SHA256 over the raw body, keyed with the channel secret. */
-export function lineSignature(channelSecret: string, body: Buffer | string): string {
-  return crypto.createHmac('sha256', channelSecret).update(body).digest('base64');
-}

@@ -1,5 +1,4 @@
-import type { ChildArrival, EarlierVersion, JsonValue, MessageKey } from '../domain/types.js';
-import type { EventSource } from '../ingest/sources.js';
+import type { ChildArrival, EarlierVersion, EventSource, JsonValue, MessageKey } from '../domain/types.js';
 import type { Queryable } from './pool.js';
 
 /** A committed child as its workflow receives it; `albumId` is null for a standalone message. */

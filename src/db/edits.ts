@@ -1,5 +1,5 @@
 import type { MessageKey } from '../domain/types.js';
-import type { AttachmentInput } from '../ingest/child.js';
+import type { AttachmentInput } from '../domain/child.js';
 import { attachmentRecord, storeDeliveries, type EditDelivery, type IngestResult } from './ingest.js';
 import type { Pool, PoolClient } from './pool.js';
 import { withTransaction } from './transaction.js';

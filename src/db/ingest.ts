@@ -1,7 +1,6 @@
 import { albumKeyString, albumWorkflowId, childKeyString } from '../domain/keys.js';
-import type { AlbumKey, MessageKey } from '../domain/types.js';
-import type { AttachmentInput, ChildMessage } from '../ingest/child.js';
-import type { EventSource } from '../ingest/sources.js';
+import type { AlbumKey, EventSource, MessageKey } from '../domain/types.js';
+import type { AttachmentInput, ChildMessage } from '../domain/child.js';
 import type { Queryable } from './pool.js';
 
 /** A verified, validated child event ready to store. `raw` is the body text, stored as received. */

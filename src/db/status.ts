@@ -1,7 +1,16 @@
 import { buildAlbumView, type ViewChild } from '../domain/album-view.js';
 import { albumWorkflowId } from '../domain/keys.js';
-import type { AlbumKey, AlbumPhase, AlbumView, JsonValue, MessageKey, ReviewReason, ReviewResolution } from '../domain/types.js';
-import { albumProfileOf, type EventSource } from '../ingest/sources.js';
+import type {
+  AlbumKey,
+  AlbumPhase,
+  AlbumView,
+  ChildOrder,
+  EventSource,
+  JsonValue,
+  MessageKey,
+  ReviewReason,
+  ReviewResolution,
+} from '../domain/types.js';
 import { attachmentViewOf, type AttachmentOutcomeColumns } from './attachments.js';
 import { earlierVersionOf, historyColumn, type HistoryColumns } from './children.js';
 import { decisionsOf } from './decisions.js';
@@ -132,7 +141,13 @@ export async function findMessage(pool: Pool, key: MessageKey): Promise<(StoredM
  * The album status body as PostgreSQL records it (the same view builder as the workflow's query), from
  * its `children` when they were read already.
  */
-export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: AlbumKey, children?: ViewChild[]): Promise<AlbumView> {
+export async function albumStatusFromDatabase(
+  pool: Pool,
+  album: AlbumRow,
+  key: AlbumKey,
+  childOrder: ChildOrder,
+  children?: ViewChild[],
+): Promise<AlbumView> {
   const [stored, decisions] = await Promise.all([children ?? albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);
   return buildAlbumView({
     workflowId: album.workflowId,
@@ -142,7 +157,7 @@ export async function albumStatusFromDatabase(pool: Pool, album: AlbumRow, key: 
     reviewReasons: album.reviewReasons,
     reviewResolved: album.reviewResolved,
     closed: album.state === 'closed',
-    childOrder: albumProfileOf(album.source).childOrder,
+    childOrder,
   });
 }
 

@@ -4,7 +4,7 @@ import type { AlbumTimings, ChildArrival, ConversationScope } from '../domain/ty
 import type { AlbumWorkflowInput, MessageWorkflowInput } from '../../workflows/types.js';
 import type { QueuedChild } from '../db/children.js';
 import type { OutboxRow } from '../db/outbox.js';
-import { albumProfileOf } from '../ingest/sources.js';
+import { albumProfileOf } from '../platforms/index.js';
 
 /** Bound the payload of one signal (Temporal refuses payloads over 2 MiB); an album with more pending children gets several signals. */
 export const maxChildrenPerSignal = 200;

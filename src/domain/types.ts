@@ -32,6 +32,13 @@ export type {
 } from './schemas.js';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+/**
+ * Where a webhook came from: the name of the platform (src/platforms/) whose route received it, the
+ * `source` of its event id's scope (events table) and of its album.
+ */
+export type EventSource = string;
 
 export const lateItemPolicies = ['refresh', 'reanalyze', 'review'] as const;
 export type LateItemPolicy = (typeof lateItemPolicies)[number];

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { searchAttributes } from '../../workflows/definitions.js';
-import { downloadWithSdk, locateTemporalCli } from '../temporal/cli.js';
+import { downloadWithSdk, locateTemporalCli } from './temporal-cli.js';
 import { dynamicConfigFlags } from '../temporal/dynamic-config.js';
 import { findProcess, runningServer, type UnrecordedServer } from './ownership.js';
 import { isFree } from './ports.js';

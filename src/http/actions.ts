@@ -9,12 +9,12 @@ import { recordOperatorAction, recordReviewResolution } from '../db/actions.js';
 import { markRetried } from '../db/attachments.js';
 import type { Pool } from '../db/pool.js';
 import { findAlbum } from '../db/status.js';
-import { albumProfileOf } from '../ingest/sources.js';
+import { albumProfileOf } from '../platforms/index.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
-import { HttpError } from './errors.js';
+import { HttpError } from '../common/http-error.js';
 import { AlbumParams, albumKeyOf, albumPath } from './params.js';
 import { ProseString } from './text-schemas.js';
-import { ErrorBodySchema as ErrorBody } from './schemas.js';
+import { ErrorBodySchema as ErrorBody } from '../common/http-error.js';
 import { ReviewResolutionSchema } from '../domain/schemas.js';
 
 export interface ActionOptions {

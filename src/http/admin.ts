@@ -27,8 +27,8 @@ import {
 } from '../db/tenants.js';
 import type { TenantRegistry, TenantSnapshot } from '../tenants/registry.js';
 import { digestHash, tokenDigest } from '../tenants/tokens.js';
-import { HttpError } from './errors.js';
-import { ErrorBodySchema as ErrorBody } from './schemas.js';
+import { HttpError } from '../common/http-error.js';
+import { ErrorBodySchema as ErrorBody } from '../common/http-error.js';
 import { IdentifierString } from './text-schemas.js';
 
 export interface AdminOptions {

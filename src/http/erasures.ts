@@ -7,9 +7,9 @@ import { findErasure, type ErasureReceipt } from '../db/lifetime.js';
 import type { Pool } from '../db/pool.js';
 import { findAlbum, findMessage } from '../db/status.js';
 import { startErasure } from '../temporal/lifetime.js';
-import { HttpError } from './errors.js';
+import { HttpError } from '../common/http-error.js';
 import { AlbumParams, MessageParams, Segment, albumKeyOf, albumPath, messageKeyOf, messagePath } from './params.js';
-import { ErrorBodySchema as ErrorBody } from './schemas.js';
+import { ErrorBodySchema as ErrorBody } from '../common/http-error.js';
 
 export interface ErasureOptions {
   config: Config;

@@ -1,22 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import type { ErrorBody } from './schemas.js';
-
-export function errorBody(code: string, message: string): ErrorBody {
-  return { error: { code, message } };
-}
-
-/** An error whose status, code and message are meant for the client. */
-export class HttpError extends Error {
-  constructor(
-    readonly statusCode: number,
-    readonly code: string,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = 'HttpError';
-  }
-}
+import { errorBody, HttpError } from '../common/http-error.js';
 
 const fastifyCodes: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'body_too_large',

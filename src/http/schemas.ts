@@ -14,23 +14,6 @@ import {
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
-export const ErrorBodySchema = Type.Object(
-  { error: Type.Object({ code: Type.String(), message: Type.String() }) },
-  { description: 'Why the request was refused' },
-);
-export type ErrorBody = Static<typeof ErrorBodySchema>;
-
-/** The error answers of a webhook route (refusal, quarantine, body limits, outage). */
-export const webhookErrorResponses = {
-  400: ErrorBodySchema,
-  401: ErrorBodySchema,
-  404: ErrorBodySchema,
-  413: ErrorBodySchema,
-  415: ErrorBodySchema,
-  500: ErrorBodySchema,
-  503: ErrorBodySchema,
-};
-
 export const MessageStatusSchema = Type.Object({
   workflowId: Type.String({ description: "its album's workflow, or its own `message:` workflow when standalone" }),
   key: MessageKeySchema,

@@ -10,10 +10,11 @@ import { albumChildren, albumStatusFromDatabase, findAlbum, findMessage, listAlb
 import type { Pool } from '../db/pool.js';
 import { albumStatusViewsTotal } from '../common/metrics.js';
 import { completedAlbumView, reviewView, unseenChildren } from '../domain/album-view.js';
-import { albumProfileOf } from '../ingest/sources.js';
-import { HttpError } from './errors.js';
+import { albumProfileOf } from '../platforms/index.js';
+import { HttpError } from '../common/http-error.js';
 import { AlbumParams, albumKeyOf, albumPath, MessageParams, messageKeyOf, messagePath, rowIdPattern, Segment } from './params.js';
-import { AlbumListSchema, ErrorBodySchema as ErrorBody, MessageStatusSchema, type AlbumListBody, type MessageStatus } from './schemas.js';
+import { AlbumListSchema, MessageStatusSchema, type AlbumListBody, type MessageStatus } from './schemas.js';
+import { ErrorBodySchema as ErrorBody } from '../common/http-error.js';
 import { AlbumViewSchema } from '../domain/schemas.js';
 
 export interface StatusOptions {
@@ -103,13 +104,13 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
       if (request.query.source === 'database') {
         void reply.header('x-albumflow-source', 'database' satisfies StatusSource);
         albumStatusViewsTotal.inc({ source: 'database' });
-        return albumStatusFromDatabase(pool, album, key);
+        return albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder);
       }
       const [live, stored] = await Promise.all([queryRunningWorkflow(album.workflowId), albumChildren(pool, album.id)]);
       void reply.header('x-albumflow-source', (live ? 'workflow' : 'database') satisfies StatusSource);
       if (!live) {
         albumStatusViewsTotal.inc({ source: 'database' });
-        return albumStatusFromDatabase(pool, album, key, stored);
+        return albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder, stored);
       }
       if (unseenChildren(live, stored).length === 0) return live;
       const decisions = await decisionsOf(pool, album.workflowId);

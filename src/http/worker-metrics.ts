@@ -10,7 +10,7 @@ import { errorMessage } from '../common/error-message.js';
 import type { Logger } from '../common/log.js';
 import { registry } from '../common/metrics.js';
 import type { Tokens } from '../tenants/tokens.js';
-import { errorBody } from './errors.js';
+import { errorBody } from '../common/http-error.js';
 
 export interface WorkerMetricsServer {
   /** Its /metrics URL. */

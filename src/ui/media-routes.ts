@@ -7,9 +7,9 @@ import { Type } from 'typebox';
 import { findWorkspaceMedia } from '../db/media.js';
 import { MediaStoreError, mediaKey, type MediaStore } from '../media/store.js';
 import type { Pool } from '../db/pool.js';
-import { HttpError } from '../http/errors.js';
+import { HttpError } from '../common/http-error.js';
 import { Segment } from '../http/params.js';
-import { ErrorBodySchema as ErrorBody } from '../http/schemas.js';
+import { ErrorBodySchema as ErrorBody } from '../common/http-error.js';
 import type { IconName, Thumbnailer } from './thumbnails.js';
 
 export interface MediaRoutesOptions {

@@ -9,7 +9,8 @@ import { findErasure } from '../db/lifetime.js';
 import type { Pool } from '../db/pool.js';
 import { emptyUsage, type UsageReader } from '../db/usage.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
-import { HttpError, handleError } from '../http/errors.js';
+import { handleError } from '../http/errors.js';
+import { HttpError } from '../common/http-error.js';
 import { AlbumParams, Segment, albumKeyOf, rowIdPattern } from '../http/params.js';
 import { IdentifierString } from '../http/text-schemas.js';
 import { wantsPage, type Access } from '../http/access/plugin.js';
@@ -18,6 +19,7 @@ import { albumPageModel } from './album-page.js';
 import { eraseConfirmModel, erasurePageModel } from './erasure-page.js';
 import { consolePaths } from './paths.js';
 import { renderPage, type AlbumListFilters, type AlbumListPage } from './views.js';
+import { albumProfileOf } from '../platforms/index.js';
 
 export interface ConsolePagesOptions {
   pool: Pool;
@@ -164,7 +166,10 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
       if (!album) throw new HttpError(404, 'album_not_found', 'No child of this album was ever stored.');
       // The version is read first: a change after it makes the next poll fetch the page again.
       const version = await albumVersion(pool, album.workflowId);
-      const [status, details] = await Promise.all([albumStatusFromDatabase(pool, album, key), attachmentDetails(pool, album.id)]);
+      const [status, details] = await Promise.all([
+        albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder),
+        attachmentDetails(pool, album.id),
+      ]);
       const model = albumPageModel({ album: status, details, version: version?.version ?? '', pollMs, temporalUi });
       return html(reply, renderPage('album', { title: `Album ${key.albumId}`, signedIn: true }, model));
     },
@@ -182,7 +187,7 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
       if (!album) throw new HttpError(404, 'album_not_found', 'No child of this album is stored: there is nothing to erase.');
       const body = request.body as { confirm?: unknown } | null | undefined;
       if (body?.confirm !== 'yes') {
-        const status = await albumStatusFromDatabase(pool, album, key);
+        const status = await albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder);
         return html(reply, renderPage('erase', { title: `Erase album ${key.albumId}`, signedIn: true }, eraseConfirmModel(status)));
       }
       const subject = { scope: 'album' as const, key };

@@ -19,7 +19,8 @@ import {
   WorkspaceBody,
   workspaceInfos,
 } from '../http/admin.js';
-import { handleError, HttpError } from '../http/errors.js';
+import { handleError } from '../http/errors.js';
+import { HttpError } from '../common/http-error.js';
 import { IdentifierString } from '../http/text-schemas.js';
 import type { TenantRegistry } from '../tenants/registry.js';
 import { consolePaths } from './paths.js';

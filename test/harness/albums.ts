@@ -13,7 +13,7 @@ import { childrenSignal, workflowTypes } from '../../workflows/definitions.js';
 import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
 import type { AlbumKey, AlbumView, ChildArrival, JsonValue, MessageKey } from '../../src/domain/types.js';
 import type { AlbumWorkflowInput } from '../../workflows/types.js';
-import { albumProfileOf } from '../../src/ingest/sources.js';
+import { albumProfileOf } from '../../src/platforms/index.js';
 import { startTestWorker, testClient, testPool, type TestWorker } from './env.js';
 import { albumEvent, webhookRequest, type AlbumEventOptions } from './events.js';
 import { startMediaServer, type MediaServer } from './servers/media.js';
@@ -272,7 +272,7 @@ export function testAlbum(inbox: Inbox, albumId: string, conversationId = `conv-
   const key: AlbumKey = { workspace: inbox.workspace, provider: 'whatsapp', accountId: 'acc_1', conversationId, albumId };
   const status = async () => {
     const album = await findAlbum(inbox.pool, key);
-    return album ? albumStatusFromDatabase(inbox.pool, album, key) : null;
+    return album ? albumStatusFromDatabase(inbox.pool, album, key, albumProfileOf(album.source).childOrder) : null;
   };
   return {
     key,

@@ -5,9 +5,10 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseUpdate } from '../../src/ingest/telegram.js';
+import { parseUpdate } from '../../src/platforms/telegram/parse.js';
 import { projectRoot } from '../../src/common/paths.js';
-import { lineSignature, signatureHeader } from '../../src/common/signature.js';
+import { signatureHeader } from '../../src/common/signature.js';
+import { lineSignature } from '../../src/platforms/line/signature.js';
 import { unique } from './random.js';
 import type { FakeBotApi, FakeFile } from './servers/fake-bot-api.js';
 

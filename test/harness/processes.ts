@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../src/common/paths.js';
-import { ingressReadyPrefix, workerReadyPrefix } from '../../src/ready-lines.js';
+import { ingressReadyPrefix, workerReadyPrefix } from '../../src/process/ready-lines.js';
 
 export interface ProcessOptions {
   name: string;

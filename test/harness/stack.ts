@@ -11,7 +11,7 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/common/config.js';
 import { connectionConfig, createPool, type Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher } from '../../src/dispatcher/dispatcher.js';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App } from '../../src/process/app.js';
 import { pickPort } from '../../src/embedded/ports.js';
 import type { Logger } from '../../src/common/log.js';
 import { webhookRequest, type Delivery } from './events.js';

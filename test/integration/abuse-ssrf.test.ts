@@ -4,7 +4,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDownloadActivities } from '../../activities/download.js';
 import type { DownloadInput } from '../../workflows/activity-types.js';
-import { isPublicAddress, networkPolicy, type NetworkPolicy } from '../../activities/network-guard.js';
+import { isPublicAddress, networkPolicy, type NetworkPolicy } from '../../src/common/network-guard.js';
 import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { DownloadResult } from '../../src/domain/types.js';

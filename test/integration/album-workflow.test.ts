@@ -8,6 +8,7 @@ import { eventually, newAlbumKey, saveHistory, signalAlbum, storeAlbumChildren, 
 import { albumRow, storedDecisions, storedNotifications } from '../harness/rows.js';
 import { testConfig } from '../harness/env.js';
 import { unique } from '../harness/random.js';
+import { albumProfileOf } from '../../src/platforms/index.js';
 
 describe('album workflow against the real PostgreSQL and Temporal', () => {
   const config = testConfig();
@@ -18,7 +19,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
   async function viewFromPostgres(status: AlbumView): Promise<AlbumView> {
     const { pool } = bed;
     const album = (await findAlbum(pool, status.key))!;
-    return albumStatusFromDatabase(pool, album, status.key);
+    return albumStatusFromDatabase(pool, album, status.key, albumProfileOf(album.source).childOrder);
   }
 
   it('deduplicates redelivered children, accepts any order, decides once on the expected count and settles media', async () => {

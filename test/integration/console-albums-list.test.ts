@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App } from '../../src/process/app.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
 import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { ErrorBody } from '../../src/http/schemas.js';
+import type { ErrorBody } from '../../src/common/http-error.js';
 import { templatesDir } from '../../src/ui/views.js';
 import { mediaLinksFor } from '../../src/media/links.js';
 import { capturedLogger, testBucket } from '../harness/env.js';

@@ -3,7 +3,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/dispatcher/dispatcher.js';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App } from '../../src/process/app.js';
 import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src/common/metrics.js';
 import { searchAttributes } from '../../workflows/definitions.js';
 import type { ChildrenBatch } from '../../workflows/types.js';

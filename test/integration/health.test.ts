@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App } from '../../src/process/app.js';
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../../src/db/pool.js';
 import { parseMediaStore } from '../../src/common/config.js';

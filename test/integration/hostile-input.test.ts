@@ -2,7 +2,7 @@ import proto from '@temporalio/proto';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { albumProfileOf } from '../../src/ingest/sources.js';
+import { albumProfileOf } from '../../src/platforms/index.js';
 import { startSearchAttributes } from '../../src/temporal/workflow-start.js';
 import { resolveReviewUpdate, workflowTypes } from '../../workflows/definitions.js';
 import type { AlbumView } from '../../src/domain/types.js';

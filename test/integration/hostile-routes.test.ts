@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../../src/app.js';
-import { secretTokenHeader } from '../../src/http/telegram-webhook.js';
-import { lineSignature, signatureHeader } from '../../src/common/signature.js';
+import { buildApp, type App } from '../../src/process/app.js';
+import { secretTokenHeader } from '../../src/platforms/telegram/route.js';
+import { signatureHeader } from '../../src/common/signature.js';
+import { lineSignature } from '../../src/platforms/line/signature.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
 import { eventually } from '../harness/albums.js';
 import { testLogger } from '../harness/env.js';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App } from '../../src/process/app.js';
 import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 

@@ -11,7 +11,7 @@ import {
 } from '../../src/db/ingest.js';
 import type { Pool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
-import { parseEvent } from '../../src/ingest/unifyport.js';
+import { parseEvent } from '../../src/platforms/unifyport/parse.js';
 import { testConfig, testPool } from '../harness/env.js';
 import { unifyportEvent } from '../harness/events.js';
 import { unique } from '../harness/random.js';

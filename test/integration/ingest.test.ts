@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ingestChild, storeDeliveries, type ChildDelivery, type IngestResult } from '../../src/db/ingest.js';
 import { outboxChannel } from '../../src/db/outbox.js';
 import type { Pool } from '../../src/db/pool.js';
-import { parseEvent } from '../../src/ingest/unifyport.js';
+import { parseEvent } from '../../src/platforms/unifyport/parse.js';
 import { testConfig, testPool } from '../harness/env.js';
 import { unifyportEvent } from '../harness/events.js';
 import { unique } from '../harness/random.js';

@@ -9,7 +9,7 @@ import type { AlbumKey, MessageKey } from '../../src/domain/types.js';
 import { recordDownloadResult, findAttachment } from '../../src/db/attachments.js';
 import { collectObject } from '../../src/db/lifetime.js';
 import { openMediaStore, thumbnailKey, type MediaStore } from '../../src/media/store.js';
-import { locateTemporalCli } from '../../src/temporal/cli.js';
+import { locateTemporalCli } from '../../src/embedded/temporal-cli.js';
 import { ensureRetentionSchedule, retentionScheduleId } from '../../src/temporal/lifetime.js';
 import { eventually, settled, storeAttachment, testAlbum, workspaceInbox, type TestAlbum } from '../harness/albums.js';
 import { albumEvent } from '../harness/events.js';

@@ -10,6 +10,7 @@ import { newAlbumKey, storeAlbumChildren } from '../harness/albums.js';
 import { testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 import { notifications } from '../harness/rows.js';
+import { albumProfileOf } from '../../src/platforms/index.js';
 
 describe('a notification whose album body is too large to pass through Temporal', () => {
   const config = testConfig();
@@ -52,7 +53,8 @@ describe('a notification whose album body is too large to pass through Temporal'
     const rows = (await notifications.read(pool, { id: `${workflowId}/1` }, ['payload'])) as Array<{
       payload: { album: unknown; decision: unknown };
     }>;
-    const expected = await albumStatusFromDatabase(pool, (await findAlbum(pool, key))!, key);
+    const album = (await findAlbum(pool, key))!;
+    const expected = await albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder);
     expect(rows[0]!.payload.album).toEqual(JSON.parse(JSON.stringify(expected)));
     expect(expected).toMatchObject({ distinctChildren: 2, decisions: [{ seq: 1, childMessageIds: ['m0', 'm1'] }] });
     expect(rows[0]!.payload.decision).toEqual(decision);

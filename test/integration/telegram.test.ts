@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
+import { buildApp } from '../../src/process/app.js';
 import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
 import type { MessageStatus } from '../../src/http/schemas.js';
 import type { AlbumView, AttachmentView } from '../../src/domain/types.js';

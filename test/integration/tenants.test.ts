@@ -10,7 +10,7 @@ import type { Config } from '../../src/common/config.js';
 import type { Pool } from '../../src/db/pool.js';
 import { sessionCookie } from '../../src/http/access/session.js';
 import { createRegistry, withRegisteredBots, type TenantRegistry } from '../../src/tenants/registry.js';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App } from '../../src/process/app.js';
 import { capturedLogger, freshDatabase, testClient, testConfig, testPool } from '../harness/env.js';
 import { lineHeaders, telegramHeaders, unifyportEvent, unifyportHeaders } from '../harness/events.js';
 import { unique } from '../harness/random.js';

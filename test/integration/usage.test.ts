@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App } from '../../src/process/app.js';
 import type { Pool } from '../../src/db/pool.js';
 import { workspaceUsage, type WorkspaceUsage } from '../../src/db/usage.js';
 import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';

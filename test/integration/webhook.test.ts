@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../src/db/pool.js';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App } from '../../src/process/app.js';
 import { webhooksTotal } from '../../src/common/metrics.js';
 import { signatureHeader } from '../../src/common/signature.js';
 import { testClient, testConfig, testLogger, testPool } from '../harness/env.js';

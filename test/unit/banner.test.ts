@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { banner } from '../../src/banner.js';
+import { banner } from '../../src/process/banner.js';
 import { loadConfig } from '../../src/common/config.js';
 
 const urls = { http: 'http://127.0.0.1:3000', console: 'http://127.0.0.1:3000/ui', temporal: '127.0.0.1:7233' };

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { formatAlbum, formatAlbumList, formatMessage } from '../../src/cli/format.js';
-import { shellQuoted, terminalJson, terminalText } from '../../src/cli/terminal.js';
+import { shellQuoted, terminalJson, terminalText } from '../../src/common/terminal.js';
 import type { AlbumListBody, MessageStatus } from '../../src/http/schemas.js';
 import type { AlbumView } from '../../src/domain/types.js';
 

@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { configEnvNames } from '../../src/common/config.js';
 import { projectRoot } from '../../src/common/paths.js';
-import { temporalDatabase } from '../../src/cluster/database.js';
-import { serverConfigTemplate } from '../../src/cluster/cluster.js';
-import { clusterImages, clusterTools, s3ServerTool } from '../../src/cluster/versions.js';
+import { temporalDatabase } from '../../tools/cluster/database.js';
+import { serverConfigTemplate } from '../../tools/cluster/cluster.js';
+import { clusterImages, clusterTools, s3ServerTool } from '../../tools/cluster/versions.js';
 import { dynamicConfigFile, readDynamicConfig } from '../../src/temporal/dynamic-config.js';
 
 interface Service {

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lineSignature } from '../../src/common/signature.js';
+import { lineSignature } from '../../src/platforms/line/signature.js';
 import { runCli } from '../harness/cli.js';
 import { lineBodies } from '../harness/events.js';
 import { startFakeLineApi, type FakeLineApi } from '../harness/servers/fake-line-api.js';

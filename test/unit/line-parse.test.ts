@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseLineWebhook, type ParsedLineWebhook } from '../../src/ingest/line.js';
+import { parseLineWebhook, type ParsedLineWebhook } from '../../src/platforms/line/parse.js';
 import { lineEvent, lineImageSet, unsendOf, type LineEvent } from '../harness/events.js';
 
 const destination = 'U0123456789abcdef0123456789abcdef';

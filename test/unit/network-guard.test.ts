@@ -10,7 +10,7 @@ import {
   vetTarget,
   type NetworkPolicy,
   type ResolvedAddress,
-} from '../../activities/network-guard.js';
+} from '../../src/common/network-guard.js';
 
 describe('addressRange', () => {
   it.each([

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseUpdate } from '../../src/ingest/telegram.js';
-import { parseEvent } from '../../src/ingest/unifyport.js';
+import { parseUpdate } from '../../src/platforms/telegram/parse.js';
+import { parseEvent } from '../../src/platforms/unifyport/parse.js';
 import { unifyportEvent } from '../harness/events.js';
 import { holdsUnstorableText, isStorableText, textProblem } from '../../src/domain/storable-text.js';
 

@@ -4,8 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BotApiError, cloudDownloadLimitBytes, createBotApi, type BotApi, type TelegramDownload } from '../../src/telegram/bot-api.js';
-import { readUpdateTypes } from '../../src/ingest/telegram.js';
+import { PlatformApiError } from '../../src/platforms/api.js';
+import { cloudDownloadLimitBytes, createBotApi, type BotApi, type TelegramDownload } from '../../src/platforms/telegram/bot-api.js';
+import { readUpdateTypes } from '../../src/platforms/telegram/parse.js';
 import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
 
 const token = '7000000001:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw';
@@ -27,15 +28,15 @@ async function content(download: TelegramDownload): Promise<Buffer> {
   return bytes(download.stream);
 }
 
-async function failure(promise: Promise<unknown>): Promise<BotApiError> {
+async function failure(promise: Promise<unknown>): Promise<PlatformApiError> {
   try {
     await promise;
   } catch (err) {
-    expect(err).toBeInstanceOf(BotApiError);
+    expect(err).toBeInstanceOf(PlatformApiError);
     errorMessages.push((err as Error).message, String((err as Error).stack));
-    return err as BotApiError;
+    return err as PlatformApiError;
   }
-  throw new Error('expected a BotApiError');
+  throw new Error('expected a PlatformApiError');
 }
 
 describe('Bot API client against the fake Bot API', () => {

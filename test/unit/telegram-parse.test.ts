@@ -3,9 +3,9 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { albumWorkflowId, childKeyString } from '../../src/domain/keys.js';
-import { maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from '../../src/ingest/child.js';
-import { maxNestingDepth } from '../../src/ingest/json-body.js';
-import { parseUpdate, readUpdateTypes, type ParsedUpdate } from '../../src/ingest/telegram.js';
+import { maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from '../../src/domain/child.js';
+import { maxNestingDepth } from '../../src/platforms/json-body.js';
+import { parseUpdate, readUpdateTypes, type ParsedUpdate } from '../../src/platforms/telegram/parse.js';
 import { projectRoot } from '../../src/common/paths.js';
 
 const workspace = 'ws';

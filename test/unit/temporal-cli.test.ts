@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { locateTemporalCli, toolCacheDir } from '../../src/temporal/cli.js';
+import { locateTemporalCli, toolCacheDir } from '../../src/embedded/temporal-cli.js';
 
 const dirs: string[] = [];
 function tempDir(): string {

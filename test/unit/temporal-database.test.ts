@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { temporalDatabase } from '../../src/cluster/database.js';
+import { temporalDatabase } from '../../tools/cluster/database.js';
 
 describe("Temporal's databases beside albumflow's", () => {
   it('sit on the server of DATABASE_URL, named after its database, with its user and password', () => {

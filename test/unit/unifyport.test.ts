@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { maxWorkflowIdLength, type ChildMessage } from '../../src/ingest/child.js';
-import { isoTimestamp, parseEvent, type ParsedEvent } from '../../src/ingest/unifyport.js';
+import { maxWorkflowIdLength, type ChildMessage } from '../../src/domain/child.js';
+import { isoTimestamp, parseEvent, type ParsedEvent } from '../../src/platforms/unifyport/parse.js';
 import { unifyportEvent } from '../harness/events.js';
 
 const workspace = 'ws';

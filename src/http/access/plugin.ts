@@ -1,8 +1,8 @@
 import cookie from '@fastify/cookie';
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import { HttpError } from '../errors.js';
-import { ErrorBodySchema as ErrorBody } from '../schemas.js';
+import { HttpError } from '../../common/http-error.js';
+import { ErrorBodySchema as ErrorBody } from '../../common/http-error.js';
 import { sessionCookie, sessionCookiePath, type ConsoleSessions } from './session.js';
 import { bearerTokenOf } from '../../common/bearer-token.js';
 import { reaches, tokenHash, type TokenEntry, type Tokens } from '../../tenants/tokens.js';

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { isUnavailable, type Queryable } from '../../db/pool.js';
 import { deleteSession, exchangeSignInCode, findSession, findSignInCode, insertSession, insertSignInCode } from '../../db/sessions.js';
-import { HttpError } from '../errors.js';
+import { HttpError } from '../../common/http-error.js';
 import { tokenDigest, type TokenEntry, type TokenTable } from '../../tenants/tokens.js';
 
 export const sessionCookie = 'albumflow_session';

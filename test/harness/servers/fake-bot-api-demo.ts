@@ -4,7 +4,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseUpdate } from '../../../src/ingest/telegram.js';
+import { parseUpdate } from '../../../src/platforms/telegram/parse.js';
 import { projectRoot } from '../../../src/common/paths.js';
 import type { FakeBotApi } from './fake-bot-api.js';
 import { jpeg } from '../images.js';

@@ -4,7 +4,7 @@
 // npm start test.
 
 import path from 'node:path';
-import { parseLineWebhook } from '../../../src/ingest/line.js';
+import { parseLineWebhook } from '../../../src/platforms/line/parse.js';
 import { projectRoot } from '../../../src/common/paths.js';
 import { lineBodies } from '../events.js';
 import { jpeg } from '../images.js';

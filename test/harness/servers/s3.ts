@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { locateS3Server } from '../../../src/cluster/s3-server.js';
+import { locateS3Server } from '../../../tools/cluster/s3-server.js';
 import { pickPort } from '../../../src/embedded/ports.js';
 
 export interface S3Server {

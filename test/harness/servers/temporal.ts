@@ -1,9 +1,9 @@
 // The Temporal server under a stack, not started yet and restartable on the same address and state: the
 // dev server (the one `npm start` embeds), its state in a file or in memory; or the real server, one
 // process running every service, its state and visibility in a PostgreSQL of the stack's own.
-import { freeClusterPorts, temporalCluster } from '../../../src/cluster/cluster.js';
-import { setUpSchemas, temporalDatabase } from '../../../src/cluster/database.js';
-import { locateClusterTools } from '../../../src/cluster/tools.js';
+import { freeClusterPorts, temporalCluster } from '../../../tools/cluster/cluster.js';
+import { setUpSchemas, temporalDatabase } from '../../../tools/cluster/database.js';
+import { locateClusterTools } from '../../../tools/cluster/builds.js';
 import { pickPort } from '../../../src/embedded/ports.js';
 import type { ServerLog } from '../../../src/embedded/server.js';
 import { startDevServer, type DevServer } from '../../../src/embedded/temporal.js';

@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../../src/db/pool.js';
 import { startEmbeddedServer, type EmbeddedServer, type EmbeddedStatus } from '../../../src/embedded/server.js';
-import { buildApp, type App } from '../../../src/app.js';
+import { buildApp, type App } from '../../../src/process/app.js';
 import { eventually } from '../../harness/albums.js';
 import { testClient, testConfig, testLogger, testPool } from '../../harness/env.js';
 

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isRunning } from '../../../src/embedded/ownership.js';
 import { startDevServer } from '../../../src/embedded/temporal.js';
 import { projectRoot } from '../../../src/common/paths.js';
-import { downloadWithSdk, locateTemporalCli } from '../../../src/temporal/cli.js';
+import { downloadWithSdk, locateTemporalCli } from '../../../src/embedded/temporal-cli.js';
 import { eventually } from '../../harness/albums.js';
 import { leaveOrphan } from './orphan.js';
 

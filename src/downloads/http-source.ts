@@ -1,0 +1,100 @@
+// A sender's URL: resolved and vetted by albumflow itself (network-guard.ts), connected to the address
+// that was vetted, redirects followed hop by hop, each vetted again.
+import http from 'node:http';
+import https from 'node:https';
+import { pinnedLookup, vetTarget, type NetworkPolicy, type ResolvedAddress } from '../common/network-guard.js';
+import type { StreamedFile } from '../platforms/api.js';
+import { PermanentDownloadError, TransientDownloadError, seconds } from './errors.js';
+
+export interface HttpLimits {
+  /** Until the TCP connection of one hop is established. */
+  connectTimeoutMs: number;
+  /** Longest silence of the server (no response, no body bytes). */
+  idleTimeoutMs: number;
+  maxRedirects: number;
+}
+
+const expiredStatuses = new Set([401, 403, 404, 410]);
+const redirectStatuses = new Set([301, 302, 303, 307, 308]);
+const requestHeaders = { 'user-agent': 'albumflow', accept: '*/*', 'accept-encoding': 'identity' };
+
+function statusError(status: number): Error {
+  const message = `HTTP ${status}`;
+  if (expiredStatuses.has(status)) return new PermanentDownloadError('expired', message);
+  if (status >= 500 || status === 408 || status === 429) return new TransientDownloadError(message);
+  return new PermanentDownloadError('failed', message);
+}
+
+function parseUrl(text: string, base?: URL): URL {
+  try {
+    return new URL(text, base);
+  } catch {
+    throw new PermanentDownloadError('failed', base ? 'a redirect pointed to an invalid URL' : 'the attachment URL is not a valid URL');
+  }
+}
+
+/** One GET to a vetted address; connection and silence limits abort the whole attempt. */
+function get(url: URL, target: ResolvedAddress, attempt: AbortController, limits: HttpLimits): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const request = (url.protocol === 'https:' ? https : http).get(url, {
+      agent: false,
+      lookup: pinnedLookup(target),
+      signal: attempt.signal,
+      headers: requestHeaders,
+    });
+    const connectTimer = setTimeout(
+      () => attempt.abort(new TransientDownloadError(`no connection to ${url.hostname} within ${seconds(limits.connectTimeoutMs)}`)),
+      limits.connectTimeoutMs,
+    );
+    const connected = () => clearTimeout(connectTimer);
+    request.once('socket', (socket) => {
+      socket.setTimeout(limits.idleTimeoutMs, () =>
+        attempt.abort(new TransientDownloadError(`${url.hostname} sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
+      );
+      if (socket.connecting) socket.once('connect', connected);
+      else connected();
+      socket.once('close', connected);
+    });
+    request.once('response', (response) => {
+      connected();
+      resolve(response);
+    });
+    request.once('error', (err) => {
+      connected();
+      reject(err);
+    });
+  });
+}
+
+/** Follows up to `maxRedirects` redirects, vetting every hop, to a 2xx response: the file to store. */
+export async function openHttpMedia(
+  rawUrl: string,
+  network: NetworkPolicy,
+  attempt: AbortController,
+  limits: HttpLimits,
+): Promise<StreamedFile> {
+  let url = parseUrl(rawUrl);
+  for (let redirects = 0; ; redirects++) {
+    const target = await vetTarget(url, network);
+    const response = await get(url, target, attempt, limits);
+    const status = response.statusCode ?? 0;
+    if (status >= 200 && status < 300) {
+      const declared = response.headers['content-length'];
+      return {
+        stream: response,
+        contentLength: declared === undefined ? null : Number(declared),
+        contentType: response.headers['content-type'] ?? null,
+      };
+    }
+    response.destroy();
+    const location = response.headers.location;
+    if (!redirectStatuses.has(status) || !location) throw statusError(status);
+    if (redirects === limits.maxRedirects) throw new PermanentDownloadError('failed', `more than ${limits.maxRedirects} redirects`);
+    url = parseUrl(location, url);
+  }
+}
+
+/** Node's words for a response body whose connection closed before its end. */
+export function cutShort(err: unknown): boolean {
+  return err instanceof Error && err.message === 'aborted' && (err as NodeJS.ErrnoException).code === 'ECONNRESET';
+}

@@ -1,0 +1,276 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.js';
+import type { Config } from '../common/config.js';
+import { connectionConfig, createPool, ensureDatabase, type Pool } from '../db/pool.js';
+import { migrate } from '../db/migrate.js';
+import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../dispatcher/dispatcher.js';
+import { resolveApiTokens } from '../http/access/admin-token.js';
+import { consolePath, signInPath } from '../http/access/plugin.js';
+import { ConsoleSessions } from '../http/access/session.js';
+import { serveWorkerMetrics } from '../http/worker-metrics.js';
+import { buildApp, type App } from './app.js';
+import { openMediaStore } from '../media/store.js';
+import type { Logger } from '../common/log.js';
+import { claimDataDir } from '../embedded/ownership.js';
+import { pickPort } from '../embedded/ports.js';
+import { startEmbeddedPostgres } from '../embedded/postgres.js';
+import type { EmbeddedServer } from '../embedded/server.js';
+import { devServerDbFile, startDevServer, type DevServer } from '../embedded/temporal.js';
+import { connectClient, connectWorker, prepareNamespace, temporalConnectOptions } from '../temporal/connection.js';
+import { installTemporalRuntime } from '../temporal/telemetry.js';
+import type { Tracing } from '../common/tracing.js';
+import { clientTracingInterceptors, workerTracingOptions } from '../temporal/tracing.js';
+import { ensureRetentionSchedule } from '../temporal/lifetime.js';
+import { bundleWorkflowsInChildProcess, createAlbumWorker } from '../temporal/worker.js';
+import { resolveSecretKey } from '../common/secret-key.js';
+import { createRegistry, withRegisteredBots, type TenantRegistry } from '../tenants/registry.js';
+
+export interface Roles {
+  /** The HTTP server: webhooks, status, health, metrics. */
+  http: boolean;
+  /** The outbox dispatcher, which hands committed children to their album workflows. */
+  dispatcher: boolean;
+  /** Temporal worker running the album workflows and activities. */
+  worker: boolean;
+}
+
+export interface Service {
+  urls: {
+    http?: string;
+    /** The console; with a single-use sign-in code when the admin token was generated (no API_TOKENS). */
+    console?: string;
+    /** The embedded PostgreSQL's address (without its password); unset with DATABASE_URL. */
+    database?: string;
+    /** Where the embedded PostgreSQL keeps its data: DATA_DIR/postgres, or as root a place the postgres OS user reaches. */
+    databaseDir?: string;
+    temporal: string;
+    temporalUi?: string;
+    workerMetrics?: string;
+  };
+  /** Settles when albumflow can no longer work: an embedded server died and could not be restarted. */
+  failed: Promise<Error>;
+  /** Stops accepting, drains, and closes everything in reverse order of start. */
+  close(): Promise<void>;
+}
+
+/**
+ * What a caller swaps in from code, never from the environment: the bench starts its cost baseline's
+ * ingress and worker this way.
+ */
+export interface ServiceOptions {
+  /** The workflow module the worker bundles instead of workflows/index.ts. */
+  workflowsPath?: string;
+  /** The dispatcher's signal settings. */
+  dispatcher?: Pick<DispatcherOptions, 'minSignalIntervalMs' | 'maxChildrenPerSignal'>;
+  /** The tracing this process started (the OTEL_* variables turned it on): shut down last, after everything it traces. */
+  tracing?: Tracing;
+}
+
+/**
+ * Starts albumflow's parts: the embedded PostgreSQL when DATABASE_URL is unset, migrations, the embedded
+ * Temporal dev server when TEMPORAL_ADDRESS is unset, then the worker, the dispatcher and the HTTP
+ * server, each when its role is asked for. Embedded servers belong to this process: it claims the data
+ * directory first (a second albumflow on it stops here), and stops them last.
+ */
+export async function startService(config: Config, roles: Roles, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
+  const closers: Array<() => Promise<unknown>> = [];
+  // Once, however many callers ask (a signal and a lost embedded server may both).
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      for (const closer of closers.reverse()) {
+        await closer().catch((err: unknown) => logger.error({ err }, 'error while shutting down'));
+      }
+    })());
+
+  let fail: (err: Error) => void = () => undefined;
+  const failed = new Promise<Error>((resolve) => (fail = resolve));
+  const embedded: EmbeddedServer[] = [];
+  const embed = <T extends EmbeddedServer>(server: T): T => {
+    embedded.push(server);
+    closers.push(() => server.stop());
+    return server;
+  };
+
+  const { tracing } = options;
+  if (tracing) closers.push(() => tracing.shutdown());
+  try {
+    // Readable by their owner only, like the admin token: the photos of every album (with MEDIA_STORE, the
+    // downloads under way), the servers' state.
+    if (roles.http || roles.worker) fs.mkdirSync(config.media.dir, { recursive: true, mode: 0o700 });
+    if (!config.databaseUrl || !config.temporal.address) {
+      const claim = claimDataDir(config.dataDir);
+      closers.push(async () => claim.release());
+    }
+    const database = config.databaseUrl
+      ? { url: config.databaseUrl }
+      : embed(await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), log: logger, onFailed: fail }));
+    const dbConfig = connectionConfig(database.url);
+    await ensureDatabase(dbConfig);
+    await migrate(dbConfig, logger);
+
+    // Before any Temporal connection (the SDK's download of the dev server makes one).
+    // The Temporal SDK's metrics, on a loopback port: the HTTP API's /metrics includes them, or the worker's own listener.
+    let temporalMetrics: string | undefined;
+    if (roles.worker) {
+      const metricsPort = await pickPort();
+      installTemporalRuntime(logger, `127.0.0.1:${metricsPort}`);
+      temporalMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
+    }
+    const devServer: DevServer | undefined = config.temporal.address
+      ? undefined
+      : embed(
+          await startDevServer({
+            dbFile: devServerDbFile(config.dataDir),
+            port: config.temporal.port,
+            uiPort: config.temporal.uiPort,
+            log: logger,
+            onFailed: fail,
+          }),
+        );
+    const { connectionOptions } = temporalConnectOptions(devServer?.address);
+    const namespace = config.temporal.namespace;
+
+    const client: Client = await connectClient(connectionOptions, namespace, undefined, tracing ? await clientTracingInterceptors() : []);
+    closers.push(() => client.connection.close());
+    await prepareNamespace(client, namespace);
+
+    const pool: Pool = createPool(dbConfig, { max: 20, logger });
+    closers.push(() => pool.end());
+    const store = openMediaStore(config.media);
+    closers.push(async () => store.close());
+
+    // One registry of the tenants for the HTTP routes and the worker's downloads, following the tables' changes.
+    // A worker of its own checks them too, on its /metrics.
+    const apiTokens = roles.http || roles.worker ? resolveApiTokens(config, logger) : { tokens: new Map<string, string[]>() };
+    let tenants: TenantRegistry | undefined;
+    if (roles.http || roles.worker) {
+      const secretKey = resolveSecretKey({ secretKey: config.secretKey, dataDir: config.dataDir });
+      if (secretKey.file) {
+        logger.info(
+          { file: secretKey.file },
+          secretKey.created
+            ? 'ALBUMFLOW_SECRET_KEY is unset: generated a secret key'
+            : 'ALBUMFLOW_SECRET_KEY is unset: using the secret key',
+        );
+      }
+      if (secretKey.warning) logger.warn(secretKey.warning);
+      const registry = createRegistry({
+        config,
+        pool,
+        keys: secretKey.ring,
+        logger,
+        tokens: apiTokens.tokens,
+        tokenLabel: config.apiTokens ? 'API_TOKENS' : 'admin token',
+      });
+      await registry.start();
+      closers.push(() => registry.close());
+      tenants = registry;
+    }
+
+    let workerMetrics: string | undefined;
+    if (roles.worker && !roles.http && temporalMetrics && tenants) {
+      const server = await serveWorkerMetrics({
+        host: config.temporal.workerMetricsHost,
+        port: config.temporal.workerMetricsPort ?? (await pickPort()),
+        tokens: tenants,
+        temporalMetricsUrl: temporalMetrics,
+        timeouts: config.http,
+        logger,
+      });
+      closers.push(() => server.close());
+      workerMetrics = server.url;
+    }
+
+    if (roles.worker) {
+      const connection: NativeConnection = await connectWorker(connectionOptions);
+      closers.push(() => connection.close());
+      const bundle = await bundleWorkflowsInChildProcess({
+        ...(options.workflowsPath ? { modulePath: options.workflowsPath } : {}),
+        traced: tracing !== undefined,
+      });
+      closers.push(async () => bundle.dispose());
+      const worker: Worker = await createAlbumWorker({
+        connection,
+        namespace,
+        taskQueue: config.temporal.taskQueue,
+        activities: createActivities({ pool, config: withRegisteredBots(config, tenants!), logger, store, temporal: client }),
+        workflowBundle: { codePath: bundle.codePath },
+        maxCachedWorkflows: config.temporal.maxCachedWorkflows,
+        ...(tracing ? { tracing: await workerTracingOptions(tracing) } : {}),
+      });
+      const running = worker.run();
+      await ensureRetentionSchedule(client, config.temporal.taskQueue, config.retention.intervalS);
+      // A worker that stopped on its own leaves albumflow unable to work: it exits, as when an embedded server is lost.
+      running.catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
+      closers.push(async () => {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running;
+      });
+    }
+
+    const dispatcher: Dispatcher | undefined = roles.dispatcher
+      ? createDispatcher({
+          pool,
+          client,
+          taskQueue: config.temporal.taskQueue,
+          timings: config.album,
+          logger,
+          ...options.dispatcher,
+        })
+      : undefined;
+    if (dispatcher) {
+      dispatcher.start();
+      closers.push(() => dispatcher.stop());
+    }
+
+    let app: App | undefined;
+    let consoleLink = consolePath;
+    if (roles.http) {
+      const { adminToken } = apiTokens;
+      const consoleSessions = new ConsoleSessions(pool);
+      if (adminToken) consoleLink = `${signInPath}?code=${await consoleSessions.issueCode(adminToken)}`;
+      // With TEMPORAL_UI_PORT=0 the console learns the UI's address from the dev server once it runs.
+      const uiUrl = config.temporal.uiUrl ?? devServer?.uiUrl;
+      app = await buildApp({
+        config: { ...config, temporal: { ...config.temporal, uiUrl } },
+        pool,
+        temporal: client,
+        wakeDispatcher: () => dispatcher?.wake(),
+        logger,
+        embeddedServers: embedded,
+        ...(temporalMetrics ? { workerMetricsUrl: temporalMetrics } : {}),
+        tenants,
+        consoleSessions,
+        traced: tracing !== undefined,
+        store,
+      });
+      closers.push(() => app!.close());
+      await app.listen({ port: config.port, host: config.host });
+    }
+
+    const address = app?.server.address();
+    const http = address && typeof address === 'object' ? `http://${displayHost(config.host)}:${address.port}` : undefined;
+    return {
+      urls: {
+        ...(http ? { http, console: `${http}${consoleLink}` } : {}),
+        ...('displayUrl' in database ? { database: database.displayUrl, databaseDir: database.clusterDir } : {}),
+        temporal: devServer?.address ?? connectionOptions.address ?? '',
+        ...(devServer?.uiUrl ? { temporalUi: devServer.uiUrl } : {}),
+        ...(workerMetrics ? { workerMetrics } : {}),
+      },
+      failed,
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+function displayHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+}
