@@ -1,6 +1,7 @@
 // The import rules `npm run lint` checks (dependency-cruiser): no import cycle between modules or between
-// folders, a domain that imports nothing of the app, and workflow code that imports only what a
-// deterministic sandbox may run. Type-only imports count like any other.
+// folders, a domain that imports nothing of the app, workflow code that imports only what a deterministic
+// sandbox may run, platform folders that import nothing of each other, and developer tools the product
+// never imports. Type-only imports count like any other.
 
 const npm = (name) => `(^|/)node_modules/${name}/`;
 
@@ -58,6 +59,40 @@ export default {
       severity: 'error',
       from: { path: '^src/media/' },
       to: { path: ['^workflows/', '^activities/', '^src/(?!media/|common/|db/)', '^src/[^/]+\\.ts$'] },
+    },
+    {
+      name: 'no-platform-imports-another',
+      comment:
+        'A platform folder (src/platforms/<platform>/) imports nothing of another platform folder: what two platforms ' +
+        'share lives once, in src/platforms/ beside them.',
+      severity: 'error',
+      from: { path: '^src/platforms/([^/]+)/' },
+      to: { path: '^src/platforms/[^/]+/', pathNot: ['^src/platforms/$1/'] },
+    },
+    {
+      name: 'only-the-registry-names-a-platform',
+      comment:
+        'Nothing outside src/platforms/ names a platform folder: the app reaches every platform through the interface ' +
+        '(src/platforms/platform.ts) and the registration (src/platforms/index.ts). Tests and the bench may.',
+      severity: 'error',
+      from: { path: '^(src|workflows|activities)/', pathNot: '^src/platforms/' },
+      to: { path: '^src/platforms/[^/]+/' },
+    },
+    {
+      name: 'network-guard-is-a-leaf',
+      comment:
+        'The network guard (what downloads and outbound delivery may connect to) imports nothing of albumflow, so every ' +
+        'layer that opens a connection to an address a sender or a customer gave can use it.',
+      severity: 'error',
+      from: { path: '^src/common/network-guard\\.ts$' },
+      to: { path: ['^src/', '^workflows/', '^activities/', '^tools/'] },
+    },
+    {
+      name: 'tools-stay-out-of-the-product',
+      comment: 'tools/ holds developer tools (the real Temporal server and the S3 server of the tests): the product never imports them.',
+      severity: 'error',
+      from: { path: '^(src|workflows|activities)/' },
+      to: { path: '^tools/' },
     },
     {
       name: 'activities-only-in-the-worker',
