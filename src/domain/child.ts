@@ -79,6 +79,13 @@ export interface ChildMessage {
   attachments: AttachmentInput[];
 }
 
+/** Why a parser refuses the identities (`invalid_identity`): either is too long for a workflow id once encoded; null when both fit. */
+export function identityProblem(key: MessageKey, albumKey: AlbumKey | null): string | null {
+  return identityTooLong(key, albumKey)
+    ? `the child or album identity is longer than ${maxWorkflowIdLength} characters once encoded`
+    : null;
+}
+
 /** Either identity is too long for a workflow id once encoded. */
 export function identityTooLong(key: MessageKey, albumKey: AlbumKey | null): boolean {
   return (

@@ -4,6 +4,14 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 
+/** Where a platform's API client calls, and how long it waits for an answer. */
+export interface ApiClientOptions {
+  /** The API's root URL (a setting such as TELEGRAM_API_ROOT), without a trailing slash. */
+  apiRoot: string;
+  /** Longest wait for the answer to one call (a file's body is limited by its caller). */
+  callTimeoutMs?: number;
+}
+
 /** A failed call to a platform's API; its message is written by albumflow and never holds a credential. */
 export class PlatformApiError extends Error {
   override name = 'PlatformApiError';

@@ -2,9 +2,9 @@
 // setWebhook-like call shown when the platform's API cannot be reached, and the registry entry (a bot, a
 // channel) added and removed through the admin API.
 
-import { terminalText } from '../common/terminal.js';
+import { terminalJson, terminalText } from '../common/terminal.js';
 import { PlatformApiError } from './api.js';
-import type { CliContext } from './platform.js';
+import type { AccountKind, CliContext } from './platform.js';
 
 /** `/webhooks/<platform>/<workspace>/<account>`, each segment URL-encoded. */
 export function accountWebhookPath(platform: string, workspace: string, account: string): string {
@@ -15,7 +15,7 @@ export function accountWebhookPath(platform: string, workspace: string, account:
  * The bodies of a file to send: its bytes as they are when it holds one body (anything that is not a
  * JSON list, even a file that is no JSON), else each element of the list on its own, in order.
  */
-export function webhookBodies(cli: CliContext, file: string): Array<{ body: Buffer; parsed: unknown }> {
+function webhookBodies(cli: CliContext, file: string): Array<{ body: Buffer; parsed: unknown }> {
   const raw = cli.readFile(file);
   let parsed: unknown;
   try {
@@ -27,10 +27,71 @@ export function webhookBodies(cli: CliContext, file: string): Array<{ body: Buff
   return parsed.map((element: unknown) => ({ body: Buffer.from(JSON.stringify(element)), parsed: element }));
 }
 
-/** The value of a required option naming an account of the workspace (`--bot`, `--channel`). */
-export function requiredAccount(cli: CliContext, option: string, where: string): string {
-  const value = cli.option(option);
-  if (!value) throw cli.misuse(`--${option} <name> is needed: a ${option} of ${where}["${cli.workspace}"]`);
+/**
+ * Posts each body of the file to the platform's webhook route, as the platform would (`headers`: its
+ * proof of each body), and prints each answer; the first refusal stops it. `describe` names a body in
+ * what is printed (`update_id 7`, `2 events`).
+ */
+export async function postWebhookBodies(
+  cli: CliContext,
+  path: string,
+  file: string,
+  headers: (body: Buffer) => Record<string, string>,
+  describe: (parsed: unknown) => string,
+): Promise<void> {
+  for (const { body, parsed } of webhookBodies(cli, file)) {
+    const shown = describe(parsed);
+    const answer = await cli.api.request('POST', path, { body, headers: { 'content-type': 'application/json', ...headers(body) } });
+    if (answer.status >= 300) throw cli.fail(`${cli.api.refusal(answer.status, answer.body).message} (${shown})`);
+    // albumflow answers these platforms with an empty body; anything else is shown.
+    cli.say(`${answer.status} ${shown}${answer.body === '' ? '' : ` ${terminalJson(answer.body, 0)}`}`);
+  }
+}
+
+/** An account of the environment (TELEGRAM_BOTS, LINE_CHANNELS) in the CLI's workspace, or the CLI's error naming what is missing. */
+export function configuredAccount<T>(
+  cli: CliContext,
+  accounts: ReadonlyMap<string, ReadonlyMap<string, T>>,
+  { noun, variable }: AccountKind,
+  name: string,
+): T {
+  const account = accounts.get(cli.workspace)?.get(name);
+  if (!account) throw cli.fail(`${variable} has no ${noun} "${name}" in workspace "${cli.workspace}"`);
+  return account;
+}
+
+/** What `<platform> set-webhook` points the platform at: an account's webhook URL under --public-url. */
+export interface WebhookTarget {
+  /** The account's name (--bot, --channel). */
+  name: string;
+  /** `<public URL>/webhooks/<platform>/<workspace>/<name>` */
+  url: string;
+  /** How the environment names the account (`TELEGRAM_BOTS["demo"]["b"]`), for the call shown instead of its secrets. */
+  entry: string;
+}
+
+/** The target of `<platform> set-webhook` (which takes options only): `option` names the account, `variable` the environment's accounts. */
+export function webhookTarget(
+  cli: CliContext,
+  args: string[],
+  platform: { name: string; title: string },
+  account: AccountKind,
+): WebhookTarget {
+  if (args.length !== 0) throw cli.misuse(`${platform.name} set-webhook takes no argument, got ${args.length}`);
+  const name = requiredAccount(cli, account);
+  const publicUrl = cli.option('public-url')?.replace(/\/+$/, '');
+  if (!publicUrl) throw cli.misuse(`--public-url <https://…> is needed: where ${platform.title} reaches this albumflow`);
+  return {
+    name,
+    url: `${publicUrl}${accountWebhookPath(platform.name, cli.workspace, name)}`,
+    entry: `${account.variable}["${cli.workspace}"]["${name}"]`,
+  };
+}
+
+/** The account the command is about: the option named like the URL's parameter (`--bot`, `--channel`). */
+export function requiredAccount(cli: CliContext, { param, variable }: AccountKind): string {
+  const value = cli.option(param);
+  if (!value) throw cli.misuse(`--${param} <name> is needed: a ${param} of ${variable}["${cli.workspace}"]`);
   return value;
 }
 
@@ -47,14 +108,6 @@ export async function callPlatformApi(cli: CliContext, apiName: string, call: st
     if (err.retryable) throw cli.fail(`${message}\n\nThe call to make once ${apiName} is reachable:\n\n${call}`);
     throw cli.fail(message);
   }
-}
-
-/** An admin API entry of a workspace that a platform's webhooks are addressed to: a Telegram bot, a LINE channel. */
-export interface AccountKind {
-  /** The admin API's collection: `/admin/workspaces/<ws>/<collection>`. */
-  collection: string;
-  /** What the CLI calls one: `bot`, `channel`. */
-  noun: string;
 }
 
 export function accountArguments(cli: CliContext, { noun }: AccountKind, args: string[]): [workspace: string, name: string] {

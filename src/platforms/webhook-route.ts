@@ -4,12 +4,14 @@
 
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TSchema } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { signatureFailuresTotal } from '../common/metrics.js';
+import { sameTextInConstantTime } from '../common/signature.js';
 import type { IngestBatcher } from '../db/ingest-batcher.js';
 import { ErrorBodySchema, type HttpError } from '../common/http-error.js';
 
 import type { TenantRegistry } from '../tenants/registry.js';
+import type { AccountKind } from './platform.js';
 
 /** What the webhook routes share (src/platforms/webhooks.ts): one group commit, the outcome each request is counted under, and the 503 and 400 answers. */
 export interface Webhooks {
@@ -91,6 +93,65 @@ const webhookErrorResponses = {
   500: ErrorBodySchema,
   503: ErrorBodySchema,
 };
+
+/** A proof sent as the value of one header (a secret token, a signature), compared in constant time with what it must be. */
+export interface HeaderProof<Account> {
+  header: string;
+  description: string;
+  /** The proof covers the body (a signature): a body that is not JSON is refused (415) before it is checked. */
+  coversBody: boolean;
+  /** What the header must hold for this account (and body, when the proof covers it). */
+  expected: (account: Account, body: Buffer | undefined) => string;
+  /** Without the header. */
+  missing: Refusal;
+  /** A header that differs: a fresher registry may accept it (a secret of an account just added in another process). */
+  invalid: Refusal;
+}
+
+/**
+ * The route of a platform whose webhooks are addressed to an account (`/webhooks/<platform>/:workspace/:<param>`),
+ * proven in one header, and answered 200 with an empty body once committed (what Telegram and LINE expect).
+ */
+export function accountWebhookRoute<Account>(
+  route: Pick<WebhookRoute<AccountParams, Account>, 'unstorable' | 'receive'> & {
+    account: AccountKind<Account>;
+    summary: string;
+    description: string;
+    proof: HeaderProof<Account>;
+  },
+): FastifyPluginCallbackTypebox<WebhookRouteOptions> {
+  const { account, proof } = route;
+  return webhookRoute<AccountParams, Account>({
+    url: `/webhooks/${account.platform}/:workspace/:${account.param}`,
+    schema: {
+      summary: route.summary,
+      description: route.description,
+      params: Type.Object({
+        workspace: Type.String({ description: `A workspace of ${account.variable} or of the admin API` }),
+        [account.param]: Type.String({
+          description: `A ${account.noun} of the workspace (${account.variable}, or added through the admin API)`,
+        }),
+      }),
+      headers: Type.Object({ [proof.header]: Type.Optional(Type.String({ description: proof.description })) }),
+      response: { 200: Type.Unknown({ description: 'Committed; the body is empty' }) },
+    },
+    find: (tenants, params) => account.lookup(tenants, params.workspace, params[account.param]!),
+    unknown: (params) => ({
+      code: account.unknownCode,
+      message: `workspace "${params.workspace}" has no ${account.title} "${params[account.param]}"`,
+    }),
+    signsBody: proof.coversBody,
+    verify: (found, request, body) => {
+      const sent = request.headers[proof.header];
+      if (typeof sent !== 'string' || sent === '') return { ...proof.missing, mayBeNew: false };
+      return sameTextInConstantTime(sent, proof.expected(found, body)) ? undefined : { ...proof.invalid, mayBeNew: true };
+    },
+    unstorable: route.unstorable,
+    receive: route.receive,
+  });
+}
+
+type AccountParams = { workspace: string } & Record<string, string>;
 
 const unsupportedMediaType: Refusal = { code: 'unsupported_media_type', message: 'the body must be application/json' };
 

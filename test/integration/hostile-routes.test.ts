@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/process/app.js';
-import { secretTokenHeader } from '../../src/platforms/telegram/route.js';
+import { secretTokenHeader } from '../../src/platforms/telegram/account.js';
 import { signatureHeader } from '../../src/common/signature.js';
 import { lineSignature } from '../../src/platforms/line/signature.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';

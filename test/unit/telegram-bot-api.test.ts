@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformApiError } from '../../src/platforms/api.js';
-import { cloudDownloadLimitBytes, createBotApi, type BotApi, type TelegramDownload } from '../../src/platforms/telegram/bot-api.js';
+import { PlatformApiError, type OpenedFile } from '../../src/platforms/api.js';
+import { cloudDownloadLimitBytes, createBotApi, type BotApi } from '../../src/platforms/telegram/bot-api.js';
 import { readUpdateTypes } from '../../src/platforms/telegram/parse.js';
 import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
 
@@ -23,7 +23,7 @@ async function bytes(stream: Readable): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-async function content(download: TelegramDownload): Promise<Buffer> {
+async function content(download: OpenedFile): Promise<Buffer> {
   if (download.status !== 'ready') throw new Error(`expected a file, got ${JSON.stringify(download)}`);
   return bytes(download.stream);
 }

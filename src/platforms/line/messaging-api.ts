@@ -3,26 +3,18 @@
 // Authorization header only; every failure is a PlatformApiError whose message is written here and never
 // holds it.
 
-import { hostOf, PlatformApiError, streamedFile, unreachable, type StreamedFile } from '../api.js';
+import { hostOf, PlatformApiError, streamedFile, unreachable, type ApiClientOptions, type OpenedFile } from '../api.js';
 
-export interface MessagingApiOptions {
-  /** LINE_API_ROOT, without a trailing slash. */
-  apiRoot: string;
+/** `apiRoot` is LINE_API_ROOT. */
+export interface MessagingApiOptions extends ApiClientOptions {
   /** LINE_DATA_API_ROOT, without a trailing slash. */
   dataApiRoot: string;
   channelAccessToken: string;
-  /** Longest wait for the answer to one call (a content download's body is limited by its caller). */
-  callTimeoutMs?: number;
 }
 
-export type LineContent =
-  | ({ status: 'ready' } & StreamedFile)
-  /** LINE no longer has the content (it keeps it for a limited time), or never had it. */
-  | { status: 'expired'; reason: string };
-
 export interface MessagingApi {
-  /** `GET <data API>/v2/bot/message/<id>/content`: the file a user sent. */
-  openContent(messageId: string, signal?: AbortSignal): Promise<LineContent>;
+  /** `GET <data API>/v2/bot/message/<id>/content`: the file a user sent; `expired`: LINE no longer has it (it keeps content for a limited time), or never had it. */
+  openContent(messageId: string, signal?: AbortSignal): Promise<OpenedFile>;
   /** `PUT <API>/v2/bot/channel/webhook/endpoint` with `{ "endpoint": url }`. */
   setWebhookEndpoint(url: string, signal?: AbortSignal): Promise<void>;
 }

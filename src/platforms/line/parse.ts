@@ -8,14 +8,7 @@
 // UnifyPort's album metadata is.
 
 import type { AlbumKey, JsonObject, JsonValue, MessageKey } from '../../domain/types.js';
-import {
-  albumMetadataOf,
-  identityTooLong,
-  maxEventIdLength,
-  maxWorkflowIdLength,
-  type AttachmentInput,
-  type ChildMessage,
-} from '../../domain/child.js';
+import { albumMetadataOf, identityProblem, maxEventIdLength, type AttachmentInput, type ChildMessage } from '../../domain/child.js';
 import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../../domain/storable-text.js';
 import { isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject } from '../json-body.js';
 
@@ -99,7 +92,7 @@ function parseEvent(workspace: string, channel: string, destination: string, eve
     const unsend = isObject(event.unsend) ? event.unsend : null;
     if (unsend === null) throw new Rejection('missing_identity', `missing child identity: ${path}.unsend.messageId`);
     const key: MessageKey = { ...scope, messageId: identifier(unsend.messageId, `${path}.unsend.messageId`) };
-    if (identityTooLong(key, null)) throw tooLong();
+    refuseLongIdentity(key, null);
     return { kind: 'unsend', eventId, type, raw, key, unsentAt: epochTime(event.timestamp) };
   }
 
@@ -116,7 +109,7 @@ function parseEvent(workspace: string, channel: string, destination: string, eve
     albumKey = { ...scope, albumId: identifier(imageSet.id, `${path}.message.imageSet.id`) };
     album = albumMetadataOf(imageSet);
   }
-  if (identityTooLong(key, albumKey)) throw tooLong();
+  refuseLongIdentity(key, albumKey);
   const child: ChildMessage = {
     key,
     albumKey,
@@ -128,8 +121,9 @@ function parseEvent(workspace: string, channel: string, destination: string, eve
   return { kind: 'child', eventId, type, raw, child };
 }
 
-function tooLong(): Rejection {
-  return new Rejection('invalid_identity', `the child or album identity is longer than ${maxWorkflowIdLength} characters once encoded`);
+function refuseLongIdentity(key: MessageKey, albumKey: AlbumKey | null): void {
+  const problem = identityProblem(key, albumKey);
+  if (problem !== null) throw new Rejection('invalid_identity', problem);
 }
 
 /** The chat a message belongs to: the group, else the room, else the one-to-one chat with the user. */

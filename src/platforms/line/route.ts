@@ -1,15 +1,10 @@
-import { Type } from 'typebox';
-import { sameTextInConstantTime } from '../../common/signature.js';
 import type { Delivery } from '../../db/ingest.js';
 import type { Withdrawal } from '../../db/withdrawals.js';
 import { unstorableTextProblem } from '../../domain/storable-text.js';
-import type { RegisteredChannel } from '../../tenants/registry.js';
-import { webhookRoute } from '../webhook-route.js';
+import { accountWebhookRoute } from '../webhook-route.js';
+import { channels } from './account.js';
 import { parseLineWebhook } from './parse.js';
-import { lineSignature } from './signature.js';
-
-/** What LINE sends the body's signature in. */
-export const lineSignatureHeader = 'x-line-signature';
+import { lineSignatureHeader, lineSignatureProof } from './signature.js';
 
 /**
  * `POST /webhooks/line/:workspace/:channel` (docs/line.md), the webhook URL of a LINE channel: checks
@@ -17,40 +12,15 @@ export const lineSignatureHeader = 'x-line-signature';
  * stores all of them together — one batch of the group commit, or one transaction of its own when an
  * event unsends a message — and answers 200 once they are committed.
  */
-export const lineRoute = webhookRoute<{ workspace: string; channel: string }, RegisteredChannel>({
-  url: '/webhooks/line/:workspace/:channel',
-  schema: {
-    summary: 'Receive LINE webhook events (the channel’s webhook URL)',
-    description:
-      'Body: a LINE webhook body `{ "destination", "events": [...] }` as `application/json`, at most MAX_BODY_BYTES, ' +
-      `with \`${lineSignatureHeader}\` = base64 of HMAC-SHA256 over the raw body with the channel secret. 200 means ` +
-      'every event of the body is committed (an empty list, the console’s Verify, stores nothing). 503 with Retry-After: ' +
-      'the database is unavailable, or too many events are waiting to be stored; LINE redelivers the events when redelivery is on.',
-    params: Type.Object({
-      workspace: Type.String({ description: 'A workspace of LINE_CHANNELS or of the admin API' }),
-      channel: Type.String({ description: 'A channel of the workspace (LINE_CHANNELS, or added through the admin API)' }),
-    }),
-    headers: Type.Object({ [lineSignatureHeader]: Type.Optional(Type.String({ description: 'base64 HMAC-SHA256 of the body' })) }),
-    response: { 200: Type.Unknown({ description: 'Committed; the body is empty' }) },
-  },
-  find: (tenants, { workspace, channel }) => tenants.lineChannel(workspace, channel),
-  unknown: ({ workspace, channel }) => ({
-    code: 'unknown_channel',
-    message: `workspace "${workspace}" has no LINE channel "${channel}"`,
-  }),
-  signsBody: true,
-  verify: (channel, request, body) => {
-    const sent = request.headers[lineSignatureHeader];
-    if (typeof sent !== 'string' || sent === '')
-      return { code: 'missing_signature', message: `the ${lineSignatureHeader} header is required`, mayBeNew: false };
-    if (sameTextInConstantTime(sent, lineSignature(channel.channelSecret, body!))) return undefined;
-    // A channel secret this process may not know yet (the channel was just added elsewhere) is looked for again.
-    return {
-      code: 'invalid_signature',
-      message: `${lineSignatureHeader} is not the body's signature with this channel's secret`,
-      mayBeNew: true,
-    };
-  },
+export const lineRoute = accountWebhookRoute({
+  account: channels,
+  summary: 'Receive LINE webhook events (the channel’s webhook URL)',
+  description:
+    'Body: a LINE webhook body `{ "destination", "events": [...] }` as `application/json`, at most MAX_BODY_BYTES, ' +
+    `with \`${lineSignatureHeader}\` = base64 of HMAC-SHA256 over the raw body with the channel secret. 200 means ` +
+    'every event of the body is committed (an empty list, the console’s Verify, stores nothing). 503 with Retry-After: ' +
+    'the database is unavailable, or too many events are waiting to be stored; LINE redelivers the events when redelivery is on.',
+  proof: lineSignatureProof,
   unstorable: { code: 'unstorable_webhook', message: `the webhook body holds text PostgreSQL cannot store (${unstorableTextProblem})` },
   async receive({ request, reply, workspace, account: channel, body, store, quarantine, count, batcher }) {
     const parsed = parseLineWebhook(workspace, channel.name, body);

@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { ApiMethods, ApiResponse, File, Update } from '@grammyjs/types';
 import { defaultTelegramApiRoot } from '../../common/config.js';
-import { hostOf, PlatformApiError, streamedFile, unreachable, type StreamedFile } from '../api.js';
+import { hostOf, PlatformApiError, streamedFile, unreachable, type ApiClientOptions, type OpenedFile } from '../api.js';
 
 /** What the cloud Bot API lets a bot download ("up to 20MB"); a local Bot API server has no such limit. */
 export const cloudDownloadLimitBytes = 20 * 1024 * 1024;
@@ -17,18 +17,10 @@ const tooBigDescription = /file is too big/i;
 /** Part of Telegram's "wrong file_id or the file is temporarily unavailable". */
 const temporarilyUnavailable = /temporarily unavailable/i;
 
-export interface BotApiOptions {
-  /** TELEGRAM_API_ROOT, without a trailing slash. */
-  apiRoot: string;
+/** `apiRoot` is TELEGRAM_API_ROOT. */
+export interface BotApiOptions extends ApiClientOptions {
   token: string;
-  /** Longest wait for the answer to one method call. */
-  callTimeoutMs?: number;
 }
-
-export type TelegramDownload =
-  | ({ status: 'ready' } & StreamedFile)
-  /** Telegram will not let this bot download the file; asking again does not help. */
-  | { status: 'unavailable'; reason: string };
 
 export interface TelegramFileRequest {
   fileId: string;
@@ -47,9 +39,10 @@ export interface BotApi {
   /**
    * Asks getFile for a fresh path (paths expire, so every call asks again) and opens the file: over
    * HTTP at `<root>/file/bot<token>/<file_path>`, or, when a local Bot API server (`--local`) answers
-   * with an absolute path, from disk — that server does not serve files over HTTP.
+   * with an absolute path, from disk — that server does not serve files over HTTP. `unavailable`: Telegram
+   * will not let this bot download the file; asking again does not help.
    */
-  openFile(file: TelegramFileRequest, signal?: AbortSignal): Promise<TelegramDownload>;
+  openFile(file: TelegramFileRequest, signal?: AbortSignal): Promise<OpenedFile>;
   /** Calls setWebhook; resolves to Telegram's description ("Webhook was set"). */
   setWebhook(settings: WebhookSettings, signal?: AbortSignal): Promise<string>;
 }
@@ -112,7 +105,7 @@ export function createBotApi({ apiRoot, token, callTimeoutMs = 30_000 }: BotApiO
     return fail(`${method}: ${status} ${description}${wait}`, retryable);
   }
 
-  async function localFile(filePath: string, signal?: AbortSignal): Promise<TelegramDownload> {
+  async function localFile(filePath: string, signal?: AbortSignal): Promise<OpenedFile> {
     let handle: fs.FileHandle | undefined;
     try {
       handle = await fs.open(path.normalize(filePath), 'r');
@@ -129,7 +122,7 @@ export function createBotApi({ apiRoot, token, callTimeoutMs = 30_000 }: BotApiO
     }
   }
 
-  async function remoteFile(filePath: string, signal?: AbortSignal): Promise<TelegramDownload> {
+  async function remoteFile(filePath: string, signal?: AbortSignal): Promise<OpenedFile> {
     const segments = filePath.split('/');
     if (segments.some((segment) => segment === '' || segment === '.' || segment === '..')) {
       throw fail('getFile answered a file_path albumflow does not follow', false);

@@ -1,12 +1,7 @@
-import { Type } from 'typebox';
-import { sameTextInConstantTime } from '../../common/signature.js';
 import { unstorableTextProblem } from '../../domain/storable-text.js';
-import type { RegisteredBot } from '../../tenants/registry.js';
-import { webhookRoute } from '../webhook-route.js';
+import { accountWebhookRoute } from '../webhook-route.js';
+import { bots, secretTokenHeader, secretTokenProof } from './account.js';
 import { parseUpdate } from './parse.js';
-
-/** What Telegram sends the `secret_token` of setWebhook in. */
-export const secretTokenHeader = 'x-telegram-bot-api-secret-token';
 
 /**
  * `POST /webhooks/telegram/:workspace/:bot` (docs/telegram.md), the webhook a bot's setWebhook points at:
@@ -14,33 +9,15 @@ export const secretTokenHeader = 'x-telegram-bot-api-secret-token';
  * group commit as the other routes, and answers 200 with an empty body once it is committed — a JSON body
  * would be taken by Telegram as a Bot API method call.
  */
-export const telegramRoute = webhookRoute<{ workspace: string; bot: string }, RegisteredBot>({
-  url: '/webhooks/telegram/:workspace/:bot',
-  schema: {
-    summary: 'Receive a Telegram Update (the bot’s webhook)',
-    description:
-      'Body: one Telegram Update as `application/json`, at most MAX_BODY_BYTES, with the bot’s `secret_token` in ' +
-      `\`${secretTokenHeader}\`. 200 with an empty body means the update is committed (a new child, a redelivery, ` +
-      'an edit, or an update recorded without a child). 503 with Retry-After: the database is unavailable, or ' +
-      'too many updates are waiting to be stored; Telegram delivers the update again later.',
-    params: Type.Object({
-      workspace: Type.String({ description: 'A workspace of TELEGRAM_BOTS or of the admin API' }),
-      bot: Type.String({ description: 'A bot of the workspace (TELEGRAM_BOTS, or added through the admin API)' }),
-    }),
-    headers: Type.Object({ [secretTokenHeader]: Type.Optional(Type.String({ description: 'The secret_token given to setWebhook' })) }),
-    response: { 200: Type.Unknown({ description: 'Committed; the body is empty' }) },
-  },
-  find: (tenants, { workspace, bot }) => tenants.telegramBot(workspace, bot),
-  unknown: ({ workspace, bot }) => ({ code: 'unknown_bot', message: `workspace "${workspace}" has no Telegram bot "${bot}"` }),
-  signsBody: false,
-  verify: (bot, request) => {
-    const sent = request.headers[secretTokenHeader];
-    if (typeof sent !== 'string' || sent === '')
-      return { code: 'missing_secret_token', message: `the ${secretTokenHeader} header is required`, mayBeNew: false };
-    if (sameTextInConstantTime(sent, bot.secretToken)) return undefined;
-    // A secret token this process may not know yet (the bot was just added elsewhere) is looked for again.
-    return { code: 'invalid_secret_token', message: `${secretTokenHeader} is not this bot's secret token`, mayBeNew: true };
-  },
+export const telegramRoute = accountWebhookRoute({
+  account: bots,
+  summary: 'Receive a Telegram Update (the bot’s webhook)',
+  description:
+    'Body: one Telegram Update as `application/json`, at most MAX_BODY_BYTES, with the bot’s `secret_token` in ' +
+    `\`${secretTokenHeader}\`. 200 with an empty body means the update is committed (a new child, a redelivery, ` +
+    'an edit, or an update recorded without a child). 503 with Retry-After: the database is unavailable, or ' +
+    'too many updates are waiting to be stored; Telegram delivers the update again later.',
+  proof: secretTokenProof,
   unstorable: { code: 'unstorable_update', message: `the update holds text PostgreSQL cannot store (${unstorableTextProblem})` },
   async receive({ reply, workspace, account: bot, body, store, quarantine, count, batcher }) {
     const update = parseUpdate(workspace, bot.id, body);

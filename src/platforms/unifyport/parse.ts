@@ -1,14 +1,7 @@
 import crypto from 'node:crypto';
 import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../../domain/storable-text.js';
 import type { AlbumKey, MessageKey } from '../../domain/types.js';
-import {
-  albumMetadataOf,
-  identityTooLong,
-  maxEventIdLength,
-  maxWorkflowIdLength,
-  type AttachmentInput,
-  type ChildMessage,
-} from '../../domain/child.js';
+import { albumMetadataOf, identityProblem, maxEventIdLength, type AttachmentInput, type ChildMessage } from '../../domain/child.js';
 import { firstNonEmptyString, isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject } from '../json-body.js';
 
 /** The UnifyPort event type that carries one child message; every other type is recorded and ignored. */
@@ -64,9 +57,8 @@ export function parseEvent(workspace: string, body: Buffer): ParsedEvent {
   const albumKey: AlbumKey | null =
     albumIdPart && 'value' in albumIdPart ? { workspace, provider, accountId, conversationId, albumId: albumIdPart.value } : null;
 
-  if (identityTooLong(key, albumKey)) {
-    return reject('invalid_identity', `the child or album identity is longer than ${maxWorkflowIdLength} characters once encoded`);
-  }
+  const tooLong = identityProblem(key, albumKey);
+  if (tooLong !== null) return reject('invalid_identity', tooLong);
 
   return {
     kind: 'child',

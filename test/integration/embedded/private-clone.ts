@@ -17,6 +17,7 @@ export function makeClone(target: string): void {
     'src',
     'workflows',
     'activities',
+    'tools',
     'migrations',
     'bin',
     'deploy',
