@@ -150,8 +150,9 @@ export async function renewEndpointLease(db: Queryable, id: string, holder: stri
   return rows[0] && leasedOf(rows[0]);
 }
 
+/** Ends the holder's lease now; the endpoint goes after the ones leased longer ago (or never) in the next leases. */
 export async function releaseEndpoint(db: Queryable, id: string, holder: string): Promise<void> {
-  await db.query(`UPDATE endpoints SET leased_by = NULL, leased_until = NULL WHERE id = $1 AND leased_by = $2`, [id, holder]);
+  await db.query(`UPDATE endpoints SET leased_by = NULL, leased_until = now() WHERE id = $1 AND leased_by = $2`, [id, holder]);
 }
 
 /** A delivery claimed for one attempt, with what its notification says. */
