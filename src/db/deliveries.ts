@@ -61,8 +61,10 @@ export async function recordNotification(db: Queryable, n: NotificationToRecord)
        INSERT INTO feed (workspace, position, notification_id) SELECT r.workspace, a.position, r.id FROM recorded r, appended a
        RETURNING position
      ), queued AS (
-       INSERT INTO deliveries (notification_id, endpoint_id, workspace, order_key, position, state)
-       SELECT r.id, s.id, r.workspace, r.workflow_id, r.position, CASE WHEN s.enabled THEN 'pending' ELSE 'held' END
+       INSERT INTO deliveries (notification_id, endpoint_id, workspace, order_key, position, state, next_attempt_at)
+       SELECT r.id, s.id, r.workspace, r.workflow_id, r.position, CASE WHEN s.enabled THEN 'pending' ELSE 'held' END,
+              GREATEST(now(), (SELECT max(ahead.next_attempt_at) FROM deliveries ahead
+                                WHERE ahead.endpoint_id = s.id AND ahead.order_key = r.workflow_id AND ahead.state = 'pending'))
          FROM recorded r, subscribed s
        RETURNING 1
      )
@@ -75,7 +77,9 @@ export async function recordNotification(db: Queryable, n: NotificationToRecord)
 
 /**
  * A delivery that may be attempted now (alias `d`): pending, due, not in flight, and no earlier delivery of
- * its order key to its endpoint still pending or held.
+ * its order key to its endpoint still pending or held. That last condition alone decides the order; so that
+ * the scans for due deliveries meet few that wait behind another, a pending delivery is kept from being due
+ * before the pending one ahead of it (recordNotification, recordAttempt).
  */
 const sendable = `d.state = 'pending' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
   AND NOT EXISTS (SELECT 1 FROM deliveries earlier
@@ -125,11 +129,11 @@ export async function leaseEndpoints(
   const { rows } = await db.query<LeasedRow>(
     `WITH picked AS MATERIALIZED (
        SELECT e.id FROM endpoints e
+        CROSS JOIN LATERAL (SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND ${sendable} LIMIT 1) sendable
         WHERE e.enabled AND (e.leased_until IS NULL OR e.leased_until <= now()) AND e.id <> ALL ($4::text[])
-          AND EXISTS (SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id AND ${sendable})
         ORDER BY e.leased_until NULLS FIRST, e.id
         LIMIT $3
-          FOR NO KEY UPDATE SKIP LOCKED
+          FOR NO KEY UPDATE OF e SKIP LOCKED
      )
      UPDATE endpoints e SET leased_by = $1, leased_until = now() + $2::float8 * interval '1 millisecond'
        FROM picked WHERE e.id = picked.id
@@ -169,7 +173,7 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Claims up to `limit` sendable deliveries of the endpoint, oldest first, for one attempt each: until
+ * Claims up to `limit` sendable deliveries of the endpoint, the longest due first, for one attempt each: until
  * `leaseMs` passed, no process claims them again.
  */
 export async function claimDeliveries(
@@ -189,7 +193,7 @@ export async function claimDeliveries(
     `WITH picked AS MATERIALIZED (
        SELECT d.id FROM deliveries d
         WHERE d.endpoint_id = $1 AND ${sendable}
-        ORDER BY d.position
+        ORDER BY d.next_attempt_at, d.position
         LIMIT $2
           FOR UPDATE SKIP LOCKED
      )
@@ -254,6 +258,15 @@ export async function recordAttempt(db: Queryable, a: AttemptRecord): Promise<{ 
               last_attempt_at = $4,
               delivered_at = CASE WHEN $9 = 'delivered' THEN now() ELSE delivered_at END
         WHERE id = $1 AND attempts = $3 AND state IN ('pending', 'held')
+        RETURNING endpoint_id, order_key, position, state, next_attempt_at
+     ), behind AS (
+       -- The pending ones behind it are not due before its next attempt, or are due now that it is done.
+       UPDATE deliveries later
+          SET next_attempt_at = CASE WHEN s.state = 'pending' THEN GREATEST(later.next_attempt_at, s.next_attempt_at)
+                                     ELSE LEAST(later.next_attempt_at, now()) END
+         FROM settled s
+        WHERE later.endpoint_id = s.endpoint_id AND later.order_key = s.order_key AND later.position > s.position
+          AND later.state = 'pending' AND s.state <> 'held'
      ), endpoint AS (
        UPDATE endpoints
           SET last_success_at = CASE WHEN $11 = 'succeeded' THEN now() ELSE last_success_at END,

@@ -140,4 +140,21 @@ describe('outbound delivery: order and schedule', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(bed.receiver.received('hook')).toHaveLength(2);
   });
+
+  it('sends a notification waiting behind one scheduled for later as soon as that one is delivered early (retry)', async () => {
+    bed = await deliveryTestbed({ DELIVERY_SCHEDULE: '0s,1h' });
+    const { endpoint } = await bed.endpoint('acme', 'hook', {}, failingFirst({ [id('alb_a', 1)]: 1 }));
+    await bed.startEngine();
+    await bed.record({ workspace: 'acme', album: 'alb_a', seq: 1 });
+    await vi.waitFor(async () => expect((await listDeliveries(bed!.pool, endpoint.id, { limit: 1 }))[0]!.attempts).toBe(1), eventually);
+    // Recorded while the first waits an hour for its next attempt: it waits too.
+    await bed.record({ workspace: 'acme', album: 'alb_a', seq: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(arrivals(bed.receiver, 'hook')).toEqual([id('alb_a', 1)]);
+
+    const [waiting, first] = await listDeliveries(bed.pool, endpoint.id, { limit: 2 });
+    expect(waiting!.nextAttemptAt!.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+    expect(await retryDelivery(bed.pool, endpoint.id, first!.id)).toBe('pending');
+    await vi.waitFor(() => expect(arrivals(bed!.receiver, 'hook')).toEqual([id('alb_a', 1), id('alb_a', 1), id('alb_a', 2)]), eventually);
+  });
 });
