@@ -86,8 +86,8 @@ describe('outbound delivery: several engines', () => {
 
     await vi.waitFor(() => expect(bed!.receiver.received('slow')).toHaveLength(15), eventually);
     const times = bed.receiver.received('slow').map((request) => request.receivedAt);
-    // At most 5 requests start in any second (a little slack for the network's jitter).
-    for (let i = 5; i < times.length; i++) expect(times[i]! - times[i - 5]!).toBeGreaterThanOrEqual(950);
+    // Started 200 ms apart: never 6 within much less than a second (slack for the arrival times' jitter on a busy machine).
+    for (let i = 5; i < times.length; i++) expect(times[i]! - times[i - 5]!).toBeGreaterThanOrEqual(800);
     expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(2_700);
   });
 
@@ -123,7 +123,8 @@ describe('outbound delivery: several engines', () => {
     const [first, second] = bed.receiver.received('hook');
     expect(second!.webhookId).toBe(first!.webhookId);
     expect(second!.webhookId).toBe(webhookId(notificationIdOf({ workspace: 'acme', album: 'alb_a', seq: 1 })));
-    expect(second!.receivedAt - claimedAt).toBeGreaterThanOrEqual(timeoutMs + leaseMs - 500);
+    // The lease ran from the claim, a little before the first request arrived.
+    expect(second!.receivedAt - claimedAt).toBeGreaterThanOrEqual(timeoutMs + leaseMs - 1_000);
     expect(bed.receiver.maxInFlightPerWebhookId()).toBe(1);
     await vi.waitFor(async () => {
       const [delivery] = await listDeliveries(bed!.pool, endpoint.id, { limit: 1 });
