@@ -4,7 +4,8 @@
 
 import { terminalJson, terminalText } from '../common/terminal.js';
 import { PlatformApiError } from './api.js';
-import type { AccountKind, CliContext } from './platform.js';
+import type { CliContext } from './platform.js';
+import type { AccountKind } from './webhook-route.js';
 
 /** `/webhooks/<platform>/<workspace>/<account>`, each segment URL-encoded. */
 export function accountWebhookPath(platform: string, workspace: string, account: string): string {

@@ -7,7 +7,6 @@ import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../common/config.js';
 import type { StoredAttachment } from '../db/attachments.js';
 import type { AlbumProfile, MessageKey } from '../domain/types.js';
-import type { TenantRegistry } from '../tenants/registry.js';
 import type { MediaApi } from './api.js';
 import type { WebhookRouteOptions } from './webhook-route.js';
 
@@ -22,28 +21,6 @@ export interface Platform {
   media?: PlatformMedia;
   /** Its commands of the albumflow CLI. */
   cli: PlatformCli;
-}
-
-/**
- * The accounts a platform's webhooks are addressed to (a Telegram bot, a LINE channel): declared in the
- * environment or added through the admin API, each with the secrets its webhooks are proven with.
- */
-export interface AccountKind<Account = unknown> {
-  /** The platform's name: its webhooks are `/webhooks/<platform>/<workspace>/<account>`. */
-  platform: string;
-  /** The URL parameter after the workspace: `bot` in `/webhooks/telegram/:workspace/:bot`. */
-  param: string;
-  /** What one is called: `bot`. */
-  noun: string;
-  /** What one is called where the platform must be named too: `Telegram bot`. */
-  title: string;
-  /** The environment variable that declares them: `TELEGRAM_BOTS`. */
-  variable: string;
-  /** The admin API's collection: `/admin/workspaces/<ws>/<collection>`. */
-  collection: string;
-  /** The 404's code for a name the workspace does not have. */
-  unknownCode: string;
-  lookup: (tenants: TenantRegistry, workspace: string, name: string) => Account | undefined;
 }
 
 export interface PlatformMedia {

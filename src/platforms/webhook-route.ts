@@ -11,7 +11,6 @@ import type { IngestBatcher } from '../db/ingest-batcher.js';
 import { ErrorBodySchema, type HttpError } from '../common/http-error.js';
 
 import type { TenantRegistry } from '../tenants/registry.js';
-import type { AccountKind } from './platform.js';
 
 /** What the webhook routes share (src/platforms/webhooks.ts): one group commit, the outcome each request is counted under, and the 503 and 400 answers. */
 export interface Webhooks {
@@ -81,6 +80,28 @@ export interface WebhookRoute<Params extends { workspace: string }, Account> {
   unstorable: Refusal;
   /** Parses and stores the verified body, and answers. */
   receive: (received: Received<Account>) => Promise<FastifyReply>;
+}
+
+/**
+ * The accounts a platform's webhooks are addressed to (a Telegram bot, a LINE channel): declared in the
+ * environment or added through the admin API, each with the secrets its webhooks are proven with.
+ */
+export interface AccountKind<Account = unknown> {
+  /** The platform's name: its webhooks are `/webhooks/<platform>/<workspace>/<account>`. */
+  platform: string;
+  /** The URL parameter after the workspace: `bot` in `/webhooks/telegram/:workspace/:bot`. */
+  param: string;
+  /** What one is called: `bot`. */
+  noun: string;
+  /** What one is called where the platform must be named too: `Telegram bot`. */
+  title: string;
+  /** The environment variable that declares them: `TELEGRAM_BOTS`. */
+  variable: string;
+  /** The admin API's collection: `/admin/workspaces/<ws>/<collection>`. */
+  collection: string;
+  /** The 404's code for a name the workspace does not have. */
+  unknownCode: string;
+  lookup: (tenants: TenantRegistry, workspace: string, name: string) => Account | undefined;
 }
 
 /** The error answers of every webhook route (refusal, quarantine, body limits, outage). */

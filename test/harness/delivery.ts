@@ -1,7 +1,7 @@
 // What the outbound delivery tests share: a database of the test's own (the environment endpoint and the
 // engines' passes see every endpoint of their database), a receiver that verifies every request, engines on
 // pools of their own, and notifications recorded the way the album wiring records them (in a transaction).
-import { networkPolicy, pinnedLookup, vetTarget } from '../../activities/network-guard.js';
+import { networkPolicy, pinnedLookup, vetTarget } from '../../src/common/network-guard.js';
 import { generateKey, KeyRing, keyText } from '../../src/common/secret-key.js';
 import { recordNotification, type NotificationData, type RecordedNotification } from '../../src/db/deliveries.js';
 import type { StoredEndpoint } from '../../src/db/endpoints.js';

@@ -1,5 +1,5 @@
 import type { RegisteredChannel } from '../../tenants/registry.js';
-import type { AccountKind } from '../platform.js';
+import type { AccountKind } from '../webhook-route.js';
 
 /** A LINE channel: its webhook is `/webhooks/line/<workspace>/<channel>`, signed with its channel secret. */
 export const channels: AccountKind<RegisteredChannel> = {

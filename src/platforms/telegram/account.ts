@@ -1,6 +1,5 @@
 import type { RegisteredBot } from '../../tenants/registry.js';
-import type { AccountKind } from '../platform.js';
-import type { HeaderProof } from '../webhook-route.js';
+import type { AccountKind, HeaderProof } from '../webhook-route.js';
 
 /** What Telegram sends the `secret_token` of setWebhook in. */
 export const secretTokenHeader = 'x-telegram-bot-api-secret-token';
