@@ -29,7 +29,7 @@ import type { TenantRegistry, TenantSnapshot } from '../tenants/registry.js';
 import { digestHash, tokenDigest } from '../tenants/tokens.js';
 import { HttpError } from '../common/http-error.js';
 import { ErrorBodySchema as ErrorBody } from '../common/http-error.js';
-import { IdentifierString } from './text-schemas.js';
+import { IdentifierString } from '../common/text-schemas.js';
 
 export interface AdminOptions {
   pool: Pool;

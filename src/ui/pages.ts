@@ -12,7 +12,7 @@ import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js'
 import { handleError } from '../http/errors.js';
 import { HttpError } from '../common/http-error.js';
 import { AlbumParams, Segment, albumKeyOf, rowIdPattern } from '../http/params.js';
-import { IdentifierString } from '../http/text-schemas.js';
+import { IdentifierString } from '../common/text-schemas.js';
 import { wantsPage, type Access } from '../http/access/plugin.js';
 import { startErasure } from '../temporal/lifetime.js';
 import { albumPageModel } from './album-page.js';

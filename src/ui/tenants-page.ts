@@ -21,7 +21,7 @@ import {
 } from '../http/admin.js';
 import { handleError } from '../http/errors.js';
 import { HttpError } from '../common/http-error.js';
-import { IdentifierString } from '../http/text-schemas.js';
+import { IdentifierString } from '../common/text-schemas.js';
 import type { TenantRegistry } from '../tenants/registry.js';
 import { consolePaths } from './paths.js';
 import { renderPage, type TenantsPage } from './views.js';
