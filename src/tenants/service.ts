@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { botTokenPattern } from '../common/config.js';
 import type { Logger } from '../common/log.js';
 import type { Pool, Queryable } from '../db/pool.js';
-import { setWorkspaceRetention } from '../db/lifetime.js';
+import { setWorkspaceRetention } from '../db/retention.js';
 import {
   auditedChange,
   deleteBot,

@@ -5,7 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { albumWorkflowId } from '../domain/keys.js';
 import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.js';
-import { findErasure } from '../db/lifetime.js';
+import { findErasure } from '../db/erasures.js';
 import type { Pool } from '../db/pool.js';
 import { emptyUsage, type UsageReader } from '../db/usage.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
