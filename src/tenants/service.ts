@@ -107,8 +107,6 @@ const readOnly = (what: string) =>
 const unknownWorkspace = (ws: string) => new TenantError('not_found', 'workspace_not_found', `there is no workspace "${ws}"`);
 const invalid = (message: string) => new TenantError('invalid', 'invalid_request', message);
 
-const removed = (done: boolean) => (done ? true : undefined);
-
 /**
  * The tenant changes, one method each: each answers only once the change is committed, audited and in this
  * process's registry, and throws a TenantError for a change it refuses.
@@ -141,8 +139,7 @@ export class TenantService {
 
   async removeWorkspace(caller: Caller, ws: string): Promise<void> {
     this.#ownWorkspace(ws);
-    if (!(await this.#change(caller, 'workspace.remove', `workspace ${ws}`, async (db) => removed(await deleteWorkspace(db, ws)))))
-      throw unknownWorkspace(ws);
+    await this.#remove(caller, 'workspace.remove', `workspace ${ws}`, (db) => deleteWorkspace(db, ws), unknownWorkspace(ws));
   }
 
   async addSecret(caller: Caller, ws: string, secret: string): Promise<AddedSecret> {
@@ -157,12 +154,13 @@ export class TenantService {
 
   async retireSecret(caller: Caller, ws: string, id: string): Promise<void> {
     this.#ownWorkspace(ws);
-    if (
-      !(await this.#change(caller, 'secret.retire', `signing secret ${id} of workspace ${ws}`, async (db) =>
-        removed(await deleteSecret(db, ws, id)),
-      ))
-    )
-      throw new TenantError('not_found', 'secret_not_found', `workspace "${ws}" has no secret ${id}`);
+    await this.#remove(
+      caller,
+      'secret.retire',
+      `signing secret ${id} of workspace ${ws}`,
+      (db) => deleteSecret(db, ws, id),
+      new TenantError('not_found', 'secret_not_found', `workspace "${ws}" has no secret ${id}`),
+    );
   }
 
   async createToken(
@@ -235,12 +233,13 @@ export class TenantService {
 
   async removeBot(caller: Caller, ws: string, name: string): Promise<void> {
     this.#ownWorkspace(ws);
-    if (
-      !(await this.#change(caller, 'telegram-bot.remove', `Telegram bot ${name} of workspace ${ws}`, async (db) =>
-        removed(await deleteBot(db, ws, name)),
-      ))
-    )
-      throw new TenantError('not_found', 'bot_not_found', `workspace "${ws}" has no Telegram bot "${name}"`);
+    await this.#remove(
+      caller,
+      'telegram-bot.remove',
+      `Telegram bot ${name} of workspace ${ws}`,
+      (db) => deleteBot(db, ws, name),
+      new TenantError('not_found', 'bot_not_found', `workspace "${ws}" has no Telegram bot "${name}"`),
+    );
   }
 
   async addChannel(
@@ -265,12 +264,13 @@ export class TenantService {
 
   async removeChannel(caller: Caller, ws: string, name: string): Promise<void> {
     this.#ownWorkspace(ws);
-    if (
-      !(await this.#change(caller, 'line-channel.remove', `LINE channel ${name} of workspace ${ws}`, async (db) =>
-        removed(await deleteChannel(db, ws, name)),
-      ))
-    )
-      throw new TenantError('not_found', 'channel_not_found', `workspace "${ws}" has no LINE channel "${name}"`);
+    await this.#remove(
+      caller,
+      'line-channel.remove',
+      `LINE channel ${name} of workspace ${ws}`,
+      (db) => deleteChannel(db, ws, name),
+      new TenantError('not_found', 'channel_not_found', `workspace "${ws}" has no LINE channel "${name}"`),
+    );
   }
 
   /** Runs the change, audited under the caller's token, then reloads the registry so this process sees it at once. */
@@ -289,6 +289,11 @@ export class TenantService {
         .catch((err: unknown) => caller.log.warn({ err }, 'tenants not reloaded after a change; the backstop will'));
     }
     return result;
+  }
+
+  /** A removal, audited and reloaded like any change when `remove` found the entry; `missing` when it did not. */
+  async #remove(caller: Caller, action: string, subject: string, remove: (db: Queryable) => Promise<boolean>, missing: TenantError) {
+    if (!(await this.#change(caller, action, subject, async (db) => ((await remove(db)) ? true : undefined)))) throw missing;
   }
 
   /** The workspace of the table that `ws` names: not found for none, read-only for one of the environment. */
