@@ -5,18 +5,10 @@ import { Context } from '@temporalio/activity';
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { addCounts, noCounts } from '../src/domain/lifetime.js';
-import {
-  collectObject,
-  erasureTargets,
-  expiredAlbums,
-  expiredMessages,
-  mediaGarbage,
-  purgeAged,
-  purgeRows,
-  purgeWorkflowRows,
-  recordErasureProgress,
-  workflowIdsOf,
-} from '../src/db/lifetime.js';
+import { erasureTargets, purgeWorkflowRows, recordErasureProgress, workflowIdsOf } from '../src/db/erasures.js';
+import { collectObject, mediaGarbage } from '../src/db/media-collector.js';
+import { purgeRows } from '../src/db/purge.js';
+import { expiredAlbums, expiredMessages, purgeAged } from '../src/db/retention.js';
 import { openMediaStore } from '../src/media/store.js';
 import type { LifetimeActivities } from '../workflows/lifetime-types.js';
 import type { ActivityDeps } from './deps.js';

@@ -1,7 +1,7 @@
 import { ActivityFailure, condition, log, rootCause, setHandler, workflowInfo } from '@temporalio/workflow';
 import { initialAttachments, settleAttachment } from './album-rules.js';
 import type { ChildRecord, DecisionView } from '../src/domain/types.js';
-import { buildMessageView, viewChildOf, type MessageWorkflowStatus } from '../src/domain/album-view.js';
+import { buildMessageView, childWithOutcomesOf, type MessageWorkflowStatus } from '../src/domain/album-view.js';
 import { loadPrior, notify, recordDecision } from './activities.js';
 import { messageStatusQuery } from './definitions.js';
 import { ChildrenInbox } from './children-inbox.js';
@@ -31,7 +31,7 @@ async function runMessage(input: MessageWorkflowInput, options: WorkflowOptions)
   let decisions: DecisionView[] = [];
   let closed = false;
 
-  const status = () => buildMessageView({ workflowId, key, child: child && viewChildOf(child), decisions, closed });
+  const status = () => buildMessageView({ workflowId, key, child: child && childWithOutcomesOf(child), decisions, closed });
   setHandler(messageStatusQuery, status);
   const refresh = () => {
     const current = status();

@@ -2,7 +2,7 @@
 // albumflow (a `*` token), and `secrets rekey`, which works on PostgreSQL itself. A platform's own entries
 // (Telegram bots, LINE channels) are its commands (src/platforms/<platform>/cli.ts).
 import crypto from 'node:crypto';
-import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../http/admin.js';
+import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../tenants/schemas.js';
 import { connectionConfig, createPool } from '../db/pool.js';
 import { rekey } from '../tenants/rekey.js';
 import { CliError, cliConfig, misuse, type Api } from './api.js';

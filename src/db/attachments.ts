@@ -1,5 +1,5 @@
 import type { AttachmentStatus, AttachmentView, DownloadResult, MessageKey } from '../domain/types.js';
-import { mediaLockStatement } from './lifetime.js';
+import { mediaLockStatement } from './media-collector.js';
 import type { Pool, Queryable } from './pool.js';
 import { withTransaction } from './transaction.js';
 
@@ -84,7 +84,7 @@ export type RecordOutcome = 'recorded' | 'replaced' | 'object_removed';
 
 /**
  * A download attempt's outcome, counted as an attempt. A downloaded object is recorded under its lock
- * (src/db/lifetime.ts, collectObject): when the collector removed that object lately, `stillStored`
+ * (src/db/media-collector.ts, collectObject): when the collector removed that object lately, `stillStored`
  * asks the store whether it is there before the attachment may reference it.
  */
 export async function recordDownloadResult(

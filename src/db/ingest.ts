@@ -66,7 +66,7 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promi
  * An edit is stored this way only as the first delivery of its child (storeEdit, src/db/edits.ts): a new
  * child takes its `edited_at`; a stored one is left as it is (storeEdit applies the edit).
  *
- * A child whose identity has a live tombstone (it was erased, src/db/lifetime.ts) is not stored again:
+ * A child whose identity has a live tombstone (it was erased, src/db/purge.ts) is not stored again:
  * neither it, nor its event, nor an album only it names.
  *
  * One round trip per batch (it was eight, from BEGIN to COMMIT): on a busy machine each round trip waits

@@ -1,4 +1,4 @@
-import { buildAlbumView, type ViewChild } from '../domain/album-view.js';
+import { buildAlbumView, type ChildWithOutcomes } from '../domain/album-view.js';
 import { albumWorkflowId } from '../domain/keys.js';
 import type {
   AlbumKey,
@@ -29,7 +29,7 @@ export interface AlbumRow {
 }
 
 /** One stored child message as the status views show it. */
-export interface StoredMessage extends ViewChild {
+export interface StoredMessage extends ChildWithOutcomes {
   lastReceivedAt: string;
   deliveryCount: number;
   albumPk: string | null;
@@ -146,7 +146,7 @@ export async function albumStatusFromDatabase(
   album: AlbumRow,
   key: AlbumKey,
   childOrder: ChildOrder,
-  children?: ViewChild[],
+  children?: ChildWithOutcomes[],
 ): Promise<AlbumView> {
   const [stored, decisions] = await Promise.all([children ?? albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);
   return buildAlbumView({

@@ -29,13 +29,13 @@ import type {
  * references. Any parsable instant (`sentAt`, `receivedAt`) is normalized to ISO 8601 in the view, so
  * PostgreSQL's and the workflow's print the same.
  */
-export type ViewChild = Omit<ChildArrival, 'attachments'> & { attachments: AttachmentView[] };
+export type ChildWithOutcomes = Omit<ChildArrival, 'attachments'> & { attachments: AttachmentView[] };
 
 export interface AlbumViewInput {
   workflowId: string;
   key: AlbumKey;
   /** Distinct children in any order. */
-  children: ViewChild[];
+  children: ChildWithOutcomes[];
   decisions: DecisionView[];
   /** The workflow's review reasons, or `albums.review_reasons`. */
   reviewReasons: readonly ReviewReason[];
@@ -60,12 +60,12 @@ export interface MessageWorkflowStatus {
 export interface MessageViewInput {
   workflowId: string;
   key: MessageKey;
-  child: ViewChild | null;
+  child: ChildWithOutcomes | null;
   decisions: DecisionView[];
   closed: boolean;
 }
 
-export function viewChildOf({ arrival, attachments }: ChildRecord): ViewChild {
+export function childWithOutcomesOf({ arrival, attachments }: ChildRecord): ChildWithOutcomes {
   return {
     messageId: arrival.messageId,
     index: arrival.index,
@@ -91,12 +91,12 @@ function stateOf(decisions: readonly DecisionView[], closed: boolean): AlbumPhas
   return decisions.length > 0 ? 'processed' : 'collecting';
 }
 
-function asReceived(meta: ViewChild['albumMeta'], field: 'index' | 'total', usable: number | null): JsonValue | null {
+function asReceived(meta: ChildWithOutcomes['albumMeta'], field: 'index' | 'total', usable: number | null): JsonValue | null {
   if (meta && field in meta) return meta[field] ?? null;
   return usable;
 }
 
-export function childView(child: ViewChild): ChildView {
+export function childView(child: ChildWithOutcomes): ChildView {
   return {
     messageId: child.messageId,
     index: asReceived(child.albumMeta, 'index', child.index),
@@ -139,7 +139,7 @@ export function mediaSummary(attachments: readonly AttachmentView[]): MediaSumma
  */
 export function reviewView(
   recorded: readonly ReviewReason[],
-  children: readonly ViewChild[],
+  children: readonly ChildWithOutcomes[],
   resolved: ReviewResolution | null,
 ): ReviewView {
   const reasons = canonicalReasons([...recorded, ...analyzeMetadata(children).reasons]);
@@ -188,7 +188,7 @@ export function albumStatusOf(workflowId: string, key: AlbumKey, profile: AlbumP
   return buildAlbumView({
     workflowId,
     key,
-    children: state.children.map(viewChildOf),
+    children: state.children.map(childWithOutcomesOf),
     decisions: state.decisions,
     reviewReasons: state.reviewReasons,
     reviewResolved: state.reviewResolved,
@@ -200,7 +200,7 @@ export function albumStatusOf(workflowId: string, key: AlbumKey, profile: AlbumP
 /** What PostgreSQL records of an album, as a workflow's answer is completed from it. */
 export interface StoredAlbumParts {
   /** Every stored child of the album, in any order. */
-  children: ViewChild[];
+  children: ChildWithOutcomes[];
   decisions: DecisionView[];
   /** `albums.review_reasons` and the resolution recorded with them. */
   reviewReasons: readonly ReviewReason[];
@@ -212,7 +212,7 @@ export interface StoredAlbumParts {
  * version (a shorter history) than the one stored, and those with an attachment it shows unavailable
  * that a redelivery has since given a URL.
  */
-export function unseenChildren(answer: AlbumView, stored: readonly ViewChild[]): ViewChild[] {
+export function unseenChildren(answer: AlbumView, stored: readonly ChildWithOutcomes[]): ChildWithOutcomes[] {
   const shown = new Map(answer.children.map((child) => [child.messageId, child]));
   return stored.filter((child) => {
     const answered = shown.get(child.messageId);
@@ -234,7 +234,7 @@ function usableInteger(value: unknown, minimum: number): number | null {
  * stored, or no longer) keeps the metadata its shown values give; the answer's reasons already hold
  * what its metadata flagged.
  */
-function answeredChild(child: ChildView, stored: ViewChild | undefined): ViewChild {
+function answeredChild(child: ChildView, stored: ChildWithOutcomes | undefined): ChildWithOutcomes {
   return {
     messageId: child.messageId,
     index: stored ? stored.index : usableInteger(child.index, 0),

@@ -13,7 +13,7 @@ import { albumProfileOf } from '../platforms/index.js';
 import { startSearchAttributes } from '../temporal/workflow-start.js';
 import { HttpError } from '../common/http-error.js';
 import { AlbumParams, albumKeyOf, albumPath } from './params.js';
-import { ProseString } from './text-schemas.js';
+import { ProseString } from '../common/text-schemas.js';
 import { ErrorBodySchema as ErrorBody } from '../common/http-error.js';
 import { ReviewResolutionSchema } from '../domain/schemas.js';
 

@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { Type, type Static } from 'typebox';
 import type { Config } from '../common/config.js';
 import type { ErasureSubject } from '../domain/lifetime.js';
-import { findErasure, type ErasureReceipt } from '../db/lifetime.js';
+import { findErasure, type ErasureReceipt } from '../db/erasures.js';
 import type { Pool } from '../db/pool.js';
 import { findAlbum, findMessage } from '../db/status.js';
 import { startErasure } from '../temporal/lifetime.js';

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody, HttpError } from '../common/http-error.js';
+import { TenantError, type TenantErrorKind } from '../tenants/service.js';
 
 const fastifyCodes: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'body_too_large',
@@ -12,8 +13,16 @@ const fastifyCodes: Record<string, string> = {
   FST_ERR_MAX_PARAM_LENGTH: 'path_segment_too_long',
 };
 
+const tenantStatus: Record<TenantErrorKind, number> = { not_found: 404, name_taken: 409, read_only: 409, invalid: 400 };
+
+/** A refused tenant change as the HTTP answer says it: its status, its code and its message. */
+export function tenantHttpError(error: TenantError): HttpError {
+  return new HttpError(tenantStatus[error.kind], error.code, error.message);
+}
+
 /** Maps every error to the albumflow error body; messages of 5xx errors never reach the client. */
-export function handleError(error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply): void {
+export function handleError(error: FastifyError | HttpError | TenantError, request: FastifyRequest, reply: FastifyReply): void {
+  if (error instanceof TenantError) return handleError(tenantHttpError(error), request, reply);
   if (error instanceof HttpError) {
     void reply.code(error.statusCode).headers(error.headers).send(errorBody(error.code, error.message));
     return;

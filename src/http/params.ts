@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import type { AlbumKey, MessageKey } from '../domain/types.js';
-import { IdentifierString } from './text-schemas.js';
+import { IdentifierString } from '../common/text-schemas.js';
 
 /** One identity part in a URL path (each is URL-encoded by the caller). */
 export const Segment = IdentifierString({ minLength: 1, maxLength: 512, description: 'URL-encoded' });

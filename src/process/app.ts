@@ -21,7 +21,7 @@ import { handleError } from '../http/errors.js';
 import { errorBody } from '../common/http-error.js';
 import { healthRoutes } from '../http/health.js';
 import { statusRoutes } from '../http/status.js';
-import { textKindPlugin } from '../http/text-schemas.js';
+import { textKindPlugin } from '../common/text-schemas.js';
 import { webhooksPlugin } from '../platforms/webhooks.js';
 import { consolePlugin } from '../ui/console.js';
 import { adminRoutes } from '../http/admin.js';

@@ -7,12 +7,12 @@ import type { Config } from '../common/config.js';
 import { connectionConfig, createPool, ensureDatabase, type Pool } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from '../dispatcher/dispatcher.js';
-import { resolveApiTokens } from '../http/access/admin-token.js';
+import { resolveApiTokens, type ApiTokens } from '../http/access/admin-token.js';
 import { consolePath, signInPath } from '../http/access/plugin.js';
 import { ConsoleSessions } from '../http/access/session.js';
 import { serveWorkerMetrics } from '../http/worker-metrics.js';
 import { buildApp, type App } from './app.js';
-import { openMediaStore } from '../media/store.js';
+import { openMediaStore, type MediaStore } from '../media/store.js';
 import type { Logger } from '../common/log.js';
 import { claimDataDir } from '../embedded/ownership.js';
 import { pickPort } from '../embedded/ports.js';
@@ -69,6 +69,16 @@ export interface ServiceOptions {
   tracing?: Tracing;
 }
 
+/** What every step of the start shares: the configuration, the log, what to close, and how to say albumflow failed. */
+interface Startup {
+  config: Config;
+  logger: Logger;
+  /** Closed in reverse order of start. */
+  closers: Array<() => Promise<unknown>>;
+  /** Settles the service's `failed`. */
+  fail: (err: Error) => void;
+}
+
 /**
  * Starts albumflow's parts: the embedded PostgreSQL when DATABASE_URL is unset, migrations, the embedded
  * Temporal dev server when TEMPORAL_ADDRESS is unset, then the worker, the dispatcher and the HTTP
@@ -88,6 +98,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
 
   let fail: (err: Error) => void = () => undefined;
   const failed = new Promise<Error>((resolve) => (fail = resolve));
+  const startup: Startup = { config, logger, closers, fail };
   const embedded: EmbeddedServer[] = [];
   const embed = <T extends EmbeddedServer>(server: T): T => {
     embedded.push(server);
@@ -146,30 +157,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     // One registry of the tenants for the HTTP routes and the worker's downloads, following the tables' changes.
     // A worker of its own checks them too, on its /metrics.
     const apiTokens = roles.http || roles.worker ? resolveApiTokens(config, logger) : { tokens: new Map<string, string[]>() };
-    let tenants: TenantRegistry | undefined;
-    if (roles.http || roles.worker) {
-      const secretKey = resolveSecretKey({ secretKey: config.secretKey, dataDir: config.dataDir });
-      if (secretKey.file) {
-        logger.info(
-          { file: secretKey.file },
-          secretKey.created
-            ? 'ALBUMFLOW_SECRET_KEY is unset: generated a secret key'
-            : 'ALBUMFLOW_SECRET_KEY is unset: using the secret key',
-        );
-      }
-      if (secretKey.warning) logger.warn(secretKey.warning);
-      const registry = createRegistry({
-        config,
-        pool,
-        keys: secretKey.ring,
-        logger,
-        tokens: apiTokens.tokens,
-        tokenLabel: config.apiTokens ? 'API_TOKENS' : 'admin token',
-      });
-      await registry.start();
-      closers.push(() => registry.close());
-      tenants = registry;
-    }
+    const tenants = roles.http || roles.worker ? await startRegistry(startup, pool, apiTokens.tokens) : undefined;
 
     let workerMetrics: string | undefined;
     if (roles.worker && !roles.http && temporalMetrics && tenants) {
@@ -186,29 +174,14 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     }
 
     if (roles.worker) {
-      const connection: NativeConnection = await connectWorker(connectionOptions);
-      closers.push(() => connection.close());
-      const bundle = await bundleWorkflowsInChildProcess({
-        ...(options.workflowsPath ? { modulePath: options.workflowsPath } : {}),
-        traced: tracing !== undefined,
-      });
-      closers.push(async () => bundle.dispose());
-      const worker: Worker = await createAlbumWorker({
-        connection,
-        namespace,
-        taskQueue: config.temporal.taskQueue,
-        activities: createActivities({ pool, config: withRegisteredBots(config, tenants!), logger, store, temporal: client }),
-        workflowBundle: { codePath: bundle.codePath },
-        maxCachedWorkflows: config.temporal.maxCachedWorkflows,
-        ...(tracing ? { tracing: await workerTracingOptions(tracing) } : {}),
-      });
-      const running = worker.run();
-      await ensureRetentionSchedule(client, config.temporal.taskQueue, config.retention.intervalS);
-      // A worker that stopped on its own leaves albumflow unable to work: it exits, as when an embedded server is lost.
-      running.catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
-      closers.push(async () => {
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-        await running;
+      await startWorker(startup, {
+        connection: await connectWorker(connectionOptions),
+        client,
+        pool,
+        store,
+        tenants: tenants!,
+        ...(options.workflowsPath ? { workflowsPath: options.workflowsPath } : {}),
+        ...(tracing ? { tracing } : {}),
       });
     }
 
@@ -227,36 +200,24 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
       closers.push(() => dispatcher.stop());
     }
 
-    let app: App | undefined;
-    let consoleLink = consolePath;
-    if (roles.http) {
-      const { adminToken } = apiTokens;
-      const consoleSessions = new ConsoleSessions(pool);
-      if (adminToken) consoleLink = `${signInPath}?code=${await consoleSessions.issueCode(adminToken)}`;
-      // With TEMPORAL_UI_PORT=0 the console learns the UI's address from the dev server once it runs.
-      const uiUrl = config.temporal.uiUrl ?? devServer?.uiUrl;
-      app = await buildApp({
-        config: { ...config, temporal: { ...config.temporal, uiUrl } },
-        pool,
-        temporal: client,
-        wakeDispatcher: () => dispatcher?.wake(),
-        logger,
-        embeddedServers: embedded,
-        ...(temporalMetrics ? { workerMetricsUrl: temporalMetrics } : {}),
-        tenants,
-        consoleSessions,
-        traced: tracing !== undefined,
-        store,
-      });
-      closers.push(() => app!.close());
-      await app.listen({ port: config.port, host: config.host });
-    }
+    const served = roles.http
+      ? await startHttp(startup, {
+          pool,
+          client,
+          store,
+          tenants,
+          dispatcher,
+          devServer,
+          embedded,
+          temporalMetrics,
+          adminToken: apiTokens.adminToken,
+          traced: tracing !== undefined,
+        })
+      : undefined;
 
-    const address = app?.server.address();
-    const http = address && typeof address === 'object' ? `http://${displayHost(config.host)}:${address.port}` : undefined;
     return {
       urls: {
-        ...(http ? { http, console: `${http}${consoleLink}` } : {}),
+        ...(served ? { http: served.http, console: served.console } : {}),
         ...('displayUrl' in database ? { database: database.displayUrl, databaseDir: database.clusterDir } : {}),
         temporal: devServer?.address ?? connectionOptions.address ?? '',
         ...(devServer?.uiUrl ? { temporalUi: devServer.uiUrl } : {}),
@@ -269,6 +230,112 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
     await close();
     throw err;
   }
+}
+
+/** The registry of the tenants, loaded and following the tables' changes: the HTTP routes' and the worker's downloads'. */
+async function startRegistry({ config, logger, closers }: Startup, pool: Pool, tokens: ApiTokens['tokens']): Promise<TenantRegistry> {
+  const secretKey = resolveSecretKey({ secretKey: config.secretKey, dataDir: config.dataDir });
+  if (secretKey.file) {
+    logger.info(
+      { file: secretKey.file },
+      secretKey.created ? 'ALBUMFLOW_SECRET_KEY is unset: generated a secret key' : 'ALBUMFLOW_SECRET_KEY is unset: using the secret key',
+    );
+  }
+  if (secretKey.warning) logger.warn(secretKey.warning);
+  const registry = createRegistry({
+    config,
+    pool,
+    keys: secretKey.ring,
+    logger,
+    tokens,
+    tokenLabel: config.apiTokens ? 'API_TOKENS' : 'admin token',
+  });
+  await registry.start();
+  closers.push(() => registry.close());
+  return registry;
+}
+
+/** The Temporal worker, running the workflows (bundled in a child process) and the activities; and the retention Schedule. */
+async function startWorker(
+  { config, logger, closers, fail }: Startup,
+  parts: {
+    connection: NativeConnection;
+    client: Client;
+    pool: Pool;
+    store: MediaStore;
+    tenants: TenantRegistry;
+    workflowsPath?: string;
+    tracing?: Tracing;
+  },
+): Promise<void> {
+  const { connection, client, pool, store, tenants, tracing } = parts;
+  closers.push(() => connection.close());
+  const bundle = await bundleWorkflowsInChildProcess({
+    ...(parts.workflowsPath ? { modulePath: parts.workflowsPath } : {}),
+    traced: tracing !== undefined,
+  });
+  closers.push(async () => bundle.dispose());
+  const worker: Worker = await createAlbumWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    activities: createActivities({ pool, config: withRegisteredBots(config, tenants), logger, store, temporal: client }),
+    workflowBundle: { codePath: bundle.codePath },
+    maxCachedWorkflows: config.temporal.maxCachedWorkflows,
+    ...(tracing ? { tracing: await workerTracingOptions(tracing) } : {}),
+  });
+  const running = worker.run();
+  await ensureRetentionSchedule(client, config.temporal.taskQueue, config.retention.intervalS);
+  // A worker that stopped on its own leaves albumflow unable to work: it exits, as when an embedded server is lost.
+  running.catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
+  closers.push(async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+  });
+}
+
+/** The HTTP server, listening: the webhooks, the API, the console and /metrics. Answers its address and the console's. */
+async function startHttp(
+  { config, logger, closers }: Startup,
+  parts: {
+    pool: Pool;
+    client: Client;
+    store: MediaStore;
+    tenants: TenantRegistry | undefined;
+    dispatcher: Dispatcher | undefined;
+    devServer: DevServer | undefined;
+    embedded: EmbeddedServer[];
+    temporalMetrics: string | undefined;
+    /** The admin token generated without API_TOKENS: the console's link then carries a sign-in code for it. */
+    adminToken: string | undefined;
+    traced: boolean;
+  },
+): Promise<{ http: string; console: string } | undefined> {
+  const { pool, dispatcher, temporalMetrics, adminToken } = parts;
+  let consoleLink = consolePath;
+  const consoleSessions = new ConsoleSessions(pool);
+  if (adminToken) consoleLink = `${signInPath}?code=${await consoleSessions.issueCode(adminToken)}`;
+  // With TEMPORAL_UI_PORT=0 the console learns the UI's address from the dev server once it runs.
+  const uiUrl = config.temporal.uiUrl ?? parts.devServer?.uiUrl;
+  const app: App = await buildApp({
+    config: { ...config, temporal: { ...config.temporal, uiUrl } },
+    pool,
+    temporal: parts.client,
+    wakeDispatcher: () => dispatcher?.wake(),
+    logger,
+    embeddedServers: parts.embedded,
+    ...(temporalMetrics ? { workerMetricsUrl: temporalMetrics } : {}),
+    tenants: parts.tenants,
+    consoleSessions,
+    traced: parts.traced,
+    store: parts.store,
+  });
+  closers.push(() => app.close());
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  if (!address || typeof address !== 'object') return undefined;
+  const http = `http://${displayHost(config.host)}:${address.port}`;
+  return { http, console: `${http}${consoleLink}` };
 }
 
 function displayHost(host: string): string {

@@ -4,7 +4,7 @@ import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type Schedu
 import { workflowTypes } from '../../workflows/definitions.js';
 import type { ErasureWorkflowInput } from '../../workflows/lifetime-types.js';
 import type { ErasureSubject } from '../domain/lifetime.js';
-import { deleteErasure, recordErasure, type ErasureReceipt } from '../db/lifetime.js';
+import { deleteErasure, recordErasure, type ErasureReceipt } from '../db/erasures.js';
 import type { Pool } from '../db/pool.js';
 
 /**

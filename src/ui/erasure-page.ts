@@ -1,6 +1,6 @@
 // The erasure pages' models (docs/console.md, "Erasing an album"): the confirmation an album's erase form
 // asks for, and an erasure's progress from its receipt. Pure: no I/O.
-import type { ErasureReceipt } from '../db/lifetime.js';
+import type { ErasureReceipt } from '../db/erasures.js';
 import { purgeCountLabels } from '../domain/lifetime.js';
 import type { AlbumView } from '../domain/types.js';
 import { consolePaths } from './paths.js';

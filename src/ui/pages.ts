@@ -5,14 +5,14 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { albumWorkflowId } from '../domain/keys.js';
 import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.js';
-import { findErasure } from '../db/lifetime.js';
+import { findErasure } from '../db/erasures.js';
 import type { Pool } from '../db/pool.js';
 import { emptyUsage, type UsageReader } from '../db/usage.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
 import { handleError } from '../http/errors.js';
 import { HttpError } from '../common/http-error.js';
 import { AlbumParams, Segment, albumKeyOf, rowIdPattern } from '../http/params.js';
-import { IdentifierString } from '../http/text-schemas.js';
+import { IdentifierString } from '../common/text-schemas.js';
 import { wantsPage, type Access } from '../http/access/plugin.js';
 import { startErasure } from '../temporal/lifetime.js';
 import { albumPageModel } from './album-page.js';
@@ -58,6 +58,78 @@ function html(reply: FastifyReply, body: string): FastifyReply {
   return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(body);
 }
 
+/** The usage of the workspaces the list shows: the one chosen (zeros when it keeps nothing), else each reachable one that keeps rows. */
+async function usageInView(
+  usage: UsageReader,
+  request: FastifyRequest,
+  chosen: string,
+  reachable: readonly string[] | 'all',
+): Promise<AlbumListPage['usage']> {
+  let snapshot;
+  try {
+    snapshot = await usage.read();
+  } catch (err) {
+    request.log.warn({ err }, 'workspace usage not read');
+    return 'unavailable';
+  }
+  const at = snapshot.at.toISOString();
+  if (chosen !== '') {
+    const found = snapshot.usage.find((entry) => entry.workspace === chosen);
+    return { workspaces: [found ?? emptyUsage(chosen)], at };
+  }
+  const workspaces = reachable === 'all' ? snapshot.usage : snapshot.usage.filter((entry) => reachable.includes(entry.workspace));
+  return { workspaces, at };
+}
+
+/** The albums page, or the review queue: the albums the filters select among those the token reaches, a page at a time. */
+async function albumList(
+  { pool, usage }: Pick<ConsolePagesOptions, 'pool' | 'usage'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  filters: AlbumListFilters,
+  before: string | undefined,
+  reviewQueue: boolean,
+) {
+  const reachable = reachableWorkspaces(request.access);
+  if (filters.workspace !== '' && reachable !== 'all' && !reachable.includes(filters.workspace)) {
+    throw new HttpError(403, 'workspace_not_allowed', 'the token does not reach this workspace');
+  }
+  // Read beside the list (it is usually the reading /metrics made, so no query at all).
+  const usageFigures = reviewQueue ? Promise.resolve(null) : usageInView(usage, request, filters.workspace, reachable);
+  const rows = await listAlbums(pool, {
+    workspaces: filters.workspace !== '' ? [filters.workspace] : reachable,
+    ...(filters.state !== '' ? { state: filters.state } : {}),
+    ...(reviewQueue || filters.review !== '' ? { review: reviewQueue || filters.review === 'yes' } : {}),
+    ...(filters.provider !== '' ? { provider: filters.provider } : {}),
+    ...(filters.q !== '' ? { search: filters.q } : {}),
+    ...(before !== undefined ? { afterId: before } : {}),
+    limit: pageSize + 1,
+  });
+  const albums = rows.slice(0, pageSize);
+  const kept = Object.entries(filters).filter(([, value]) => value !== '');
+  const olderUrl =
+    rows.length > pageSize
+      ? `${reviewQueue ? consolePaths.review : consolePaths.albums}?${new URLSearchParams([...kept, ['before', albums[albums.length - 1]!.id]]).toString()}`
+      : null;
+  const heading = reviewQueue ? 'Review queue' : 'Albums';
+  return html(
+    reply,
+    renderPage(
+      'albums',
+      { title: heading, signedIn: true },
+      {
+        heading,
+        reviewQueue,
+        filters,
+        workspaces: reachable === 'all' ? await albumWorkspaces(pool) : reachable,
+        albums,
+        olderUrl,
+        usage: await usageFigures,
+      },
+    ),
+  );
+}
+
 /**
  * The signed-in pages under `/ui`: albums and the review queue (any token; they list the workspaces
  * it reaches) and one album (a token that reaches its workspace, as the access plugin checks).
@@ -78,83 +150,14 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
     return html(reply.code(status), renderPage('error', { title: String(status), signedIn: request.access !== null }, { status, message }));
   });
 
-  /** The usage of the workspaces the list shows: the one chosen (zeros when it keeps nothing), else each reachable one that keeps rows. */
-  async function usageInView(
-    request: FastifyRequest,
-    chosen: string,
-    reachable: readonly string[] | 'all',
-  ): Promise<AlbumListPage['usage']> {
-    let snapshot;
-    try {
-      snapshot = await usage.read();
-    } catch (err) {
-      request.log.warn({ err }, 'workspace usage not read');
-      return 'unavailable';
-    }
-    const at = snapshot.at.toISOString();
-    if (chosen !== '') {
-      const found = snapshot.usage.find((entry) => entry.workspace === chosen);
-      return { workspaces: [found ?? emptyUsage(chosen)], at };
-    }
-    const workspaces = reachable === 'all' ? snapshot.usage : snapshot.usage.filter((entry) => reachable.includes(entry.workspace));
-    return { workspaces, at };
-  }
-
-  async function albumList(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    filters: AlbumListFilters,
-    before: string | undefined,
-    reviewQueue: boolean,
-  ) {
-    const reachable = reachableWorkspaces(request.access);
-    if (filters.workspace !== '' && reachable !== 'all' && !reachable.includes(filters.workspace)) {
-      throw new HttpError(403, 'workspace_not_allowed', 'the token does not reach this workspace');
-    }
-    // Read beside the list (it is usually the reading /metrics made, so no query at all).
-    const usageFigures = reviewQueue ? Promise.resolve(null) : usageInView(request, filters.workspace, reachable);
-    const rows = await listAlbums(pool, {
-      workspaces: filters.workspace !== '' ? [filters.workspace] : reachable,
-      ...(filters.state !== '' ? { state: filters.state } : {}),
-      ...(reviewQueue || filters.review !== '' ? { review: reviewQueue || filters.review === 'yes' } : {}),
-      ...(filters.provider !== '' ? { provider: filters.provider } : {}),
-      ...(filters.q !== '' ? { search: filters.q } : {}),
-      ...(before !== undefined ? { afterId: before } : {}),
-      limit: pageSize + 1,
-    });
-    const albums = rows.slice(0, pageSize);
-    const kept = Object.entries(filters).filter(([, value]) => value !== '');
-    const olderUrl =
-      rows.length > pageSize
-        ? `${reviewQueue ? consolePaths.review : consolePaths.albums}?${new URLSearchParams([...kept, ['before', albums[albums.length - 1]!.id]]).toString()}`
-        : null;
-    const heading = reviewQueue ? 'Review queue' : 'Albums';
-    return html(
-      reply,
-      renderPage(
-        'albums',
-        { title: heading, signedIn: true },
-        {
-          heading,
-          reviewQueue,
-          filters,
-          workspaces: reachable === 'all' ? await albumWorkspaces(pool) : reachable,
-          albums,
-          olderUrl,
-          usage: await usageFigures,
-        },
-      ),
-    );
-  }
-
   app.get('/', { schema: { hide: true, querystring: ListQuery }, config: { access: 'signed-in' } }, async (request, reply) => {
     const { before, ...filters } = request.query;
-    return albumList(request, reply, filters, before, false);
+    return albumList({ pool, usage }, request, reply, filters, before, false);
   });
 
   app.get('/review', { schema: { hide: true, querystring: ListQuery }, config: { access: 'signed-in' } }, async (request, reply) => {
     const { before, ...filters } = request.query;
-    return albumList(request, reply, { ...filters, review: '' }, before, true);
+    return albumList({ pool, usage }, request, reply, { ...filters, review: '' }, before, true);
   });
 
   app.get(

@@ -1,28 +1,20 @@
 // The console's tenants page (docs/console.md): what the admin API lists — workspaces, tokens (never their
-// values), bots, channels and the audit — and HTML forms for the same changes, carried out by the admin
-// API's own functions. `*` tokens only. The forms post to this origin only: the access plugin refuses a
-// cookie-signed post from anywhere else (CSRF), and every value shown is escaped by Eta.
+// values), bots, channels and the audit — and HTML forms for the same changes, carried out by the tenant
+// service that the admin API calls too (src/tenants/service.ts). `*` tokens only. The forms post to this
+// origin only: the access plugin refuses a cookie-signed post from anywhere else (CSRF), and every value
+// shown is escaped by Eta.
 import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Pool } from '../db/pool.js';
-import {
-  auditInfos,
-  BotBody,
-  callerOf,
-  ChannelBody,
-  SecretBody,
-  tenantAdmin,
-  tokenInfos,
-  TokenBody,
-  WorkspaceBody,
-  workspaceInfos,
-} from '../http/admin.js';
-import { handleError } from '../http/errors.js';
+import { callerOf } from '../http/admin.js';
+import { handleError, tenantHttpError } from '../http/errors.js';
 import { HttpError } from '../common/http-error.js';
-import { IdentifierString } from '../http/text-schemas.js';
+import { IdentifierString } from '../common/text-schemas.js';
 import type { TenantRegistry } from '../tenants/registry.js';
+import { BotBody, ChannelBody, SecretBody, TokenBody, WorkspaceBody } from '../tenants/schemas.js';
+import { auditInfos, TenantError, TenantService, tokenInfos, workspaceInfos } from '../tenants/service.js';
 import { consolePaths } from './paths.js';
 import { renderPage, type TenantsPage } from './views.js';
 
@@ -66,7 +58,7 @@ function expiryOf(text: string | undefined): string | undefined {
 export const tenantsPage: FastifyPluginAsyncTypebox<TenantsPageOptions> = async (app, options) => {
   await app.register(formbody);
   const { pool, tenants } = options;
-  const admin = tenantAdmin(options);
+  const service = new TenantService(options);
   app.addHook('onRoute', (route) => {
     route.config = { access: 'all-workspaces', ...route.config };
     route.schema = { hide: true, ...route.schema };
@@ -92,8 +84,9 @@ export const tenantsPage: FastifyPluginAsyncTypebox<TenantsPageOptions> = async 
 
   // A refused change (a taken name, a form field out of bounds) is said on the page, with its status; a
   // refused caller (no token, not a `*` one) gets the access plugin's answer and sees nothing of the page.
-  app.setErrorHandler(async (error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
-    if (request.access?.workspaces !== '*') return handleError(error, request, reply);
+  app.setErrorHandler(async (refusal: FastifyError | HttpError | TenantError, request: FastifyRequest, reply: FastifyReply) => {
+    if (request.access?.workspaces !== '*') return handleError(refusal, request, reply);
+    const error = refusal instanceof TenantError ? tenantHttpError(refusal) : refusal;
     const status =
       error instanceof HttpError || (error.statusCode !== undefined && error.statusCode < 500) ? (error.statusCode ?? 400) : 500;
     if (status >= 500) {
@@ -110,39 +103,39 @@ export const tenantsPage: FastifyPluginAsyncTypebox<TenantsPageOptions> = async 
   );
 
   app.post(tenantsPagePaths.addWorkspace.slice(base.length), { schema: { body: WorkspaceBody } }, async (request, reply) => {
-    await admin.addWorkspace(callerOf(request), request.body.name);
+    await service.addWorkspace(callerOf(request), request.body.name);
     return done(reply, `Workspace ${request.body.name} added; give it a signing secret.`);
   });
   app.post('/workspaces/:ws/remove', { schema: { params: Ws } }, async (request, reply) => {
-    await admin.removeWorkspace(callerOf(request), request.params.ws);
+    await service.removeWorkspace(callerOf(request), request.params.ws);
     return done(reply, `Workspace ${request.params.ws} removed.`);
   });
   app.post('/workspaces/:ws/secrets', { schema: { params: Ws, body: SecretBody } }, async (request, reply) => {
-    const { id } = await admin.addSecret(callerOf(request), request.params.ws, request.body.secret);
+    const { id } = await service.addSecret(callerOf(request), request.params.ws, request.body.secret);
     return done(reply, `Secret ${id} added to ${request.params.ws}.`);
   });
   app.post(
     '/workspaces/:ws/secrets/:id/retire',
     { schema: { params: Type.Object({ ws: WorkspaceBody.properties.name, id: Id }) } },
     async (request, reply) => {
-      await admin.retireSecret(callerOf(request), request.params.ws, request.params.id);
+      await service.retireSecret(callerOf(request), request.params.ws, request.params.id);
       return done(reply, `Secret ${request.params.id} of ${request.params.ws} retired.`);
     },
   );
   app.post('/workspaces/:ws/telegram-bots', { schema: { params: Ws, body: BotBody } }, async (request, reply) => {
-    await admin.addBot(callerOf(request), request.params.ws, request.body);
+    await service.addBot(callerOf(request), request.params.ws, request.body);
     return done(reply, `Telegram bot ${request.body.name} added to ${request.params.ws}.`);
   });
   app.post('/workspaces/:ws/telegram-bots/:name/remove', { schema: { params: WsName } }, async (request, reply) => {
-    await admin.removeBot(callerOf(request), request.params.ws, request.params.name);
+    await service.removeBot(callerOf(request), request.params.ws, request.params.name);
     return done(reply, `Telegram bot ${request.params.name} removed from ${request.params.ws}.`);
   });
   app.post('/workspaces/:ws/line-channels', { schema: { params: Ws, body: ChannelBody } }, async (request, reply) => {
-    await admin.addChannel(callerOf(request), request.params.ws, request.body);
+    await service.addChannel(callerOf(request), request.params.ws, request.body);
     return done(reply, `LINE channel ${request.body.name} added to ${request.params.ws}.`);
   });
   app.post('/workspaces/:ws/line-channels/:name/remove', { schema: { params: WsName } }, async (request, reply) => {
-    await admin.removeChannel(callerOf(request), request.params.ws, request.params.name);
+    await service.removeChannel(callerOf(request), request.params.ws, request.params.name);
     return done(reply, `LINE channel ${request.params.name} removed from ${request.params.ws}.`);
   });
   app.post('/tokens', { schema: { body: TokenForm } }, async (request, reply) => {
@@ -151,12 +144,12 @@ export const tenantsPage: FastifyPluginAsyncTypebox<TenantsPageOptions> = async 
       .map((w) => w.trim())
       .filter((w) => w !== '');
     const expiresAt = expiryOf(request.body.expiresAt);
-    const created = await admin.createToken(callerOf(request), { name: request.body.name, workspaces, expiresAt });
+    const created = await service.createToken(callerOf(request), { name: request.body.name, workspaces, expiresAt });
     // Shown on the answer itself, never in a URL: it is the only time the token is shown.
     return render(reply, 201, { createdToken: { name: created.name, token: created.token } });
   });
   app.post('/tokens/:id/revoke', { schema: { params: Type.Object({ id: Id }) } }, async (request, reply) => {
-    await admin.revokeToken(callerOf(request), request.params.id);
+    await service.revokeToken(callerOf(request), request.params.id);
     return done(reply, 'Token revoked, with the console sessions it opened.');
   });
 };

@@ -10,7 +10,7 @@ import type { WorkspaceUsage } from '../db/usage.js';
 import type { AlbumKey, AlbumPhase } from '../domain/types.js';
 import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
-import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../http/admin.js';
+import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../tenants/schemas.js';
 
 export const templatesDir = path.join(projectRoot, 'src/ui/templates');
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { albumWorkflowId, messageWorkflowId } from '../../src/domain/keys.js';
 import type { AlbumKey, MessageKey } from '../../src/domain/types.js';
 import { recordDownloadResult, findAttachment } from '../../src/db/attachments.js';
-import { collectObject } from '../../src/db/lifetime.js';
+import { collectObject } from '../../src/db/media-collector.js';
 import { openMediaStore, thumbnailKey, type MediaStore } from '../../src/media/store.js';
 import { locateTemporalCli } from '../../src/embedded/temporal-cli.js';
 import { ensureRetentionSchedule, retentionScheduleId } from '../../src/temporal/lifetime.js';

@@ -511,6 +511,15 @@ describe('the console’s tenants page', () => {
     const ok = await form('/ui/tenants/workspaces', `name=${added}`, 'same-origin');
     expect([ok.statusCode, ok.headers.location]).toEqual([303, expect.stringMatching(/^\/ui\/tenants\?done=/)]);
     expect((await form('/ui/tenants/workspaces', `name=${added}`, 'same-origin')).statusCode).toBe(409);
+    // Each kind of refused change is said on the page, with the status the admin API answers it with.
+    for (const [url, payload, status, message] of [
+      [`/ui/tenants/workspaces/${unique('none')}/remove`, '', 404, 'there is no workspace'],
+      [`/ui/tenants/workspaces/${envWorkspace}/remove`, '', 409, 'is declared in the environment at start'],
+      ['/ui/tenants/tokens', `name=${unique('mixed')}&workspaces=*,${added}`, 400, 'beside other workspaces'],
+    ] as const) {
+      const refused = await form(url, payload, 'same-origin');
+      expect([refused.statusCode, refused.body], url).toEqual([status, expect.stringContaining(message)]);
+    }
     const created = await form('/ui/tenants/tokens', `name=${unique('console')}&workspaces=${added}`, 'same-origin');
     expect(created.statusCode).toBe(201);
     const token = keep(/<code>([A-Za-z0-9_-]{43})<\/code>/.exec(created.body)![1]!);

@@ -22,7 +22,7 @@ import type {
   DownloadResult,
   JsonValue,
 } from '../../src/domain/types.js';
-import { buildAlbumView, buildMessageView, viewChildOf, type ViewChild } from '../../src/domain/album-view.js';
+import { buildAlbumView, buildMessageView, childWithOutcomesOf, type ChildWithOutcomes } from '../../src/domain/album-view.js';
 
 const t0 = Date.parse('2026-09-29T10:00:00.000Z');
 const timings: AlbumTimings = { quietPeriodMs: 100, maxWaitMs: 1_000, lateWindowMs: 5_000, lateItemPolicy: 'refresh' };
@@ -947,7 +947,7 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
         const view = buildAlbumView({
           workflowId: 'album:x',
           key: { workspace: 'ws', provider: 'telegram', accountId: '1', conversationId: '2', albumId: '3' },
-          children: late.state.children.map(viewChildOf),
+          children: late.state.children.map(childWithOutcomesOf),
           decisions: late.state.decisions,
           reviewReasons: [],
           reviewResolved: null,
@@ -971,7 +971,7 @@ describe('album view', () => {
     sha256: null,
     error: null,
   });
-  const viewChild = (messageId: string, spec: Partial<ViewChild>): ViewChild => ({
+  const childWithOutcomes = (messageId: string, spec: Partial<ChildWithOutcomes>): ChildWithOutcomes => ({
     messageId,
     index: null,
     total: null,
@@ -990,12 +990,12 @@ describe('album view', () => {
       workflowId: 'album:x',
       key,
       children: [
-        viewChild('z', { index: null, metadataInvalid: true, albumMeta: { index: 'two' } }),
-        viewChild('b', { index: 1, sentAt: '2026-09-29T10:00:05Z', albumMeta: { index: 1 } }),
-        viewChild('a', { index: 1, sentAt: '2026-09-29T10:00:05.000Z', albumMeta: { index: 1 } }),
-        viewChild('c', { index: 1, sentAt: '2026-09-29T10:00:01+00:00', albumMeta: { index: 1 } }),
-        viewChild('y', { index: 0, albumMeta: { index: 0 } }),
-        viewChild('x', { index: null, albumMeta: null, sentAt: '2026-09-29T09:00:00Z' }),
+        childWithOutcomes('z', { index: null, metadataInvalid: true, albumMeta: { index: 'two' } }),
+        childWithOutcomes('b', { index: 1, sentAt: '2026-09-29T10:00:05Z', albumMeta: { index: 1 } }),
+        childWithOutcomes('a', { index: 1, sentAt: '2026-09-29T10:00:05.000Z', albumMeta: { index: 1 } }),
+        childWithOutcomes('c', { index: 1, sentAt: '2026-09-29T10:00:01+00:00', albumMeta: { index: 1 } }),
+        childWithOutcomes('y', { index: 0, albumMeta: { index: 0 } }),
+        childWithOutcomes('x', { index: null, albumMeta: null, sentAt: '2026-09-29T09:00:00Z' }),
       ],
       decisions: [],
       reviewReasons: ['invalid_metadata'],
@@ -1026,13 +1026,13 @@ describe('album view', () => {
       workflowId: 'album:x',
       key,
       children: [
-        viewChild('a', { index: 0, total: 3, attachments: [attachment(1, 'failed'), attachment(0, 'downloaded')] }),
-        viewChild('b', {
+        childWithOutcomes('a', { index: 0, total: 3, attachments: [attachment(1, 'failed'), attachment(0, 'downloaded')] }),
+        childWithOutcomes('b', {
           index: 1,
           total: 3,
           attachments: [attachment(0, 'pending'), attachment(1, 'expired'), attachment(2, 'unavailable')],
         }),
-        viewChild('c', { index: 2, attachments: [attachment(0, 'downloaded')] }),
+        childWithOutcomes('c', { index: 2, attachments: [attachment(0, 'downloaded')] }),
       ],
       decisions,
       reviewReasons: ['late_item', 'total_conflict', 'late_item'],
@@ -1057,7 +1057,7 @@ describe('album view', () => {
     const view = buildAlbumView({
       workflowId: 'album:x',
       key,
-      children: [viewChild('a', { index: 0, total: 2 }), viewChild('b', { index: 1, total: 3 })],
+      children: [childWithOutcomes('a', { index: 0, total: 2 }), childWithOutcomes('b', { index: 1, total: 3 })],
       decisions: [{ seq: 1, trigger: 'quiet_period', childMessageIds: ['a', 'b'], decidedAt: '2026-09-29T10:00:30Z' }],
       reviewReasons: [],
       reviewResolved: null,
@@ -1074,7 +1074,7 @@ describe('album view', () => {
     const view = buildMessageView({
       workflowId: 'message:x',
       key: { ...key, messageId: 'm' },
-      child: viewChild('m', { caption: 'hi', attachments: [attachment(0, 'downloaded')] }),
+      child: childWithOutcomes('m', { caption: 'hi', attachments: [attachment(0, 'downloaded')] }),
       decisions: [{ seq: 1, trigger: 'standalone', childMessageIds: ['m'], decidedAt: '2026-09-29T10:00:00Z' }],
       closed: true,
     });

@@ -6,9 +6,9 @@ import {
   buildAlbumView,
   completedAlbumView,
   unseenChildren,
-  viewChildOf,
+  childWithOutcomesOf,
   type StoredAlbumParts,
-  type ViewChild,
+  type ChildWithOutcomes,
 } from '../../src/domain/album-view.js';
 import type { AlbumKey, AlbumProfile, AlbumTimings, ChildArrival, DecisionView, JsonValue, ReviewReason } from '../../src/domain/types.js';
 
@@ -46,8 +46,8 @@ function arrival(messageId: string, spec: ChildSpec): ChildArrival {
 }
 
 /** A child as PostgreSQL stores it: as it arrived, its attachments as the ingress recorded them. */
-function stored(child: ChildArrival): ViewChild {
-  return viewChildOf({ arrival: child, attachments: initialAttachments(child) });
+function stored(child: ChildArrival): ChildWithOutcomes {
+  return childWithOutcomesOf({ arrival: child, attachments: initialAttachments(child) });
 }
 
 const anySpec: fc.Arbitrary<ChildSpec> = fc.record({
@@ -178,7 +178,7 @@ describe('a workflow answer completed with the stored children', () => {
           buildAlbumView({
             workflowId,
             key,
-            children: [...state.children.map(viewChildOf), ...unseen],
+            children: [...state.children.map(childWithOutcomesOf), ...unseen],
             decisions: state.decisions,
             reviewReasons: state.reviewReasons,
             reviewResolved: state.reviewResolved,
@@ -219,7 +219,7 @@ describe('a workflow answer completed with the stored children', () => {
     const state = workflowState(children, 2, 2, true, [true]);
     const answer = albumStatusOf(workflowId, key, profile, state);
     expect(answer.decisions).toHaveLength(1);
-    const edited: ViewChild = {
+    const edited: ChildWithOutcomes = {
       ...stored(children[1]!),
       caption: 'edited',
       history: [

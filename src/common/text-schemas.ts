@@ -1,6 +1,7 @@
-// The HTTP side of the text rules (src/domain/storable-text.ts): an Ajv keyword that the route schemas'
-// strings carry, so that a NUL, an unpaired surrogate or a control character where none belongs, in any
-// path segment, query parameter or body field, is a 400 naming the field before a handler runs.
+// The schema side of the text rules (src/domain/storable-text.ts): an Ajv keyword that the strings of the
+// route schemas (and of the tenant bodies they take from src/tenants/schemas.ts) carry, so that a NUL, an
+// unpaired surrogate or a control character where none belongs, in any path segment, query parameter or
+// body field, is a 400 naming the field before a handler runs.
 
 import { Type, type TStringOptions } from 'typebox';
 import { textProblem, type TextKind } from '../domain/storable-text.js';
