@@ -192,10 +192,12 @@ WITH target AS (
 ), history_gone AS (
   DELETE FROM message_history WHERE message_pk IN (SELECT id FROM target) RETURNING 1
 ), attachments_gone AS (
-  DELETE FROM attachments WHERE message_pk IN (SELECT id FROM target) RETURNING sha256
+  DELETE FROM attachments WHERE message_pk IN (SELECT id FROM target) RETURNING sha256, still_sha256
 ), garbage AS (
   INSERT INTO media_garbage (sha256)
-  SELECT DISTINCT sha256 FROM attachments_gone WHERE sha256 IS NOT NULL
+  SELECT sha256 FROM attachments_gone WHERE sha256 IS NOT NULL
+   UNION
+  SELECT still_sha256 FROM attachments_gone WHERE still_sha256 IS NOT NULL
   ON CONFLICT (sha256) DO NOTHING
   RETURNING 1
 ), messages_gone AS (
@@ -295,7 +297,7 @@ export async function collectObject(
     const queued = await client.query(`DELETE FROM media_garbage WHERE sha256 = $1`, [sha256]);
     if (queued.rowCount === 0) return null;
     const { rows } = await client.query<{ referenced: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM attachments WHERE sha256 = $1) AS referenced`,
+      `SELECT EXISTS (SELECT 1 FROM attachments WHERE sha256 = $1) OR EXISTS (SELECT 1 FROM attachments WHERE still_sha256 = $1) AS referenced`,
       [sha256],
     );
     if (rows[0]!.referenced) return { removed: false, bytes: 0 };
