@@ -37,7 +37,7 @@ export interface ChildModel {
   late: boolean;
   attachments: AttachmentModel[];
   edits: readonly CaptionEdit[];
-  /** When the sender unsent it (LINE); null while it is not withdrawn. */
+  /** When it was withdrawn (LINE's unsend, Telegram's deleted business messages); null while it is not. */
   withdrawnAt: string | null;
 }
 
