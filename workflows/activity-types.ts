@@ -46,7 +46,7 @@ export type NotifyInput = {
   notice?: number;
   /** For `album.updated` about an edit of a decided child; without it (or `unsent`), `album.updated` is about late items. */
   edit?: ChildEdit;
-  /** For `album.updated` about a decided child its sender withdrew (`"change": "unsent"`). */
+  /** For `album.updated` about a decided child that was withdrawn (`"change"`: `unsent.change`, by default `"unsent"`). */
   unsent?: ChildWithdrawal;
 } & (
   | { type: AlbumNotificationType; album: AlbumView }
@@ -67,7 +67,7 @@ export interface DecisionStep {
   notice?: number;
   /** For `album.updated` about an edit of a decided child (`"change": "edited"`) rather than late items. */
   edit?: ChildEdit;
-  /** For `album.updated` about a decided child its sender withdrew (`"change": "unsent"`). */
+  /** For `album.updated` about a decided child that was withdrawn (`"change"`: `unsent.change`, by default `"unsent"`). */
   unsent?: ChildWithdrawal;
 }
 

@@ -82,7 +82,7 @@ export type AlbumCommand =
     }
   /** Notify `album.updated` (`"change": "edited"`): a child of `decision` was edited. */
   | { type: 'edited'; decision: DecisionView; edit: ChildEdit }
-  /** Notify `album.updated` (`"change": "unsent"`): the sender withdrew a child of `decision`. */
+  /** Notify `album.updated` (`"change": "unsent"` or `"deleted"`, as `unsent.change` says): a child of `decision` was withdrawn. */
   | { type: 'unsent'; decision: DecisionView; unsent: ChildWithdrawal }
   /** `notice`: 1 for the first `album.media_settled` of the decision, 2 after its media settled again, … */
   | { type: 'media_settled'; decision: DecisionView; notice: number };
@@ -246,7 +246,7 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
         arrival.withdrawnAt !== undefined &&
         !notifiedWithdrawals.has(arrival.messageId) &&
         Date.parse(arrival.withdrawnAt) > Date.parse(last.decidedAt)
-          ? [{ type: 'unsent', decision: last, unsent: { messageId: arrival.messageId, withdrawnAt: arrival.withdrawnAt } } as const]
+          ? [{ type: 'unsent', decision: last, unsent: withdrawalOf(arrival, arrival.withdrawnAt) } as const]
           : [],
       )
     : [];
@@ -341,6 +341,14 @@ function editedBy(known: ChildRecord, edited: ChildArrival): { record: ChildReco
   };
 }
 
+/**
+ * A withdrawn child as its notification names it, with the word of how it was withdrawn; an arrival
+ * without one (signalled before Bot API 10: LINE's unsend) names none, and is notified as `unsent`.
+ */
+function withdrawalOf(arrival: ChildArrival, withdrawnAt: string): ChildWithdrawal {
+  return { messageId: arrival.messageId, withdrawnAt, ...(arrival.withdrawal ? { change: arrival.withdrawal } : {}) };
+}
+
 function addChildren(
   state: DecisionRulesState,
   incoming: readonly ChildRecord[],
@@ -362,13 +370,13 @@ function addChildren(
       continue;
     }
     let known = children[at]!;
-    const { withdrawnAt } = child.arrival;
+    const { withdrawnAt, withdrawal } = child.arrival;
     if (withdrawnAt !== undefined && known.arrival.withdrawnAt === undefined) {
-      known = { ...known, arrival: { ...known.arrival, withdrawnAt } };
+      known = { ...known, arrival: { ...known.arrival, withdrawnAt, ...(withdrawal ? { withdrawal } : {}) } };
       children[at] = known;
       const decision = latestDecision(state);
       if (decision?.childMessageIds.includes(child.arrival.messageId)) {
-        commands.push({ type: 'unsent', decision, unsent: { messageId: child.arrival.messageId, withdrawnAt } });
+        commands.push({ type: 'unsent', decision, unsent: withdrawalOf(child.arrival, withdrawnAt) });
       }
     }
     const versions = known.arrival.history.length;

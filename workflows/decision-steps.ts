@@ -28,7 +28,7 @@ export function decisionStepsSummary(steps: readonly DecisionStep[]): string {
   return steps
     .map(
       ({ type, decision, record, edit, unsent }) =>
-        `${record ? `record #${decision.seq} (${decision.trigger}), ` : ''}notify ${type} #${decision.seq}${edit ? ` (edit ${edit.version} of ${edit.messageId})` : ''}${unsent ? ` (${unsent.messageId} unsent)` : ''}`,
+        `${record ? `record #${decision.seq} (${decision.trigger}), ` : ''}notify ${type} #${decision.seq}${edit ? ` (edit ${edit.version} of ${edit.messageId})` : ''}${unsent ? ` (${unsent.messageId} ${unsent.change ?? 'unsent'})` : ''}`,
     )
     .join(', ');
 }

@@ -24,6 +24,21 @@ export function attachmentViewOf(row: AttachmentOutcomeColumns): AttachmentView 
   };
 }
 
+/** A file stored in the media store, as a download wrote it. */
+export interface StoredObject {
+  contentType: string | null;
+  bytes: number;
+  sha256: string;
+}
+
+/** A live photo's still (Bot API 10): a second file of the attachment, downloaded with the video. */
+export interface StoredStill {
+  fileId: string;
+  fileUniqueId: string;
+  /** Null until it is downloaded (or when it could not be). */
+  object: StoredObject | null;
+}
+
 /** One attachment row as the download activity reads it. */
 export interface StoredAttachment extends AttachmentView {
   messagePk: string;
@@ -33,6 +48,8 @@ export interface StoredAttachment extends AttachmentView {
   declaredSize: number | null;
   /** A Telegram file: what getFile takes, and the file's identity (an edit may replace it). */
   telegramFile: { fileId: string; fileUniqueId: string } | null;
+  /** A Telegram live photo's still; null for every other attachment. */
+  still: StoredStill | null;
   /** LINE content: the channel of the workspace whose access token fetches it (by the child's message id). */
   lineChannel: string | null;
 }
@@ -45,12 +62,18 @@ interface StoredAttachmentColumns extends AttachmentOutcomeColumns {
   declared_size: string | null;
   telegram_file_id: string | null;
   telegram_file_unique_id: string | null;
+  still_telegram_file_id: string | null;
+  still_telegram_file_unique_id: string | null;
+  still_content_type: string | null;
+  still_bytes: string | null;
+  still_sha256: string | null;
   line_channel: string | null;
 }
 
 export async function findAttachment(pool: Pool, key: MessageKey, position: number): Promise<StoredAttachment | null> {
   const { rows } = await pool.query<StoredAttachmentColumns>(
     `SELECT a.message_pk, a.position, a.url, a.kind, a.mime_type, a.declared_size, a.telegram_file_id, a.telegram_file_unique_id,
+            a.still_telegram_file_id, a.still_telegram_file_unique_id, a.still_content_type, a.still_bytes, a.still_sha256,
             a.line_channel, a.status, a.content_type, a.bytes, a.sha256, a.error
        FROM attachments a
        JOIN messages m ON m.id = a.message_pk
@@ -69,9 +92,19 @@ export async function findAttachment(pool: Pool, key: MessageKey, position: numb
     mimeType: row.mime_type,
     declaredSize: row.declared_size === null ? null : Number(row.declared_size),
     telegramFile: fileId !== null && fileUniqueId !== null ? { fileId, fileUniqueId } : null,
+    still: stillOf(row),
     lineChannel: row.line_channel,
     ...attachmentViewOf(row),
   };
+}
+
+function stillOf(row: StoredAttachmentColumns): StoredStill | null {
+  const fileId = row.still_telegram_file_id;
+  const fileUniqueId = row.still_telegram_file_unique_id;
+  if (fileId === null || fileUniqueId === null) return null;
+  const sha256 = row.still_sha256;
+  const object = sha256 === null ? null : { contentType: row.still_content_type, bytes: Number(row.still_bytes), sha256 };
+  return { fileId, fileUniqueId, object };
 }
 
 /**
@@ -83,21 +116,25 @@ export async function findAttachment(pool: Pool, key: MessageKey, position: numb
 export type RecordOutcome = 'recorded' | 'replaced' | 'object_removed';
 
 /**
- * A download attempt's outcome, counted as an attempt. A downloaded object is recorded under its lock
- * (src/db/media-collector.ts, collectObject): when the collector removed that object lately, `stillStored`
- * asks the store whether it is there before the attachment may reference it.
+ * A download attempt's outcome, counted as an attempt, with the object of a live photo's still when the
+ * attempt stored one (null: none, or it could not be had). Each downloaded object is recorded under its
+ * lock (src/db/media-collector.ts, collectObject): when the collector removed one lately, `stillStored` asks the
+ * store whether it is there before the attachment may reference it.
  */
 export async function recordDownloadResult(
   pool: Pool,
   attachment: StoredAttachment,
   result: DownloadResult,
   stillStored: (sha256: string) => Promise<boolean>,
+  still: StoredObject | null = null,
 ): Promise<RecordOutcome> {
   const record = async (db: Queryable): Promise<RecordOutcome> => {
     const { rowCount } = await db.query(
       `UPDATE attachments
-          SET status = $3, content_type = $4, bytes = $5, sha256 = $6, error = $7, attempts = attempts + 1, updated_at = now()
-        WHERE message_pk = $1 AND position = $2 AND telegram_file_unique_id IS NOT DISTINCT FROM $8`,
+          SET status = $3, content_type = $4, bytes = $5, sha256 = $6, error = $7, attempts = attempts + 1,
+              still_content_type = $10, still_bytes = $11, still_sha256 = $12, updated_at = now()
+        WHERE message_pk = $1 AND position = $2 AND telegram_file_unique_id IS NOT DISTINCT FROM $8
+          AND still_telegram_file_unique_id IS NOT DISTINCT FROM $9`,
       [
         attachment.messagePk,
         attachment.position,
@@ -107,16 +144,21 @@ export async function recordDownloadResult(
         result.sha256,
         result.error,
         attachment.telegramFile?.fileUniqueId ?? null,
+        attachment.still?.fileUniqueId ?? null,
+        still?.contentType ?? null,
+        still?.bytes ?? null,
+        still?.sha256 ?? null,
       ],
     );
     return rowCount === 1 ? 'recorded' : 'replaced';
   };
-  const sha256 = result.sha256;
-  if (sha256 === null) return record(pool);
+  // Locked in one order, so that two downloads of attachments sharing both objects never wait for each other.
+  const objects = [...new Set([result.sha256, still?.sha256].filter((sha256) => typeof sha256 === 'string'))].sort();
+  if (objects.length === 0) return record(pool);
   return withTransaction(pool, async (client) => {
-    await client.query(mediaLockStatement, [sha256]);
-    const removed = await client.query(`SELECT 1 FROM media_removals WHERE sha256 = $1`, [sha256]);
-    if (removed.rowCount !== 0 && !(await stillStored(sha256))) return 'object_removed';
+    for (const sha256 of objects) await client.query(mediaLockStatement, [sha256]);
+    const { rows } = await client.query<{ sha256: string }>(`SELECT sha256 FROM media_removals WHERE sha256 = ANY($1::text[])`, [objects]);
+    for (const { sha256 } of rows) if (!(await stillStored(sha256))) return 'object_removed';
     return record(client);
   });
 }

@@ -1,4 +1,4 @@
-import type { ChildArrival, EarlierVersion, EventSource, JsonValue, MessageKey } from '../domain/types.js';
+import type { ChildArrival, EarlierVersion, EventSource, JsonValue, MessageKey, WithdrawalChange } from '../domain/types.js';
 import type { Queryable } from './pool.js';
 
 /** A committed child as its workflow receives it; `albumId` is null for a standalone message. */
@@ -32,6 +32,7 @@ interface QueuedChildRow {
   attachments: ChildArrival['attachments'];
   history: HistoryColumns[];
   withdrawn_at: Date | null;
+  withdrawal: WithdrawalChange | null;
 }
 
 /** One `message_history` row as json_agg gives it (timestamps in PostgreSQL's text form). */
@@ -73,7 +74,7 @@ export async function loadChildren(client: Queryable, messagePks: string[]): Pro
                                ORDER BY a.position)
                  FROM attachments a WHERE a.message_pk = m.id),
               '[]') AS attachments,
-            ${historyColumn} AS history, m.withdrawn_at
+            ${historyColumn} AS history, m.withdrawn_at, m.withdrawal
        FROM messages m
        LEFT JOIN albums al ON al.id = m.album_pk
       WHERE m.id = ANY($1::bigint[])`,
@@ -102,7 +103,8 @@ export async function loadChildren(client: Queryable, messagePks: string[]): Pro
       receivedAt: row.first_received_at.toISOString(),
       attachments: row.attachments,
       history: row.history.map(earlierVersionOf),
-      ...(row.withdrawn_at ? { withdrawnAt: row.withdrawn_at.toISOString() } : {}),
+      // A message withdrawn before withdrawals had a word was LINE's, unsent.
+      ...(row.withdrawn_at ? { withdrawnAt: row.withdrawn_at.toISOString(), withdrawal: row.withdrawal ?? 'unsent' } : {}),
     },
   }));
 }

@@ -9,6 +9,8 @@ export interface AttachmentDetails {
   kind: string | null;
   fileName: string | null;
   declaredMimeType: string | null;
+  /** A live photo's still, once downloaded: the attachment's thumbnail. */
+  stillSha256: string | null;
 }
 
 export async function attachmentDetails(pool: Pool, albumPk: string): Promise<AttachmentDetails[]> {
@@ -18,8 +20,9 @@ export async function attachmentDetails(pool: Pool, albumPk: string): Promise<At
     kind: string | null;
     file_name: string | null;
     mime_type: string | null;
+    still_sha256: string | null;
   }>(
-    `SELECT m.message_id, a.position, a.kind, a.file_name, a.mime_type
+    `SELECT m.message_id, a.position, a.kind, a.file_name, a.mime_type, a.still_sha256
        FROM attachments a JOIN messages m ON m.id = a.message_pk
       WHERE m.album_pk = $1`,
     [albumPk],
@@ -30,6 +33,7 @@ export async function attachmentDetails(pool: Pool, albumPk: string): Promise<At
     kind: row.kind,
     fileName: row.file_name,
     declaredMimeType: row.mime_type,
+    stillSha256: row.still_sha256,
   }));
 }
 

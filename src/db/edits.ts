@@ -22,7 +22,7 @@ interface StoredVersion {
   caption: string | null;
   edited_at: Date | null;
   versions: number;
-  files: Array<{ position: number; file_unique_id: string | null }>;
+  files: Array<{ position: number; file_unique_id: string | null; still_file_unique_id: string | null }>;
 }
 
 /** The stored child, locked for the rest of the transaction. */
@@ -30,7 +30,8 @@ async function lockVersion(client: PoolClient, key: MessageKey): Promise<StoredV
   const { rows } = await client.query<StoredVersion>(
     `SELECT m.id, m.caption, m.edited_at,
             (SELECT count(*)::int FROM message_history h WHERE h.message_pk = m.id) AS versions,
-            COALESCE((SELECT json_agg(json_build_object('position', a.position, 'file_unique_id', a.telegram_file_unique_id))
+            COALESCE((SELECT json_agg(json_build_object('position', a.position, 'file_unique_id', a.telegram_file_unique_id,
+                                                        'still_file_unique_id', a.still_telegram_file_unique_id))
                         FROM attachments a WHERE a.message_pk = m.id), '[]') AS files
        FROM messages m
       WHERE m.workspace = $1 AND m.provider = $2 AND m.account_id = $3 AND m.conversation_id = $4 AND m.message_id = $5
@@ -59,8 +60,13 @@ export async function storeEdit(pool: Pool, edit: EditDelivery): Promise<{ resul
       return { result: { ...stored, outcome: 'stale' }, queued: 0 };
     }
     const { caption, attachments } = edit.child;
-    const storedFiles = new Map(current.files.map((file) => [file.position, file.file_unique_id]));
-    const replaced = attachments.filter((a) => storedFiles.get(a.position) !== (a.telegramFile?.fileUniqueId ?? null));
+    // A live photo's file is its video and its still: a new one of either replaces the media.
+    const identity = (fileUniqueId: string | null | undefined, stillUniqueId: string | null | undefined) =>
+      JSON.stringify([fileUniqueId ?? null, stillUniqueId ?? null]);
+    const storedFiles = new Map(current.files.map((file) => [file.position, identity(file.file_unique_id, file.still_file_unique_id)]));
+    const replaced = attachments.filter(
+      (a) => storedFiles.get(a.position) !== identity(a.telegramFile?.fileUniqueId, a.telegramFile?.still?.fileUniqueId),
+    );
     const changed = caption !== current.caption || replaced.length > 0;
 
     await client.query(`UPDATE messages SET caption = $2, edited_at = $3 WHERE id = $1`, [current.id, caption, edit.editedAt]);
@@ -70,10 +76,19 @@ export async function storeEdit(pool: Pool, edit: EditDelivery): Promise<{ resul
     // A file id may change over time for the same file: the newest is the one asked for.
     if (kept.length > 0) {
       await client.query(
-        `UPDATE attachments a SET telegram_file_id = r.telegram_file_id, updated_at = now()
-           FROM jsonb_to_recordset($2::jsonb) AS r (position int, telegram_file_id text)
+        `UPDATE attachments a SET telegram_file_id = r.telegram_file_id, still_telegram_file_id = r.still_telegram_file_id, updated_at = now()
+           FROM jsonb_to_recordset($2::jsonb) AS r (position int, telegram_file_id text, still_telegram_file_id text)
           WHERE a.message_pk = $1 AND a.position = r.position`,
-        [current.id, JSON.stringify(kept.map((a) => ({ position: a.position, telegram_file_id: a.telegramFile?.fileId ?? null })))],
+        [
+          current.id,
+          JSON.stringify(
+            kept.map((a) => ({
+              position: a.position,
+              telegram_file_id: a.telegramFile?.fileId ?? null,
+              still_telegram_file_id: a.telegramFile?.still?.fileId ?? null,
+            })),
+          ),
+        ],
       );
     }
     if (!changed) return { result: { ...stored, outcome: 'unchanged' }, queued: 0 };
@@ -91,18 +106,24 @@ export async function storeEdit(pool: Pool, edit: EditDelivery): Promise<{ resul
 async function replaceAttachments(client: PoolClient, messagePk: string, attachments: readonly AttachmentInput[]): Promise<void> {
   await client.query(
     `INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name,
-                              telegram_file_id, telegram_file_unique_id, width, height, status)
+                              telegram_file_id, telegram_file_unique_id, width, height, still_telegram_file_id,
+                              still_telegram_file_unique_id, status)
      SELECT $1, r.position, r.kind, NULL, r.mime_type, r.declared_size, r.file_name,
-            r.telegram_file_id, r.telegram_file_unique_id, r.width, r.height, 'pending'
+            r.telegram_file_id, r.telegram_file_unique_id, r.width, r.height, r.still_telegram_file_id,
+            r.still_telegram_file_unique_id, 'pending'
        FROM jsonb_to_recordset($2::jsonb)
          AS r (position int, kind text, mime_type text, declared_size bigint, file_name text,
-               telegram_file_id text, telegram_file_unique_id text, width int, height int)
+               telegram_file_id text, telegram_file_unique_id text, width int, height int, still_telegram_file_id text,
+               still_telegram_file_unique_id text)
       ORDER BY r.position
      ON CONFLICT (message_pk, position) DO UPDATE
        SET kind = EXCLUDED.kind, url = NULL, mime_type = EXCLUDED.mime_type, declared_size = EXCLUDED.declared_size,
            file_name = EXCLUDED.file_name, telegram_file_id = EXCLUDED.telegram_file_id,
            telegram_file_unique_id = EXCLUDED.telegram_file_unique_id, width = EXCLUDED.width, height = EXCLUDED.height,
-           status = 'pending', content_type = NULL, bytes = NULL, sha256 = NULL, error = NULL, attempts = 0, updated_at = now()`,
+           still_telegram_file_id = EXCLUDED.still_telegram_file_id,
+           still_telegram_file_unique_id = EXCLUDED.still_telegram_file_unique_id,
+           status = 'pending', content_type = NULL, bytes = NULL, sha256 = NULL, error = NULL, attempts = 0,
+           still_content_type = NULL, still_bytes = NULL, still_sha256 = NULL, updated_at = now()`,
     [messagePk, JSON.stringify(attachments.map(attachmentRecord))],
   );
 }

@@ -277,6 +277,8 @@ export function attachmentRecord(a: AttachmentInput) {
     telegram_file_unique_id: a.telegramFile?.fileUniqueId ?? null,
     width: a.telegramFile?.width ?? null,
     height: a.telegramFile?.height ?? null,
+    still_telegram_file_id: a.telegramFile?.still?.fileId ?? null,
+    still_telegram_file_unique_id: a.telegramFile?.still?.fileUniqueId ?? null,
     line_channel: a.lineChannel,
   };
 }
@@ -349,13 +351,16 @@ WITH children_in AS (
   SELECT s.id, s.inserted, m.ord, m.traceparent FROM stored_children s JOIN children_in m USING (workspace, provider, account_id, conversation_id, message_id)
 ), stored_attachments AS (
   INSERT INTO attachments (message_pk, position, kind, url, mime_type, declared_size, file_name,
-                           telegram_file_id, telegram_file_unique_id, width, height, line_channel, status)
+                           telegram_file_id, telegram_file_unique_id, width, height, still_telegram_file_id,
+                           still_telegram_file_unique_id, line_channel, status)
   SELECT c.id, a.position, a.kind, a.url, a.mime_type, a.declared_size, a.file_name,
-         a.telegram_file_id, a.telegram_file_unique_id, a.width, a.height, a.line_channel,
+         a.telegram_file_id, a.telegram_file_unique_id, a.width, a.height, a.still_telegram_file_id,
+         a.still_telegram_file_unique_id, a.line_channel,
          CASE WHEN a.url IS NULL AND a.telegram_file_id IS NULL AND a.line_channel IS NULL THEN 'unavailable' ELSE 'pending' END
     FROM jsonb_to_recordset($4::jsonb)
            AS a (child_ord int, position int, kind text, url text, mime_type text, declared_size bigint, file_name text,
-                 telegram_file_id text, telegram_file_unique_id text, width int, height int, line_channel text)
+                 telegram_file_id text, telegram_file_unique_id text, width int, height int, still_telegram_file_id text,
+                 still_telegram_file_unique_id text, line_channel text)
     JOIN children c ON c.ord = a.child_ord
    ORDER BY c.id, a.position
   ON CONFLICT (message_pk, position) DO UPDATE

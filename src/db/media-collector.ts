@@ -34,7 +34,7 @@ export async function collectObject(
     const queued = await client.query(`DELETE FROM media_garbage WHERE sha256 = $1`, [sha256]);
     if (queued.rowCount === 0) return null;
     const { rows } = await client.query<{ referenced: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM attachments WHERE sha256 = $1) AS referenced`,
+      `SELECT EXISTS (SELECT 1 FROM attachments WHERE sha256 = $1) OR EXISTS (SELECT 1 FROM attachments WHERE still_sha256 = $1) AS referenced`,
       [sha256],
     );
     if (rows[0]!.referenced) return { removed: false, bytes: 0 };

@@ -67,12 +67,15 @@ export async function mediaSettledNotices(pool: Pool, workflowId: string, seq: n
   return rows[0]!.notices;
 }
 
-/** The message ids whose withdrawal the workflow notified with an `album.updated` (`"change": "unsent"`). */
+/**
+ * The message ids whose withdrawal the workflow notified with an `album.updated` (`"change": "unsent"` or
+ * `"deleted"`, the withdrawn child under the key the change names).
+ */
 export async function unsentNotices(pool: Pool, workflowId: string): Promise<string[]> {
   const { rows } = await pool.query<{ message_id: string }>(
-    `SELECT DISTINCT payload->'unsent'->>'messageId' AS message_id
+    `SELECT DISTINCT payload->(payload->>'change')->>'messageId' AS message_id
        FROM notifications
-      WHERE workflow_id = $1 AND type = 'album.updated' AND payload->>'change' = 'unsent'
+      WHERE workflow_id = $1 AND type = 'album.updated' AND payload->>'change' IN ('unsent', 'deleted')
       ORDER BY 1`,
     [workflowId],
   );

@@ -127,10 +127,12 @@ WITH target AS (
 ), history_gone AS (
   DELETE FROM message_history WHERE message_pk IN (SELECT id FROM target) RETURNING 1
 ), attachments_gone AS (
-  DELETE FROM attachments WHERE message_pk IN (SELECT id FROM target) RETURNING sha256
+  DELETE FROM attachments WHERE message_pk IN (SELECT id FROM target) RETURNING sha256, still_sha256
 ), garbage AS (
   INSERT INTO media_garbage (sha256)
-  SELECT DISTINCT sha256 FROM attachments_gone WHERE sha256 IS NOT NULL
+  SELECT sha256 FROM attachments_gone WHERE sha256 IS NOT NULL
+   UNION
+  SELECT still_sha256 FROM attachments_gone WHERE still_sha256 IS NOT NULL
   ON CONFLICT (sha256) DO NOTHING
   RETURNING 1
 ), messages_gone AS (

@@ -19,7 +19,8 @@ export interface WorkspaceUsage {
 /**
  * Every workspace that has a row in one of the counted tables, in order, with its figures; a workspace
  * with none is not listed. One statement, one pass over each table (the attachments are read once, for
- * their count and their media, through their message's workspace). A notification is counted under the
+ * their count and their media, through their message's workspace; the few with a live photo's still
+ * once more, through its index). A notification is counted under the
  * workspace its workflow id names (`album:<ws>:…` or `message:<ws>:…`, the workspace URL-encoded):
  * PostgreSQL groups by the encoded part, which is decoded here.
  */
@@ -32,6 +33,16 @@ export async function workspaceUsage(db: Queryable): Promise<WorkspaceUsage[]> {
               count(*) AS attachments,
               max(a.bytes) FILTER (WHERE a.status = 'downloaded') AS bytes
          FROM attachments a JOIN messages m ON m.id = a.message_pk
+        GROUP BY 1, 2
+     ), objects AS (
+       -- Each distinct file once per workspace: the attachments' files and the live photos' stills.
+       SELECT workspace, sha256, max(bytes) AS bytes FROM (
+         SELECT workspace, sha256, bytes FROM per_object WHERE sha256 IS NOT NULL
+          UNION ALL
+         SELECT m.workspace, a.still_sha256, a.still_bytes
+           FROM attachments a JOIN messages m ON m.id = a.message_pk
+          WHERE a.still_sha256 IS NOT NULL
+       ) AS files
         GROUP BY 1, 2
      )
      SELECT 'albums' AS kind, workspace, count(*) AS n, NULL::numeric AS bytes FROM albums GROUP BY workspace
@@ -46,7 +57,7 @@ export async function workspaceUsage(db: Queryable): Promise<WorkspaceUsage[]> {
      UNION ALL
      SELECT 'attachments', workspace, sum(attachments), NULL FROM per_object GROUP BY workspace
      UNION ALL
-     SELECT 'media', workspace, count(*), coalesce(sum(bytes), 0) FROM per_object WHERE sha256 IS NOT NULL GROUP BY workspace`,
+     SELECT 'media', workspace, count(*), coalesce(sum(bytes), 0) FROM objects GROUP BY workspace`,
   );
   const usage = new Map<string, WorkspaceUsage>();
   for (const row of rows) {

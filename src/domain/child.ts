@@ -24,6 +24,17 @@ export interface TelegramFile {
   /** Pixels; null when the media type has none (documents, audio, voice). */
   width: number | null;
   height: number | null;
+  /**
+   * A live photo's still (Bot API 10): the largest size of the photo beside its video. It is downloaded
+   * with the video and shown as its thumbnail; absent for every other file.
+   */
+  still?: TelegramStill;
+}
+
+/** The photo of a live photo, downloaded through getFile like the video it belongs to. */
+export interface TelegramStill {
+  fileId: string;
+  fileUniqueId: string;
 }
 
 export interface AttachmentInput {

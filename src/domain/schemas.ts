@@ -94,7 +94,10 @@ export const childViewFields = {
   attachments: Type.Array(AttachmentViewSchema),
   history: Type.Array(EarlierVersionSchema, { description: 'earlier versions, oldest first; [] for a message never edited' }),
   withdrawnAt: Type.Optional(
-    Type.String({ format: 'date-time', description: 'when the sender unsent the message (LINE `unsend`); it is kept. Absent otherwise' }),
+    Type.String({
+      format: 'date-time',
+      description: 'when the message was withdrawn (LINE `unsend`, Telegram `deleted_business_messages`); it is kept. Absent otherwise',
+    }),
   ),
 };
 

@@ -109,14 +109,28 @@ export interface ChildArrival {
   attachments: AttachmentRef[];
   /** Versions that edits replaced, oldest first: a longer history is a newer version of the child. */
   history: EarlierVersion[];
-  /** When the sender unsent the message (LINE's `unsend`); absent while it is not withdrawn. The child is kept. */
+  /**
+   * When the message was withdrawn (LINE's `unsend`, Telegram's `deleted_business_messages`); absent while
+   * it is not. The child is kept.
+   */
   withdrawnAt?: string;
+  /** How it was withdrawn, with `withdrawnAt`; absent from children withdrawn before Bot API 10 (LINE's: unsent). */
+  withdrawal?: WithdrawalChange;
 }
 
-/** A decided child that its sender withdrew, as the workflow notifies it with `album.updated` (`"change": "unsent"`). */
+/**
+ * How a message was withdrawn, in its platform's word, which is the `change` of the `album.updated` that
+ * announces it: `unsent` by its sender (LINE's `unsend`), `deleted` from a connected business account
+ * (Telegram's `deleted_business_messages`).
+ */
+export type WithdrawalChange = 'unsent' | 'deleted';
+
+/** A decided child that was withdrawn, as the workflow notifies it with `album.updated` (`"change": "unsent"` or `"deleted"`). */
 export interface ChildWithdrawal {
   messageId: string;
   withdrawnAt: string;
+  /** Absent for `unsent` (every withdrawal before Bot API 10 was LINE's `unsend`). */
+  change?: WithdrawalChange;
 }
 
 /** A child with its attachments' outcomes, as a run keeps it and as PostgreSQL gives it back. */

@@ -9,13 +9,13 @@ import type { Logger } from '../common/log.js';
 import { downloadedBytesTotal, downloadsTotal } from '../common/metrics.js';
 import { RefusedTargetError, networkPolicy, type NetworkPolicy } from '../common/network-guard.js';
 import { annotate, inSpan } from '../common/tracing.js';
-import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment } from '../db/attachments.js';
+import { findAttachment, recordDownloadResult, recordDownloadRetry, type StoredAttachment, type StoredObject } from '../db/attachments.js';
 import type { Pool } from '../db/pool.js';
 import { childKeyString } from '../domain/keys.js';
 import type { AttachmentStatus, DownloadRequest, DownloadResult } from '../domain/types.js';
 import { MediaStoreError, MediaTooLargeError, openMediaStore, type MediaStore } from '../media/store.js';
 import { PlatformApiError, type MediaApi, type StreamedFile } from '../platforms/api.js';
-import { mediaApiOf } from '../platforms/index.js';
+import { mediaApiOf, stillApiOf } from '../platforms/index.js';
 import { PermanentDownloadError, TransientDownloadError, UnavailableDownloadError, seconds } from './errors.js';
 import { cutShort, openHttpMedia } from './http-source.js';
 
@@ -277,6 +277,51 @@ async function storeHolds(store: MediaStore, sha256: string): Promise<boolean> {
   }
 }
 
+/** What one attempt gives to record: the attachment's outcome, and the object of its still (a live photo's) when one was stored. */
+interface AttemptOutcome {
+  result: DownloadResult;
+  still: StoredObject | null;
+}
+
+/** The still's stored object, when the attachment has one and the store still holds it. */
+async function heldStill(d: Downloader, row: StoredAttachment): Promise<StoredObject | null> {
+  const object = row.still?.object ?? null;
+  return object !== null && (await storeHolds(d.store, object.sha256)) ? object : null;
+}
+
+/**
+ * A live photo's still, fetched before its video (it is the smaller file) in the same attempt; null when
+ * the attachment has none. A still that cannot be had (unavailable, refused, or failing on the final
+ * attempt) leaves the attachment without it — the video is the attachment — and is logged; another failure
+ * is the attempt's, retried like the video's.
+ */
+async function downloadStill(
+  d: Downloader,
+  row: StoredAttachment,
+  request: DownloadRequest,
+  attempt: DownloadAttempt,
+): Promise<StoredObject | null> {
+  if (row.still === null) return null;
+  const held = await heldStill(d, row);
+  if (held) return held;
+  const api = stillApiOf(d.config, row, request.key);
+  if (!api) return null;
+  try {
+    const stored = await fetchWhileStoreFails(d, row, { api }, attempt);
+    attempt.log.debug({ bytes: stored.bytes, sha256: stored.sha256 }, 'still downloaded');
+    return stored;
+  } catch (err) {
+    if (isCancellation(err, attempt)) throw err;
+    const message = errorMessage(err);
+    const forGood = [UnavailableDownloadError, PermanentDownloadError, RefusedTargetError].some((type) => err instanceof type);
+    if (forGood || attempt.number >= attempt.finalAttempt) {
+      attempt.log.warn({ error: message }, "the live photo's still could not be downloaded; the attachment is kept without it");
+      return null;
+    }
+    throw new TransientDownloadError(`the live photo's still: ${message}`);
+  }
+}
+
 /**
  * The outcome of one attempt for the attachment as it is stored now: null when it is known already
  * (downloaded, or terminal and not retried); otherwise the outcome to record.
@@ -286,33 +331,37 @@ async function attemptDownload(
   row: StoredAttachment,
   request: DownloadRequest,
   attempt: DownloadAttempt,
-): Promise<DownloadResult | null> {
+): Promise<AttemptOutcome | null> {
   const { log } = attempt;
-  if (row.status === 'downloaded' && row.sha256 && (await storeHolds(d.store, row.sha256))) return null;
+  const stillKnown = !row.still?.object || (await heldStill(d, row)) !== null;
+  if (row.status === 'downloaded' && row.sha256 && (await storeHolds(d.store, row.sha256)) && stillKnown) return null;
   const retried = request.retry && (row.status === 'failed' || row.status === 'expired');
   if (row.status !== 'pending' && row.status !== 'downloaded' && !retried) return null;
   const source = sourceOf(d, row, request);
-  if (!source) return failure('unavailable', 'the platform sent no URL for this attachment');
+  if (!source) return { result: failure('unavailable', 'the platform sent no URL for this attachment'), still: null };
 
+  // A still stored before its video failed stays the attachment's: its object is referenced, never left behind.
+  let still: StoredObject | null = null;
   try {
+    still = await downloadStill(d, row, request, attempt);
     const stored = await fetchWhileStoreFails(d, row, source, attempt);
     log.debug({ bytes: stored.bytes, sha256: stored.sha256 }, 'attachment downloaded');
-    return { status: 'downloaded', ...stored, error: null };
+    return { result: { status: 'downloaded', ...stored, error: null }, still };
   } catch (err) {
     if (isCancellation(err, attempt)) throw err;
     if (err instanceof UnavailableDownloadError) {
       log.info({ error: err.message }, 'attachment unavailable');
-      return failure('unavailable', err.message);
+      return { result: failure('unavailable', err.message), still };
     }
     if (err instanceof PermanentDownloadError || err instanceof RefusedTargetError) {
       const status = err instanceof PermanentDownloadError ? err.status : 'failed';
       log.info({ status, error: err.message }, 'attachment not downloadable');
-      return failure(status, err.message);
+      return { result: failure(status, err.message), still };
     }
     const message = errorMessage(err);
     if (attempt.number >= attempt.finalAttempt) {
       log.warn({ error: message }, 'attachment download failed on its final attempt');
-      return failure('failed', message);
+      return { result: failure('failed', message), still };
     }
     log.warn({ error: message, attempt: attempt.number }, 'attachment download failed; will retry');
     await recordDownloadRetry(d.pool, row, message);
@@ -333,9 +382,10 @@ async function downloadOne(d: Downloader, request: DownloadRequest, attempt: Dow
   for (let replaced = 0; ; replaced++) {
     const row = await findAttachment(d.pool, key, position);
     if (!row) return failure('failed', `no attachment ${position} is stored for message ${childKeyString(key)}`);
-    const result = await attemptDownload(d, row, request, logged);
-    if (result === null) return resultOf(row);
-    const recorded = await recordDownloadResult(d.pool, row, result, async (sha256) => (await d.store.stat(sha256)) !== null);
+    const outcome = await attemptDownload(d, row, request, logged);
+    if (outcome === null) return resultOf(row);
+    const { result, still } = outcome;
+    const recorded = await recordDownloadResult(d.pool, row, result, async (sha256) => (await d.store.stat(sha256)) !== null, still);
     if (recorded === 'recorded') {
       downloadsTotal.inc({ outcome: result.status });
       if (result.bytes !== null) downloadedBytesTotal.inc(result.bytes);

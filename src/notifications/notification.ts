@@ -10,8 +10,8 @@ import type { NotifyInput } from '../../workflows/activity-types.js';
  * `<workflowId>/<seq>` for the notification a decision causes, `<workflowId>/<seq>/album.media_settled`
  * for its first media notice and `…/album.media_settled/<n>` for the n-th, `<workflowId>/edited/<message
  * id, URL-encoded>/<version>` for the edit of a decided child (whichever decision it follows), and
- * `<workflowId>/unsent/<message id, URL-encoded>` for its withdrawal. The same on every retry, so
- * receivers can deduplicate.
+ * `<workflowId>/<unsent | deleted>/<message id, URL-encoded>` for its withdrawal. The same on every
+ * retry, so receivers can deduplicate.
  */
 export function notificationId(
   workflowId: string,
@@ -22,7 +22,7 @@ export function notificationId(
   unsent?: ChildWithdrawal,
 ): string {
   if (edit) return `${workflowId}/edited/${encodeURIComponent(edit.messageId)}/${edit.version}`;
-  if (unsent) return `${workflowId}/unsent/${encodeURIComponent(unsent.messageId)}`;
+  if (unsent) return `${workflowId}/${unsent.change ?? 'unsent'}/${encodeURIComponent(unsent.messageId)}`;
   if (type !== 'album.media_settled') return `${workflowId}/${seq}`;
   return notice > 1 ? `${workflowId}/${seq}/${type}/${notice}` : `${workflowId}/${seq}/${type}`;
 }
@@ -57,7 +57,13 @@ async function albumWithMediaUrls(links: MediaLinks, album: AlbumView): Promise<
 /** The notification's id and its body, as sent (links signed now). */
 export async function notificationBody(pool: Pool, links: MediaLinks, input: NotifyInput): Promise<{ id: string; body: string }> {
   const id = notificationId(input.workflowId, input.seq, input.type, input.notice, input.edit, input.unsent);
-  const updated = input.edit ? ('edited' as const) : input.unsent ? ('unsent' as const) : ('late_item' as const);
+  // A withdrawal is told under its platform's word (LINE: unsent, Telegram: deleted), the child under the same key.
+  const withdrawn = input.unsent && {
+    change: input.unsent.change ?? 'unsent',
+    messageId: input.unsent.messageId,
+    withdrawnAt: input.unsent.withdrawnAt,
+  };
+  const updated = input.edit ? 'edited' : (withdrawn?.change ?? 'late_item');
   const change = input.type === 'album.updated' ? { change: updated } : {};
   const payload =
     input.type === 'message.ready'
@@ -80,7 +86,7 @@ export async function notificationBody(pool: Pool, links: MediaLinks, input: Not
           ),
           decision: input.decision,
           ...(input.edit ? { edit: input.edit } : {}),
-          ...(input.unsent ? { unsent: input.unsent } : {}),
+          ...(withdrawn ? { [withdrawn.change]: { messageId: withdrawn.messageId, withdrawnAt: withdrawn.withdrawnAt } } : {}),
         };
   return { id, body: JSON.stringify(payload) };
 }

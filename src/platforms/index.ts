@@ -25,3 +25,12 @@ export function mediaApiOf(config: Config, attachment: StoredAttachment, key: Me
   }
   return null;
 }
+
+/** The platform API that serves an attachment's still (a live photo's), as mediaApiOf its file; null when it has none. */
+export function stillApiOf(config: Config, attachment: StoredAttachment, key: MessageKey): MediaApi | null {
+  for (const { media } of platforms) {
+    const api = media?.still?.(config, attachment, key);
+    if (api) return api;
+  }
+  return null;
+}

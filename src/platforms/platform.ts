@@ -29,6 +29,11 @@ export interface PlatformMedia {
    * been rotated since the child was stored); null when the attachment is not one of this platform's.
    */
   api(config: Config, attachment: StoredAttachment, key: MessageKey): MediaApi | null;
+  /**
+   * The API that serves the attachment's still (a Telegram live photo's photo, downloaded beside its video),
+   * as `api` serves its file; null when the attachment has none.
+   */
+  still?(config: Config, attachment: StoredAttachment, key: MessageKey): MediaApi | null;
 }
 
 export interface PlatformCli {

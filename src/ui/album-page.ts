@@ -20,7 +20,7 @@ export interface AttachmentModel {
   contentType: string | null;
   bytes: number | null;
   video: boolean;
-  /** The file and its thumbnail; null until it is downloaded. */
+  /** The file and its thumbnail (a live photo's: its still's); null until it is downloaded. */
   mediaUrl: string | null;
   thumbnailUrl: string | null;
 }
@@ -37,7 +37,7 @@ export interface ChildModel {
   late: boolean;
   attachments: AttachmentModel[];
   edits: readonly CaptionEdit[];
-  /** When the sender unsent it (LINE); null while it is not withdrawn. */
+  /** When it was withdrawn (LINE's unsend, Telegram's deleted business messages); null while it is not. */
   withdrawnAt: string | null;
 }
 
@@ -83,6 +83,8 @@ function attachmentModel(
 ): AttachmentModel {
   const downloaded = attachment.status === 'downloaded' && attachment.sha256 !== null;
   const contentType = attachment.contentType ?? details?.declaredMimeType ?? null;
+  // A live photo's still is its poster: a picture of the video that the thumbnailer decodes.
+  const thumbnailOf = details?.stillSha256 ?? attachment.sha256;
   return {
     messageId,
     position: attachment.position,
@@ -93,7 +95,7 @@ function attachmentModel(
     bytes: attachment.bytes,
     video: contentType !== null ? contentType.toLowerCase().startsWith('video/') : details?.kind === 'video',
     mediaUrl: downloaded ? consolePaths.media(workspace, attachment.sha256!) : null,
-    thumbnailUrl: downloaded ? consolePaths.thumbnail(workspace, attachment.sha256!) : null,
+    thumbnailUrl: downloaded ? consolePaths.thumbnail(workspace, thumbnailOf!) : null,
   };
 }
 

@@ -291,16 +291,25 @@ export function fileIdOf(update: Update): string {
   return file.fileId;
 }
 
+/**
+ * Every file id albumflow downloads for an Update, as its parser picks them: each attachment's (one per
+ * item of paid media), and a live photo's still after its video.
+ */
+export function fileIdsOf(update: Update): string[] {
+  const parsed = parseUpdate('ws', '1', Buffer.from(JSON.stringify(update)));
+  const attachments = parsed.kind === 'child' || parsed.kind === 'edit' ? parsed.child.attachments : [];
+  return attachments.flatMap(({ telegramFile: file }) => (file ? [file.fileId, ...(file.still ? [file.still.fileId] : [])] : []));
+}
+
 /** Bytes standing for the file, different for every file id. */
 export function fileContent(fileId: string): Buffer {
   return crypto.createHash('sha256').update(fileId).digest();
 }
 
-/** Makes the fake Bot API serve the media of these Updates to the bot. */
+/** Makes the fake Bot API serve every file of these Updates (fileIdsOf) to the bot. */
 export function serveFiles(api: FakeBotApi, token: string, updates: readonly Update[], file: Partial<FakeFile> = {}): void {
   api.addBot(token);
   for (const update of updates) {
-    const fileId = fileIdOf(update);
-    api.addFile(token, fileId, { content: fileContent(fileId), ...file });
+    for (const fileId of fileIdsOf(update)) api.addFile(token, fileId, { content: fileContent(fileId), ...file });
   }
 }

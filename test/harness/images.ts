@@ -30,6 +30,33 @@ export function jpeg(width: number, height: number, hue: number): Promise<Buffer
   return scene(width, height, hue).jpeg({ quality: 85 }).toBuffer();
 }
 
+/**
+ * An MP4 file as players and file-type sniff it (an `ftyp` box, then an `mdat` box of bytes drawn from
+ * `seed`), `bytes` long: what the fake Bot API serves for a video. Not playable; never decoded by albumflow.
+ */
+export function mp4(bytes: number, seed: number): Buffer {
+  const box = (type: string, payload: Buffer) => {
+    const header = Buffer.alloc(8);
+    header.writeUInt32BE(8 + payload.length, 0);
+    header.write(type, 4, 'latin1');
+    return Buffer.concat([header, payload]);
+  };
+  const ftyp = box(
+    'ftyp',
+    Buffer.concat([Buffer.from('isom', 'latin1'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2avc1mp41', 'latin1')]),
+  );
+  const payload = Buffer.alloc(Math.max(0, bytes - ftyp.length - 8));
+  let state = seed >>> 0 || 1;
+  for (let i = 0; i < payload.length; i++) {
+    // xorshift32: the same bytes for the same seed, a different file for another.
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    payload[i] = state & 0xff;
+  }
+  return Buffer.concat([ftyp, box('mdat', payload)]);
+}
+
 /** A PNG with transparency. */
 export function png(width: number, height: number, hue: number): Promise<Buffer> {
   return scene(width, height, hue).removeAlpha().ensureAlpha(0.85).png().toBuffer();

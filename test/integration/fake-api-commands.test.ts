@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Runs a fake API's command as a person does (`npm run fake-…-api -- --port 0`) until it lists what it serves. */
-async function listing(script: string): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, '--port', '0'], {
+async function listing(script: string, files: string[] = []): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, '--port', '0', ...files], {
     cwd: projectRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -40,5 +40,21 @@ describe('the fake APIs people run on their own', () => {
     expect(output).toContain('It knows one bot, 7000000001, and serves 3 photos to it:');
     const files = [...output.matchAll(/^ {2}(\S+)… {2}\d+×\d+ JPEG/gm)].map((match) => match[1]);
     expect(new Set(files).size).toBe(3);
+  });
+
+  it('npm run fake-bot-api serves a live photo’s video and still, and each file of paid media (Bot API 10)', async () => {
+    const fixtures = ['live-photo-album', 'paid-media'].map((name) => `test/fixtures/telegram/${name}.json`);
+    const output = await listing('test/harness/servers/fake-bot-api-main.ts', fixtures);
+    expect(output).toContain('It knows one bot, 7000000001, and serves 5 files to it:');
+    const served = [...output.matchAll(/^ {2}\S+… {2}(\d+×\d+) (JPEG|MP4), \d+ bytes {2}\(update (\d+) of/gm)].map((match) =>
+      match.slice(1),
+    );
+    expect(served).toEqual([
+      ['1080×1440', 'MP4', '810001001'],
+      ['1080×1440', 'JPEG', '810001001'],
+      ['1280×960', 'JPEG', '810001002'],
+      ['1280×960', 'JPEG', '810001101'],
+      ['1920×1080', 'MP4', '810001101'],
+    ]);
   });
 });

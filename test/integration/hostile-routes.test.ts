@@ -241,7 +241,10 @@ const telegramFields = [
   ['message', 'photo', 0, 'width'],
   ['message', 'photo', 0, 'height'],
   ['message', 'photo', 0, 'file_size'],
+  ['message', 'live_photo'],
+  ['message', 'paid_media'],
   ['edited_message'],
+  ['deleted_business_messages'],
 ] as const;
 
 const lineFields = [

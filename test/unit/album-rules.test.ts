@@ -900,6 +900,65 @@ describe('album rules: Telegram albums (the profile in the workflow input)', () 
     ]);
   });
 
+  it('notifies a decided child withdrawn once, under the word of how it was withdrawn; an arrival without one (LINE before Bot API 10) is unsent', () => {
+    const decided = decidedAlbum();
+    const [first] = decisionsOf(decided.commands);
+    const at = new Date(t0 + 1_000).toISOString();
+    const withdrawn = run(
+      [
+        arrive(t0 + 1_000, { ...photo(1, { caption: 'trip' }), withdrawnAt: at, withdrawal: 'deleted' }),
+        arrive(t0 + 1_100, { ...photo(1, { caption: 'trip' }), withdrawnAt: at, withdrawal: 'deleted' }),
+        arrive(t0 + 1_200, { ...photo(2), withdrawnAt: at }),
+      ],
+      { from: decided.state, profile: telegram },
+    );
+    expect(withdrawn.commands).toEqual([
+      { type: 'unsent', decision: first!.decision, unsent: { messageId: '1', withdrawnAt: at, change: 'deleted' } },
+      { type: 'unsent', decision: first!.decision, unsent: { messageId: '2', withdrawnAt: at } },
+    ]);
+    expect(withdrawn.state.children.map((c) => [c.arrival.withdrawnAt, c.arrival.withdrawal])).toEqual([
+      [at, 'deleted'],
+      [at, undefined],
+    ]);
+  });
+
+  it('on a fresh run, notifies a withdrawal stored after the latest decision that no run notified, under its word', () => {
+    const decision: DecisionView = {
+      seq: 1,
+      trigger: 'quiet_period',
+      childMessageIds: ['1', '2'],
+      decidedAt: new Date(t0 + 100).toISOString(),
+    };
+    const at = new Date(t0 + 500).toISOString();
+    const stored = (arrival: ChildArrival): ChildRecord => ({
+      arrival,
+      attachments: [{ position: 0, status: 'downloaded', contentType: 'image/jpeg', bytes: 3, sha256: 'abc', error: null }],
+    });
+    const restored = (unsentNotices: string[]) =>
+      restoreState(
+        {
+          decisions: [decision],
+          children: [
+            stored({ ...photo(1), withdrawnAt: at, withdrawal: 'deleted' }),
+            stored({ ...photo(2), withdrawnAt: at, withdrawal: 'unsent' }),
+          ],
+          reviewReasons: [],
+          reviewResolved: null,
+          mediaSettledNotices: 1,
+          editNotices: {},
+          unsentNotices,
+        },
+        t0 + 10_000,
+        timings,
+        telegram,
+      ).commands.flatMap((c) => (c.type === 'unsent' ? [c.unsent] : []));
+    expect(restored([])).toEqual([
+      { messageId: '1', withdrawnAt: at, change: 'deleted' },
+      { messageId: '2', withdrawnAt: at, change: 'unsent' },
+    ]);
+    expect(restored(['1'])).toEqual([{ messageId: '2', withdrawnAt: at, change: 'unsent' }]);
+  });
+
   /** Telegram albums: 10 to 14 distinct numeric message ids, their dates in any order, delivered in batches with duplicates. */
   const telegramAlbum = fc
     .uniqueArray(fc.integer({ min: 1, max: 5_000 }), { minLength: 10, maxLength: 14 })

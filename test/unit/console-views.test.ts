@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import type { AttachmentDetails } from '../../src/db/console.js';
 import type { AlbumView } from '../../src/domain/types.js';
 import { albumPageModel } from '../../src/ui/album-page.js';
 import { consolePaths } from '../../src/ui/paths.js';
@@ -48,10 +49,15 @@ function album(overrides: Partial<AlbumView> = {}): AlbumView {
   };
 }
 
-function renderAlbum(status: AlbumView): string {
+function renderAlbum(
+  status: AlbumView,
+  details: AttachmentDetails[] = [
+    { messageId: hostile, position: 0, kind: 'image', fileName: hostile, declaredMimeType: 'image/jpeg', stillSha256: null },
+  ],
+): string {
   const model = albumPageModel({
     album: status,
-    details: [{ messageId: hostile, position: 0, kind: 'image', fileName: hostile, declaredMimeType: 'image/jpeg' }],
+    details,
     version: 'v1',
     pollMs: 2000,
     temporalUi: { url: 'http://127.0.0.1:8233', namespace: 'default' },
@@ -108,6 +114,21 @@ describe('console pages', () => {
     const page = renderAlbum(edited);
     expect(page).toContain('<summary>edited 1 time</summary>');
     expect(page).toContain(`<q class="caption">old ${escaped}</q>`);
+  });
+
+  it('show a live photo as its video, with its still as the thumbnail', () => {
+    const [video, still] = ['b'.repeat(64), 'c'.repeat(64)];
+    const live = album();
+    live.children[1]!.attachments = [
+      { position: 0, status: 'downloaded', contentType: 'video/mp4', bytes: 4096, sha256: video, error: null },
+    ];
+    const page = renderAlbum(live, [
+      { messageId: hostile, position: 0, kind: 'live_photo', fileName: null, declaredMimeType: 'video/mp4', stillSha256: still },
+    ]);
+    const workspace = encodeURIComponent(hostile).replaceAll("'", '&#39;');
+    expect(page).toContain(`<img class="thumbnail" src="/workspaces/${workspace}/media/${still}/thumbnail"`);
+    expect(page).toContain(`<a href="/workspaces/${workspace}/media/${video}" target="_blank" rel="noopener" class="play">play video</a>`);
+    expect(page).not.toContain(`media/${video}/thumbnail`);
   });
 
   it('follow a closed album no more: its page carries no live-update URL', () => {

@@ -231,7 +231,15 @@ describe('Bot API client against the fake Bot API', () => {
     expect(fake.webhooks.get(token)?.at(-1)).toEqual({
       url: 'https://albumflow.example.com/webhooks/telegram/demo/shop',
       secret_token: 'S3cret_token-1',
-      allowed_updates: ['message', 'channel_post', 'business_message', 'edited_message', 'edited_channel_post', 'edited_business_message'],
+      allowed_updates: [
+        'message',
+        'channel_post',
+        'business_message',
+        'edited_message',
+        'edited_channel_post',
+        'edited_business_message',
+        'deleted_business_messages',
+      ],
     });
     expect(await failure(api.setWebhook({ url: 'https://x.example', secretToken: 'bad token!', allowedUpdates: [] }))).toMatchObject({
       retryable: false,

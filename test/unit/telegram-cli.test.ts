@@ -126,6 +126,7 @@ describe('albumflow telegram set-webhook', { timeout: 60_000 }, () => {
     'edited_message',
     'edited_channel_post',
     'edited_business_message',
+    'deleted_business_messages',
   ];
 
   it('makes the setWebhook call with the secret token and allowed_updates', async () => {

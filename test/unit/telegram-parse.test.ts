@@ -335,6 +335,185 @@ describe('parseUpdate: media', () => {
   });
 });
 
+/** `value` with fields no Bot API version albumflow reads has, in every object at every level. */
+function withFutureFields(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withFutureFields);
+  if (typeof value !== 'object' || value === null) return value;
+  const copy = Object.fromEntries(Object.entries(value).map(([key, field]) => [key, withFutureFields(field)]));
+  return { ...copy, future_field: { nested: [1, 'two', { deeper: true }] }, future_flag: true };
+}
+
+describe('parseUpdate: Bot API 10.x', () => {
+  const scope = { workspace, provider: 'telegram', accountId: botId };
+
+  it('a live photo is one attachment of kind live_photo: the video, with the largest size of its still', () => {
+    const [live, photo] = children('live-photo-album') as [ChildMessage, ChildMessage];
+    const message = fixture('live-photo-album')[0]!.message as {
+      live_photo: { file_id: string; file_unique_id: string; photo: Array<{ file_id: string; file_unique_id: string }> };
+    };
+    expect(onlyAttachment(live)).toEqual({
+      position: 0,
+      kind: 'live_photo',
+      url: null,
+      mimeType: 'video/mp4',
+      declaredSize: 2_097_152,
+      fileName: null,
+      telegramFile: {
+        fileId: message.live_photo.file_id,
+        fileUniqueId: message.live_photo.file_unique_id,
+        width: 1080,
+        height: 1440,
+        still: { fileId: message.live_photo.photo[1]!.file_id, fileUniqueId: message.live_photo.photo[1]!.file_unique_id },
+      },
+      lineChannel: null,
+    });
+    expect([live.caption, live.albumKey]).toEqual(['The wave, live', photo.albumKey]);
+    expect(onlyAttachment(photo)).toMatchObject({ kind: 'photo', telegramFile: { width: 1280, height: 960 } });
+    expect(onlyAttachment(photo).telegramFile).not.toHaveProperty('still');
+  });
+
+  it('takes the still from the message’s photo when the live photo carries none, and keeps a live photo without any still', () => {
+    const video = { file_id: 'f-live', file_unique_id: 'u-live', width: 720, height: 960, duration: 2 };
+    const sizes = [
+      { file_id: 'f-big', file_unique_id: 'u-big', width: 720, height: 960 },
+      { file_id: 'f-small', file_unique_id: 'u-small', width: 72, height: 96 },
+    ];
+    const fromMessage = onlyAttachment(child(parse(photoUpdate({ live_photo: video, photo: sizes }))));
+    expect(fromMessage).toMatchObject({
+      kind: 'live_photo',
+      telegramFile: { fileId: 'f-live', still: { fileId: 'f-big', fileUniqueId: 'u-big' } },
+    });
+    const bare = onlyAttachment(child(parse(photoUpdate({ live_photo: video, photo: undefined }))));
+    expect([bare.kind, bare.telegramFile?.fileId, bare.telegramFile?.still]).toEqual(['live_photo', 'f-live', undefined]);
+    expect(parse(photoUpdate({ live_photo: { file_unique_id: 'u' } }))).toMatchObject({
+      code: 'invalid_update',
+      message: 'message.live_photo.file_id must be a non-empty string',
+    });
+  });
+
+  it('paid media is one child with an attachment per item, in order; a preview has nothing to download', () => {
+    const [update] = fixture('paid-media');
+    const items = (
+      update!.channel_post as { paid_media: { paid_media: Array<{ photo?: Array<{ file_id: string }>; video?: { file_id: string } }> } }
+    ).paid_media.paid_media;
+    const paid = child(parse(update));
+    expect(paid.key).toEqual({ ...scope, conversationId: '-1001987654321', messageId: '701' });
+    expect([paid.caption, paid.albumKey]).toEqual(['Sunrise set (50 stars)', null]);
+    expect(paid.attachments).toEqual([
+      {
+        position: 0,
+        kind: 'photo',
+        url: null,
+        mimeType: null,
+        declaredSize: 153_412,
+        fileName: null,
+        telegramFile: { fileId: items[0]!.photo![1]!.file_id, fileUniqueId: 'AQADPaid701p', width: 1280, height: 960 },
+        lineChannel: null,
+      },
+      {
+        position: 1,
+        kind: 'video',
+        url: null,
+        mimeType: 'video/mp4',
+        declaredSize: 3_145_728,
+        fileName: 'sunrise.mp4',
+        telegramFile: { fileId: items[1]!.video!.file_id, fileUniqueId: 'AgADPaid701v', width: 1920, height: 1080 },
+        lineChannel: null,
+      },
+      {
+        position: 2,
+        kind: 'preview',
+        url: null,
+        mimeType: null,
+        declaredSize: null,
+        fileName: null,
+        telegramFile: null,
+        lineChannel: null,
+      },
+    ]);
+  });
+
+  it('paid media: a live photo item is a live photo; an item of a type albumflow does not know is kept as one with nothing to download', () => {
+    const items = [
+      {
+        type: 'live_photo',
+        live_photo: { file_id: 'f-lp', file_unique_id: 'u-lp', width: 1, height: 1, photo: [{ file_id: 'f-s', file_unique_id: 'u-s' }] },
+      },
+      { type: 'hologram', hologram: { file_id: 'f-h', file_unique_id: 'u-h' } },
+      { type: 'Not A Name!' },
+    ];
+    const paid = child(parse(photoUpdate({ photo: undefined, paid_media: { star_count: 1, paid_media: items } })));
+    expect(
+      paid.attachments.map((a) => [a.position, a.kind, a.telegramFile?.fileId ?? null, a.telegramFile?.still?.fileId ?? null]),
+    ).toEqual([
+      [0, 'live_photo', 'f-lp', 'f-s'],
+      [1, 'hologram', null, null],
+      [2, null, null, null],
+    ]);
+    expect(parse(photoUpdate({ photo: undefined, paid_media: { star_count: 1, paid_media: 'x' } }))).toMatchObject({
+      code: 'invalid_update',
+      message: 'message.paid_media.paid_media must be a list of PaidMedia objects',
+    });
+    expect(
+      parse(photoUpdate({ photo: undefined, paid_media: { paid_media: [{ type: 'video', video: { file_id: 'f' } }] } })),
+    ).toMatchObject({
+      code: 'invalid_update',
+      message: 'message.paid_media.paid_media[0].video.file_unique_id must be a non-empty string',
+    });
+  });
+
+  it('deleted_business_messages names the children it withdraws, in the business chat', () => {
+    const [update] = fixture('deleted-business-messages');
+    const conversationId = 'AbCdEfGhIjKlMnOp_123:555000111';
+    expect(parse(update)).toEqual({
+      kind: 'deleted',
+      eventId: `${botId}:810000403`,
+      type: 'deleted_business_messages',
+      keys: [
+        { ...scope, conversationId, messageId: '102' },
+        { ...scope, conversationId, messageId: '109' },
+      ],
+    });
+    // The same chat as the business messages it deletes.
+    expect(child(parse(fixture('business-album')[1])).key).toEqual({ ...scope, conversationId, messageId: '102' });
+    expect(readUpdateTypes).toContain('deleted_business_messages');
+  });
+
+  it('refuses a deleted_business_messages whose identities are missing or unusable', () => {
+    const deletion = (fields: Record<string, unknown>) => ({
+      update_id: 5,
+      deleted_business_messages: { business_connection_id: 'bc', chat: { id: 42, type: 'private' }, message_ids: [1], ...fields },
+    });
+    expect(parse(deletion({ business_connection_id: undefined }))).toEqual({
+      kind: 'rejected',
+      code: 'missing_identity',
+      message: 'missing child identity: deleted_business_messages.business_connection_id',
+    });
+    expect(parse(deletion({ message_ids: undefined }))).toMatchObject({ code: 'missing_identity' });
+    expect(parse(deletion({ chat: { id: '42' } }))).toMatchObject({ code: 'invalid_identity' });
+    expect(parse(deletion({ message_ids: [1, '2'] }))).toEqual({
+      kind: 'rejected',
+      code: 'invalid_identity',
+      message: 'deleted_business_messages.message_ids[1] must be a non-negative integer below 2^53',
+    });
+    expect(parse(deletion({ business_connection_id: 'b'.repeat(maxWorkflowIdLength) }))).toMatchObject({ code: 'invalid_identity' });
+    expect(parse(deletion({ message_ids: [] }))).toMatchObject({ kind: 'deleted', keys: [] });
+    expect(parse({ ...deletion({}), business_message: photoUpdate().message })).toMatchObject({ code: 'invalid_update' });
+  });
+
+  it('fields of a newer Bot API, at every level, change nothing and are never a reason to refuse', () => {
+    const names = fs.readdirSync(path.join(projectRoot, 'test/fixtures/telegram')).map((file) => file.replace(/\.json$/, ''));
+    expect(names).toEqual(expect.arrayContaining(['live-photo-album', 'paid-media', 'deleted-business-messages']));
+    for (const name of names) {
+      for (const update of fixture(name)) {
+        const parsed = parse(update);
+        expect(parsed.kind, `${name} ${update.update_id}`).not.toBe('rejected');
+        expect(parse(withFutureFields(update)), `${name} ${update.update_id}`).toEqual(parsed);
+      }
+    }
+  });
+});
+
 describe('parseUpdate: bodies that are not a Telegram Update', () => {
   it.each([
     ['not JSON', '{"update_id":', 'invalid_json'],
@@ -477,6 +656,22 @@ describe('parseUpdate: properties', () => {
       voice: maybe(fileLike),
       video_note: maybe(fileLike),
       sticker: maybe(fileLike),
+      live_photo: maybe(fileLike.map((file) => ({ ...file, photo: [file] }))),
+      paid_media: maybe(
+        fc.record({
+          star_count: fc.nat(),
+          paid_media: fc.array(
+            fc.oneof(
+              fileLike.map((video) => ({ type: 'video', video })),
+              fc.array(fileLike, { minLength: 1, maxLength: 2 }).map((photo) => ({ type: 'photo', photo })),
+              fc.record({ type: fc.constantFrom('preview', 'some_future_media'), width: fc.nat() }),
+            ),
+            { maxLength: 10 },
+          ),
+        }),
+      ),
+      // What a deleted_business_messages update holds beside business_connection_id and chat.
+      message_ids: maybe(fc.array(maybe(fc.nat()), { maxLength: 3 })),
     },
     { requiredKeys: ['message_id', 'chat'] },
   );
@@ -500,12 +695,15 @@ describe('parseUpdate: properties', () => {
       fc.property(anyBody, fc.string({ minLength: 1 }), (raw, bot) => {
         const parsed = parseUpdate(workspace, bot, raw);
         kinds.add(parsed.kind);
-        expect(['child', 'edit', 'ignored', 'rejected']).toContain(parsed.kind);
+        expect(['child', 'edit', 'deleted', 'ignored', 'rejected']).toContain(parsed.kind);
         if (parsed.kind === 'rejected') expect(parsed.message.length).toBeGreaterThan(0);
+        if (parsed.kind === 'deleted') {
+          for (const key of parsed.keys) expect(key).toMatchObject({ workspace, provider: 'telegram', accountId: bot });
+        }
         if (parsed.kind === 'child' || parsed.kind === 'edit') {
-          // One attachment, or none and a text: nothing else makes a child.
-          if (parsed.child.attachments.length !== 1)
-            expect([parsed.child.attachments.length, typeof parsed.child.caption]).toEqual([0, 'string']);
+          // Attachments (one, or one per item of paid media), or none and a text: nothing else makes a child.
+          if (parsed.child.attachments.length === 0) expect(typeof parsed.child.caption).toBe('string');
+          expect(parsed.child.attachments.map((a) => a.position)).toEqual(parsed.child.attachments.map((_, i) => i));
           expect(parsed.child.key).toMatchObject({ workspace, provider: 'telegram', accountId: bot });
           expect(parsed.eventId.startsWith(`${bot}:`)).toBe(true);
         }
@@ -513,7 +711,7 @@ describe('parseUpdate: properties', () => {
       { numRuns: 2000 },
     );
     // The generator reaches every outcome, so the property says something about each.
-    expect([...kinds].sort()).toEqual(['child', 'edit', 'ignored', 'rejected']);
+    expect([...kinds].sort()).toEqual(['child', 'deleted', 'edit', 'ignored', 'rejected']);
   });
 
   it('identical bodies give identical results', () => {

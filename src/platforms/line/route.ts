@@ -35,7 +35,17 @@ export const lineRoute = accountWebhookRoute({
       const { eventId, type, raw } = event;
       if (event.kind === 'child') deliveries.push({ source, eventId, type, raw, child: event.child });
       else if (event.kind === 'ignored') deliveries.push({ workspace, source, eventId, type, raw });
-      else withdrawals.push({ workspace, source, eventId, type, raw, key: event.key, withdrawnAt: event.unsentAt ?? now });
+      else
+        withdrawals.push({
+          workspace,
+          source,
+          eventId,
+          type,
+          raw,
+          keys: [event.key],
+          change: 'unsent',
+          withdrawnAt: event.unsentAt ?? now,
+        });
     }
     const results = await store(() => batcher.storeTogether(deliveries, withdrawals));
     const children = results.filter((result) => result !== null);

@@ -23,16 +23,20 @@ export const editUpdateTypes = [
   'edited_channel_post',
   'edited_business_message',
 ] as const satisfies readonly (keyof Update)[];
+/** Updates that withdraw messages the bot has seen: a connected business account's messages were deleted (Bot API 10). */
+export const deletionUpdateTypes = ['deleted_business_messages'] as const satisfies readonly (keyof Update)[];
 /** Every update type albumflow reads: what `setWebhook`'s `allowed_updates` asks for. Others are recorded and ignored. */
-export const readUpdateTypes = [...messageUpdateTypes, ...editUpdateTypes];
+export const readUpdateTypes = [...messageUpdateTypes, ...editUpdateTypes, ...deletionUpdateTypes];
 
 type MessageUpdateType = (typeof messageUpdateTypes)[number];
 type EditUpdateType = (typeof editUpdateTypes)[number];
-type ReadUpdateType = MessageUpdateType | EditUpdateType;
+type DeletionUpdateType = (typeof deletionUpdateTypes)[number];
+/** The update types that carry a Message. */
+type MessageBearingType = MessageUpdateType | EditUpdateType;
 
-const businessUpdateTypes: readonly ReadUpdateType[] = ['business_message', 'edited_business_message'];
+const businessUpdateTypes: readonly MessageBearingType[] = ['business_message', 'edited_business_message'];
 
-/** The media a message may carry after `photo`, in the order the first present one is taken (docs/telegram.md). */
+/** The media a message may carry after `paid_media`, `live_photo` and `photo`, in the order the first present one is taken (docs/telegram.md). */
 const mediaFields = [
   'video',
   'animation',
@@ -56,6 +60,8 @@ export type ParsedUpdate =
   | { kind: 'child'; eventId: string; type: MessageUpdateType; child: ChildMessage }
   /** A new version of a stored child: its caption and media as they are now. */
   | { kind: 'edit'; eventId: string; type: EditUpdateType; child: ChildMessage; editedAt: string | null }
+  /** Messages of a business account's chat were deleted: each child named (stored or not) is withdrawn. */
+  | { kind: 'deleted'; eventId: string; type: DeletionUpdateType; keys: MessageKey[] }
   | { kind: 'ignored'; eventId: string; type: string; reason: IgnoredReason }
   | { kind: 'rejected'; code: TelegramRejectionCode; message: string };
 
@@ -86,10 +92,11 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
   if (present.length > 1) return reject('invalid_update', `an update carries one message, this one has ${present.join(', ')}`);
   const type = present[0];
   if (type === undefined) return { kind: 'ignored', eventId, type: otherUpdateType(update), reason: 'other_update' };
+  if (type === 'deleted_business_messages') return deletedMessages(workspace, botId, eventId, type, update[type]);
   const message = update[type];
   if (!isObject(message)) return reject('invalid_update', `${type} must be a Message object`);
 
-  const scope = conversationScope(workspace, botId, type, message);
+  const scope = conversationScope(workspace, botId, type, message, businessUpdateTypes.includes(type));
   if ('code' in scope) return scope;
   if (message.message_id === undefined) return reject('missing_identity', `missing child identity: ${type}.message_id`);
   const messageNumber = nonNegativeSafeInteger(message.message_id);
@@ -97,11 +104,11 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
   // Telegram sends 0 for a message it scheduled instead of sending (or an ephemeral one): no identity yet.
   if (messageNumber === 0) return { kind: 'ignored', eventId, type, reason: 'unsent_message' };
 
-  const media = attachmentOf(type, message);
-  if (typeof media === 'string') return reject('invalid_update', media);
+  const attachments = attachmentsOf(type, message);
+  if (typeof attachments === 'string') return reject('invalid_update', attachments);
   // A text message is a child without attachments, as UnifyPort's message without attachments is.
   const caption = firstNonEmptyString(message.caption, message.text);
-  if (media === null && caption === null) return { kind: 'ignored', eventId, type, reason: 'no_content' };
+  if (attachments.length === 0 && caption === null) return { kind: 'ignored', eventId, type, reason: 'no_content' };
 
   const key: MessageKey = { ...scope, messageId: String(messageNumber) };
   let albumKey: AlbumKey | null = null;
@@ -120,7 +127,7 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
     album: null,
     caption,
     sentAt: unixTime(message.date),
-    attachments: media === null ? [] : [media],
+    attachments,
   };
   if (isEditUpdate(type)) return { kind: 'edit', eventId, type, child, editedAt: unixTime(message.edit_date) };
   return { kind: 'child', eventId, type, child };
@@ -130,7 +137,7 @@ function reject(code: TelegramRejectionCode, message: string): ParsedUpdate {
   return { kind: 'rejected', code, message };
 }
 
-function isEditUpdate(type: ReadUpdateType): type is EditUpdateType {
+function isEditUpdate(type: MessageBearingType): type is EditUpdateType {
   return (editUpdateTypes as readonly string[]).includes(type);
 }
 
@@ -144,12 +151,14 @@ type Rejection = Extract<ParsedUpdate, { kind: 'rejected' }>;
 /**
  * The bot's chat with `chat.id`, or — when the message comes through a business connection — the
  * business account's chat, which Telegram says is independent of any bot chat with the same id.
+ * `type` names the object (a Message, or what a deletion names) in messages.
  */
 function conversationScope(
   workspace: string,
   botId: string,
-  type: ReadUpdateType,
+  type: string,
   message: JsonObject,
+  business: boolean,
 ): Omit<MessageKey, 'messageId'> | Rejection {
   const chat = isObject(message.chat) ? message.chat : null;
   if (chat === null || chat.id === undefined)
@@ -160,7 +169,7 @@ function conversationScope(
   const base = { workspace, provider: telegramProvider, accountId: botId };
   const connection = message.business_connection_id;
   if (connection === undefined) {
-    if (businessUpdateTypes.includes(type)) {
+    if (business) {
       return { kind: 'rejected', code: 'missing_identity', message: `missing child identity: ${type}.business_connection_id` };
     }
     return { ...base, conversationId: String(chat.id) };
@@ -176,8 +185,51 @@ function conversationScope(
   return { ...base, conversationId: `${connectionId}:${chat.id}` };
 }
 
+/**
+ * `deleted_business_messages`: the children of the business account's chat it names, withdrawn (stored
+ * or not); the chat is scoped by the connection as the business messages it deletes are.
+ */
+function deletedMessages(
+  workspace: string,
+  botId: string,
+  eventId: string,
+  type: DeletionUpdateType,
+  value: JsonValue | undefined,
+): ParsedUpdate {
+  if (!isObject(value)) return reject('invalid_update', `${type} must be a BusinessMessagesDeleted object`);
+  const scope = conversationScope(workspace, botId, type, value, true);
+  if ('code' in scope) return scope;
+  if (value.message_ids === undefined) return reject('missing_identity', `missing child identity: ${type}.message_ids`);
+  if (!Array.isArray(value.message_ids)) return reject('invalid_identity', `${type}.message_ids must be a list of message ids`);
+  const messageIds = new Set<string>();
+  for (const [i, id] of value.message_ids.entries()) {
+    const messageNumber = nonNegativeSafeInteger(id);
+    if (messageNumber === null) return reject('invalid_identity', `${type}.message_ids[${i}] must be a non-negative integer below 2^53`);
+    messageIds.add(String(messageNumber));
+  }
+  const keys = [...messageIds].map((messageId): MessageKey => ({ ...scope, messageId }));
+  if (keys.some((key) => identityTooLong(key, null))) {
+    return reject('invalid_identity', `a child identity is longer than ${maxWorkflowIdLength} characters once encoded`);
+  }
+  return { kind: 'deleted', eventId, type, keys };
+}
+
+/**
+ * The message's attachments: one per item of its paid media, else its one media (none when it has none
+ * albumflow keeps); or what makes its media unusable.
+ */
+function attachmentsOf(type: MessageBearingType, message: JsonObject): AttachmentInput[] | string {
+  if (message.paid_media !== undefined) return paidMedia(`${type}.paid_media`, message.paid_media);
+  const media = attachmentOf(type, message);
+  if (typeof media === 'string') return media;
+  return media === null ? [] : [media];
+}
+
 /** The message's one attachment, null when it has no media albumflow keeps, or what makes its media unusable. */
-function attachmentOf(type: ReadUpdateType, message: JsonObject): AttachmentInput | string | null {
+function attachmentOf(type: MessageBearingType, message: JsonObject): AttachmentInput | string | null {
+  // Telegram fills `photo` with a live photo's still too, for clients that know no live photos.
+  if (message.live_photo !== undefined)
+    return livePhoto(`${type}.live_photo`, message.live_photo, { path: `${type}.photo`, sizes: message.photo });
   if (message.photo !== undefined) return largestPhoto(`${type}.photo`, message.photo);
   for (const field of mediaFields) {
     const value = message[field];
@@ -191,6 +243,65 @@ function attachmentOf(type: ReadUpdateType, message: JsonObject): AttachmentInpu
     });
   }
   return null;
+}
+
+/**
+ * A live photo: its video, with the largest size of its still — the live photo's own `photo`, else the
+ * one given beside it (the message's). A live photo without any still is kept as its video.
+ */
+function livePhoto(path: string, value: JsonValue, beside?: { path: string; sizes: JsonValue | undefined }): AttachmentInput | string {
+  if (!isObject(value)) return `${path} must be an object`;
+  const video = fileAttachment(path, 'live_photo', value, { width: nonNegativeInt32(value.width), height: nonNegativeInt32(value.height) });
+  if (typeof video === 'string') return video;
+  const sizes = value.photo !== undefined ? { path: `${path}.photo`, sizes: value.photo } : beside;
+  if (sizes?.sizes === undefined) return video;
+  const still = largestPhoto(sizes.path, sizes.sizes);
+  if (typeof still === 'string') return still;
+  const { fileId, fileUniqueId } = still.telegramFile!;
+  return { ...video, telegramFile: { ...video.telegramFile!, still: { fileId, fileUniqueId } } };
+}
+
+/** What paid media holds, one attachment per item in order (a message holds up to ten). */
+function paidMedia(path: string, value: JsonValue): AttachmentInput[] | string {
+  if (!isObject(value)) return `${path} must be a PaidMediaInfo object`;
+  const items = value.paid_media ?? [];
+  if (!Array.isArray(items)) return `${path}.paid_media must be a list of PaidMedia objects`;
+  const attachments: AttachmentInput[] = [];
+  for (const [position, item] of items.entries()) {
+    const itemPath = `${path}.paid_media[${position}]`;
+    if (!isObject(item)) return `${itemPath} must be a PaidMedia object`;
+    const attachment = paidItem(itemPath, item);
+    if (typeof attachment === 'string') return attachment;
+    attachments.push({ ...attachment, position });
+  }
+  return attachments;
+}
+
+/**
+ * One item of paid media: a photo, a video or a live photo; a `preview` (the media before payment: its
+ * size only) and an item of a type albumflow does not know have no file, and so nothing to download.
+ */
+function paidItem(path: string, item: JsonObject): AttachmentInput | string {
+  switch (item.type) {
+    case 'photo':
+      return largestPhoto(`${path}.photo`, item.photo ?? null);
+    case 'video': {
+      const video = item.video;
+      if (!isObject(video)) return `${path}.video must be an object`;
+      return fileAttachment(`${path}.video`, 'video', video, {
+        width: nonNegativeInt32(video.width),
+        height: nonNegativeInt32(video.height),
+      });
+    }
+    case 'live_photo':
+      return livePhoto(`${path}.live_photo`, item.live_photo ?? null);
+    default:
+      return withoutFile(typeof item.type === 'string' && updateTypeName.test(item.type) ? item.type : null);
+  }
+}
+
+function withoutFile(kind: string | null): AttachmentInput {
+  return { position: 0, kind, url: null, mimeType: null, declaredSize: null, fileName: null, telegramFile: null, lineChannel: null };
 }
 
 /** Telegram sends every size it made of a photo; the largest by width × height is the one kept. */

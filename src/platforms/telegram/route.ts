@@ -15,7 +15,7 @@ export const telegramRoute = accountWebhookRoute({
   description:
     'Body: one Telegram Update as `application/json`, at most MAX_BODY_BYTES, with the bot’s `secret_token` in ' +
     `\`${secretTokenHeader}\`. 200 with an empty body means the update is committed (a new child, a redelivery, ` +
-    'an edit, or an update recorded without a child). 503 with Retry-After: the database is unavailable, or ' +
+    'an edit, a deletion of business messages, or an update recorded without a child). 503 with Retry-After: the database is unavailable, or ' +
     'too many updates are waiting to be stored; Telegram delivers the update again later.',
   proof: secretTokenProof,
   unstorable: { code: 'unstorable_update', message: `the update holds text PostgreSQL cannot store (${unstorableTextProblem})` },
@@ -33,6 +33,19 @@ export const telegramRoute = accountWebhookRoute({
         batcher.storeChild({ source, eventId: update.eventId, type: update.type, raw, child: update.child }),
       );
       count(stored.erased ? 'erased' : stored.duplicate ? 'duplicate' : 'accepted');
+    } else if (update.kind === 'deleted') {
+      // The update says when nothing happened: the deletion is taken as made when it arrived.
+      const withdrawal = {
+        workspace,
+        source,
+        eventId: update.eventId,
+        type: update.type,
+        raw,
+        keys: update.keys,
+        change: 'deleted' as const,
+      };
+      await store(() => batcher.storeTogether([], [{ ...withdrawal, withdrawnAt: new Date().toISOString() }]));
+      count('deleted');
     } else {
       // An edit without a usable edit_date is taken as made when it arrived.
       const editedAt = update.editedAt ?? new Date().toISOString();

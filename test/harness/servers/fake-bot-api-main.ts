@@ -1,7 +1,8 @@
 // `npm run fake-bot-api [-- --port N] [update.json …]`: the tests' FAKE Telegram Bot API, started on its
 // own so that a person can try albumflow's Telegram route without Telegram (docs/telegram.md, "Try it
 // without Telegram"). It is test tooling: it knows one made-up bot and the files of the Updates it is
-// given (the example album by default), serves a real JPEG for each, and never talks to Telegram.
+// given (the example album by default), serves a real JPEG for each photo (an MP4 file for each video),
+// and never talks to Telegram.
 
 import { cannotListen, closeOnSignals, fakeApiCommand, shellQuote } from './fake-api-command.js';
 import { startFakeBotApi } from './fake-bot-api.js';
@@ -10,8 +11,8 @@ import { demoBot, demoTelegramBots, exampleAlbumFile, servePhotos } from './fake
 const usage = `npm run fake-bot-api [-- --port N] [update.json …]
 
 Starts a FAKE Telegram Bot API (getFile and the file route) on 127.0.0.1 for the bot ${demoBot.id} of
-TELEGRAM_BOTS["${demoBot.workspace}"]["${demoBot.name}"], serving a JPEG for the photo (or other file) of each Update
-in the files given, each holding an Update or a list (default: examples/telegram-album.json). --port 0
+TELEGRAM_BOTS["${demoBot.workspace}"]["${demoBot.name}"], serving a JPEG for each photo (an MP4 file for each video)
+of the Updates in the files given, each holding an Update or a list (default: examples/telegram-album.json). --port 0
 picks a free port (default 8081).`;
 
 const { port, files, relative } = fakeApiCommand({ name: 'fake-bot-api', usage, defaultPort: 8081, exampleFile: exampleAlbumFile });
@@ -33,10 +34,10 @@ const photos = await servePhotos(api, demoBot.token, files);
 console.log(
   [
     `A FAKE Telegram Bot API (albumflow's test tooling; it never talks to Telegram) is listening on ${api.url}`,
-    `It knows one bot, ${demoBot.id}, and serves ${photos.length} photos to it:`,
+    `It knows one bot, ${demoBot.id}, and serves ${photos.length} ${photos.every((photo) => photo.format === 'JPEG') ? 'photos' : 'files'} to it:`,
     ...photos.map(
       (photo) =>
-        `  ${photo.fileId.slice(0, 24)}…  ${photo.width}×${photo.height} JPEG, ${photo.content.length} bytes  (update ${photo.updateId} of ${relative(photo.file)})`,
+        `  ${photo.fileId.slice(0, 24)}…  ${photo.width}×${photo.height} ${photo.format}, ${photo.content.length} bytes  (update ${photo.updateId} of ${relative(photo.file)})`,
     ),
     '',
     'Run albumflow against it, and keep TELEGRAM_BOTS for the CLI (it signs with the secret token):',
