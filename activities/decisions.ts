@@ -2,13 +2,17 @@ import { childTraceparents, insertDecision, markAlbumClosed } from '../src/db/de
 import { readPrior } from '../src/db/prior.js';
 import { decisionsTotal } from '../src/common/metrics.js';
 import { annotate, inSpan, linksTo } from '../src/common/tracing.js';
-import type { PriorAlbum, StoredScope } from '../src/domain/types.js';
-import type { MarkClosedInput, RecordDecisionInput } from '../workflows/activity-types.js';
+import type { DecisionRecord, PriorAlbum, StoredScope } from '../src/domain/types.js';
+import type { MarkClosedInput } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
 
 export function createDecisionActivities({ pool, logger }: ActivityDeps) {
-  /** Stores one decision with the exact children it included; a retry or a replay never stores or counts it twice. */
-  async function recordDecision(input: RecordDecisionInput): Promise<{ inserted: boolean }> {
+  /**
+   * Records one decision with the exact children it included through `store` (which may record its
+   * notification in the same statement), in a span of its own, counted and logged once: a retry or a
+   * replay never stores or counts it twice.
+   */
+  async function recording<T>(input: DecisionRecord, store: () => Promise<T & { decided: boolean }>): Promise<T & { decided: boolean }> {
     const { workflowId, decision } = input;
     const attributes = {
       'albumflow.decision.seq': decision.seq,
@@ -18,17 +22,23 @@ export function createDecisionActivities({ pool, logger }: ActivityDeps) {
     return inSpan('albumflow.decision.record', { attributes }, async (span) => {
       // Linked to the request of every child the decision includes: the album's trace reaches each of them.
       if (span.isRecording() && input.album) span.addLinks(linksTo(await childTraceparents(pool, workflowId, decision.childMessageIds)));
-      const { inserted } = await insertDecision(pool, input);
-      annotate(span, { 'albumflow.decision.inserted': inserted });
-      if (inserted) {
+      const stored = await store();
+      annotate(span, { 'albumflow.decision.inserted': stored.decided });
+      if (stored.decided) {
         decisionsTotal.inc({ trigger: decision.trigger });
         logger.info(
           { workflowId, seq: decision.seq, trigger: decision.trigger, children: decision.childMessageIds.length },
           'decision recorded',
         );
       }
-      return { inserted };
+      return stored;
     });
+  }
+
+  /** Stores one decision (a standalone message's: its notification is recorded by `notify` after it). */
+  async function recordDecision(input: DecisionRecord): Promise<{ inserted: boolean }> {
+    const { decided } = await recording(input, async () => ({ decided: (await insertDecision(pool, input)).inserted }));
+    return { inserted: decided };
   }
 
   /** What a fresh run of an album (or standalone message) starts from. */
@@ -40,5 +50,5 @@ export function createDecisionActivities({ pool, logger }: ActivityDeps) {
     await markAlbumClosed(pool, workflowId, review);
   }
 
-  return { recordDecision, loadPrior, markClosed };
+  return { recording, recordDecision, loadPrior, markClosed };
 }

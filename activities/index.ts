@@ -9,12 +9,12 @@ import { createRecordAndNotifyActivities } from './record-and-notify.js';
 
 /** Every activity the workflows call (albums, messages, retention, erasures), bound to the worker's dependencies. */
 export function createActivities(deps: ActivityDeps): WorkflowActivities & LifetimeActivities {
-  const decisions = createDecisionActivities(deps);
-  const notifications = createNotifyActivities(deps);
+  const { recording, ...decisions } = createDecisionActivities(deps);
+  const { recordingNotification, notify } = createNotifyActivities(deps);
   return {
     ...decisions,
-    ...notifications,
-    ...createRecordAndNotifyActivities({ recordDecision: decisions.recordDecision, notify: notifications.notify }),
+    notify,
+    ...createRecordAndNotifyActivities({ pool: deps.pool, recording, recordingNotification }),
     ...createDownloadActivities(deps),
     ...createLifetimeActivities(deps),
   };

@@ -1,46 +1,50 @@
-import { ApplicationFailure } from '@temporalio/common';
-import type {
-  NotifyInput,
-  RecordAndNotifyInput,
-  RecordAndNotifyResult,
-  RecordDecisionInput,
-  RefusedNotification,
-} from '../workflows/activity-types.js';
+import { recordDecisionAndNotification, recordNotification } from '../src/db/deliveries.js';
+import type { Pool } from '../src/db/pool.js';
+import type { RecordAndNotifyInput } from '../workflows/activity-types.js';
+import type { createDecisionActivities } from './decisions.js';
+import type { createNotifyActivities } from './notify.js';
 
 interface RecordAndNotifyDeps {
-  recordDecision: (input: RecordDecisionInput) => Promise<unknown>;
-  notify: (input: NotifyInput) => Promise<unknown>;
+  pool: Pool;
+  recording: ReturnType<typeof createDecisionActivities>['recording'];
+  recordingNotification: ReturnType<typeof createNotifyActivities>['recordingNotification'];
 }
 
 /**
- * Carries out, in order, what an album run decided in one step: each decision is recorded before its
- * notification, and `album.media_settled` follows when the media were already settled. One activity
- * instead of one per record and per notification: each regular activity costs the server a task queue
- * round trip, three history events and a workflow task. A retry repeats nothing that took effect: records
- * are idempotent by (workflow id, seq), notifications by their stable id.
+ * Records, in order, what an album run decided in one step: each new decision with its notification in
+ * one statement (neither is stored without the other), then the notifications about decisions recorded
+ * before (`album.media_settled`, edits, withdrawals). Outbound delivery sends them; the run goes on at once.
+ * One activity instead of one per record and per notification: each regular activity costs the server a
+ * task queue round trip, three history events and a workflow task. A retry repeats nothing that took
+ * effect: decisions are idempotent by (workflow id, seq), notifications by their stable id.
  */
-export function createRecordAndNotifyActivities({ recordDecision, notify }: RecordAndNotifyDeps) {
-  async function recordAndNotify({ workflowId, body, steps }: RecordAndNotifyInput): Promise<RecordAndNotifyResult> {
-    const refused: RefusedNotification[] = [];
+export function createRecordAndNotifyActivities({ pool, recording, recordingNotification }: RecordAndNotifyDeps) {
+  async function recordAndNotify({ workflowId, body, steps }: RecordAndNotifyInput): Promise<void> {
     for (const { type, decision, record, notice, edit, unsent } of steps) {
-      if (record) await recordDecision({ workflowId, decision, album: record });
-      try {
-        await notify({
-          workflowId,
-          seq: decision.seq,
-          type,
-          decision,
-          ...(notice !== undefined ? { notice } : {}),
-          ...(edit ? { edit } : {}),
-          ...(unsent ? { unsent } : {}),
-          ...body,
-        });
-      } catch (err) {
-        if (!(err instanceof ApplicationFailure && err.nonRetryable)) throw err;
-        refused.push({ type, seq: decision.seq, error: err.message });
+      const input = {
+        workflowId,
+        seq: decision.seq,
+        type,
+        decision,
+        ...(notice !== undefined ? { notice } : {}),
+        ...(edit ? { edit } : {}),
+        ...(unsent ? { unsent } : {}),
+        ...body,
+      };
+      if (!record) {
+        await recordingNotification(input, (notification) => recordNotification(pool, notification));
+        continue;
       }
+      const decided = { workflowId, decision, album: record };
+      await recording(decided, async () => {
+        const { stored } = await recordingNotification(
+          input,
+          (notification) => recordDecisionAndNotification(pool, decided, notification),
+          decision,
+        );
+        return { decided: stored.decided };
+      });
     }
-    return { refused };
   }
 
   return { recordAndNotify };

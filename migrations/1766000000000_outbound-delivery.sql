@@ -46,8 +46,11 @@ CREATE TABLE endpoint_secrets (
 
 -- A notification recorded for delivery carries its workspace and its place in the order of recording;
 -- `payload` holds its data without media links (those are minted at each attempt and each feed read), and
--- `created_at` is when it was recorded. Rows stored before this migration keep NULL in both.
-ALTER TABLE notifications ADD COLUMN workspace text, ADD COLUMN position bigint;
+-- `created_at` is when it was recorded; `traceparent` names the span that recorded it (tracing on), which each
+-- attempt continues. Rows stored before this migration keep NULL in all three.
+-- Sending is each delivery's (below): the notification's own sending state goes.
+ALTER TABLE notifications ADD COLUMN workspace text, ADD COLUMN position bigint, ADD COLUMN traceparent text,
+  DROP COLUMN status, DROP COLUMN attempts, DROP COLUMN last_error, DROP COLUMN delivered_at;
 CREATE SEQUENCE notification_positions OWNED BY notifications.position;
 ALTER TABLE notifications ALTER COLUMN position SET DEFAULT nextval('notification_positions');
 CREATE INDEX notifications_recorded ON notifications (workspace, created_at) WHERE workspace IS NOT NULL;
@@ -133,4 +136,6 @@ CREATE TRIGGER feed_inserted_notify AFTER INSERT ON feed FOR EACH ROW EXECUTE FU
 DROP TABLE feed, feed_positions, delivery_attempts, deliveries, endpoint_secrets, endpoints;
 DROP FUNCTION feed_notify(), deliveries_notify();
 DROP INDEX notifications_recorded;
-ALTER TABLE notifications DROP COLUMN position, DROP COLUMN workspace;
+ALTER TABLE notifications DROP COLUMN traceparent, DROP COLUMN position, DROP COLUMN workspace,
+  ADD COLUMN status text NOT NULL DEFAULT 'recorded' CHECK (status IN ('pending', 'delivered', 'recorded', 'failed')),
+  ADD COLUMN attempts integer NOT NULL DEFAULT 0, ADD COLUMN last_error text, ADD COLUMN delivered_at timestamptz;

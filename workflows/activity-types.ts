@@ -7,6 +7,7 @@ import type {
   AlbumView,
   ChildEdit,
   ChildWithdrawal,
+  DecisionRecord,
   DecisionView,
   DownloadRequest,
   DownloadResult,
@@ -18,13 +19,6 @@ import type {
   ReviewResolution,
   StoredScope,
 } from '../src/domain/types.js';
-
-export interface RecordDecisionInput {
-  workflowId: string;
-  decision: DecisionView;
-  /** The album's review at the decision; null for a standalone message (no albums row). */
-  album: RecordedReview | null;
-}
 
 export interface MarkClosedInput extends RecordedReview {
   workflowId: string;
@@ -55,7 +49,8 @@ export type NotifyInput = {
   | { type: 'message.ready'; message: MessageWorkflowStatus }
 );
 
-export type NotifyOutcome = 'delivered' | 'recorded' | 'already';
+/** `recorded` for delivery now, or `already` by an earlier attempt. */
+export type NotifyOutcome = 'recorded' | 'already';
 
 /** One command of the album rules: a new decision to record and notify, or a later notification about a recorded one. */
 export interface DecisionStep {
@@ -78,17 +73,6 @@ export interface RecordAndNotifyInput {
   steps: DecisionStep[];
 }
 
-export interface RefusedNotification {
-  type: DecisionStep['type'];
-  seq: number;
-  error: string;
-}
-
-export interface RecordAndNotifyResult {
-  /** Notifications the receiver refused for good (marked `failed` in PostgreSQL); every other one went out. */
-  refused: RefusedNotification[];
-}
-
 export interface DownloadInput {
   /** The attachments of one activity, each with its outcome at the same place of the result. */
   attachments: DownloadRequest[];
@@ -99,14 +83,14 @@ export interface DownloadInput {
 /** Every activity the album and message workflows call. */
 export interface WorkflowActivities {
   /** Stores one decision with the exact children it included; a retry or a replay never stores or counts it twice. */
-  recordDecision: (input: RecordDecisionInput) => Promise<{ inserted: boolean }>;
+  recordDecision: (input: DecisionRecord) => Promise<{ inserted: boolean }>;
   /** What a fresh run of an album (or standalone message) starts from. */
   loadPrior: (scope: StoredScope) => Promise<PriorAlbum>;
   markClosed: (input: MarkClosedInput) => Promise<void>;
   /** Sends one notification under its stable id; a retry or a replay delivers it at most once. */
   notify: (input: NotifyInput) => Promise<{ id: string; outcome: NotifyOutcome }>;
   /** Records and notifies, in order, what an album run decided in one step. */
-  recordAndNotify: (input: RecordAndNotifyInput) => Promise<RecordAndNotifyResult>;
+  recordAndNotify: (input: RecordAndNotifyInput) => Promise<void>;
   /** Downloads a batch of attachments; each outcome at the place of its request. */
   downloadAttachments: (input: DownloadInput) => Promise<DownloadResult[]>;
 }

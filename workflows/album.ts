@@ -132,10 +132,9 @@ async function runAlbum(input: AlbumWorkflowInput, options: WorkflowOptions): Pr
     if (commands.length > 0) {
       const steps = commands.splice(0).map(decisionStepOf);
       try {
-        const { refused } = await recordAndNotify.executeWithOptions({ summary: decisionStepsSummary(steps) }, [
+        await recordAndNotify.executeWithOptions({ summary: decisionStepsSummary(steps) }, [
           { workflowId, body: albumBody(status(), key), steps },
         ]);
-        for (const { type, seq, error } of refused) log.warn('notification refused', { type, seq, error });
       } catch (err) {
         if (!(err instanceof ActivityFailure)) throw err;
         log.error('recording or notifying a decision failed', { error: rootCause(err) });

@@ -1,4 +1,4 @@
-import { ActivityFailure, condition, log, rootCause, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, setHandler, workflowInfo } from '@temporalio/workflow';
 import { initialAttachments, settleAttachment } from './album-rules.js';
 import type { ChildRecord, DecisionView } from '../src/domain/types.js';
 import { buildMessageView, childWithOutcomesOf, type MessageWorkflowStatus } from '../src/domain/album-view.js';
@@ -74,14 +74,9 @@ async function runMessage(input: MessageWorkflowInput, options: WorkflowOptions)
   }
 
   await condition(() => downloads.inFlight === 0);
-  try {
-    await notify.executeWithOptions({ summary: `notify message.ready #${decision.seq}` }, [
-      { workflowId, seq: decision.seq, type: 'message.ready', message: status(), decision },
-    ]);
-  } catch (err) {
-    if (!(err instanceof ActivityFailure)) throw err;
-    log.warn('notification refused', { type: 'message.ready', seq: decision.seq, error: rootCause(err) });
-  }
+  await notify.executeWithOptions({ summary: `notify message.ready #${decision.seq}` }, [
+    { workflowId, seq: decision.seq, type: 'message.ready', message: status(), decision },
+  ]);
   closed = true;
   refresh();
   return status();

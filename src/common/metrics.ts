@@ -107,14 +107,8 @@ export const reviewQueue = new Gauge({
 
 export const notificationsTotal = new Counter({
   name: 'albumflow_notifications_total',
-  help: 'Notifications sent or recorded, by type and outcome',
+  help: 'Notifications recorded for delivery, by type and outcome (recorded, or already by an earlier attempt)',
   labelNames: ['type', 'outcome'] as const,
-  registers: [registry],
-});
-
-export const notificationFailuresTotal = new Counter({
-  name: 'albumflow_notification_failures_total',
-  help: 'Notification delivery attempts that failed (each is retried)',
   registers: [registry],
 });
 

@@ -14,6 +14,8 @@ export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 export interface NetworkPolicy {
   resolve: Resolver;
   permits: (address: string) => boolean;
+  /** The setting that permits private addresses, named in a refusal (default MEDIA_ALLOW_PRIVATE_NETWORKS). */
+  setting?: string;
 }
 
 /** A URL albumflow will not fetch (scheme or address); never worth retrying. */
@@ -71,9 +73,12 @@ async function resolveAll(hostname: string): Promise<ResolvedAddress[]> {
   return answers.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
 }
 
-/** System DNS; only public addresses unless private networks are allowed (MEDIA_ALLOW_PRIVATE_NETWORKS). */
-export function networkPolicy(allowPrivateNetworks: boolean): NetworkPolicy {
-  return { resolve: resolveAll, permits: allowPrivateNetworks ? () => true : isPublicAddress };
+/**
+ * System DNS; only public addresses unless private networks are allowed by `setting`
+ * (MEDIA_ALLOW_PRIVATE_NETWORKS for downloads, NOTIFY_ALLOW_PRIVATE_NETWORKS for endpoints).
+ */
+export function networkPolicy(allowPrivateNetworks: boolean, setting = 'MEDIA_ALLOW_PRIVATE_NETWORKS'): NetworkPolicy {
+  return { resolve: resolveAll, permits: allowPrivateNetworks ? () => true : isPublicAddress, setting };
 }
 
 /**
@@ -93,8 +98,8 @@ export async function vetTarget(url: URL, policy: NetworkPolicy): Promise<Resolv
   const refused = addresses.find(({ address }) => !policy.permits(address));
   if (refused) {
     throw new RefusedTargetError(
-      `refused to fetch from ${host}: ${refused.address} is a ${addressRange(refused.address)} address ` +
-        '(MEDIA_ALLOW_PRIVATE_NETWORKS is not enabled)',
+      `refused to connect to ${host}: ${refused.address} is a ${addressRange(refused.address)} address ` +
+        `(${policy.setting ?? 'MEDIA_ALLOW_PRIVATE_NETWORKS'} is not enabled)`,
     );
   }
   return first;

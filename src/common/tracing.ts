@@ -2,10 +2,12 @@ import {
   context,
   isSpanContextValid,
   propagation,
+  ROOT_CONTEXT,
   SpanStatusCode,
   trace,
   TraceFlags,
   type Attributes,
+  type Context,
   type Link,
   type Span,
   type SpanContext,
@@ -139,7 +141,26 @@ export function withTraceHeaders(headers: Record<string, string>): Record<string
  * never its stack) and is thrown on; the span ends when `work` settles.
  */
 export async function inSpan<T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
-  return tracer.startActiveSpan(name, options, async (span) => {
+  return inSpanOf(context.active(), name, options, work);
+}
+
+/**
+ * inSpan, as a child of the span a `traceparent` names (stored with work that another process picks up
+ * later); a root span when there is none or it is not valid.
+ */
+export async function inSpanContinuing<T>(
+  traceparent: string | null | undefined,
+  name: string,
+  options: SpanOptions,
+  work: (span: Span) => Promise<T>,
+): Promise<T> {
+  const parent = traceparent ? parseTraceParent(traceparent) : null;
+  if (!parent || !isSpanContextValid(parent)) return inSpan(name, { ...options, root: true }, work);
+  return inSpanOf(trace.setSpanContext(ROOT_CONTEXT, { ...parent, isRemote: true }), name, options, work);
+}
+
+async function inSpanOf<T>(parent: Context, name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(name, options, parent, async (span) => {
     try {
       return await work(span);
     } catch (err) {

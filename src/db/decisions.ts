@@ -1,5 +1,5 @@
-import type { DecisionTrigger, DecisionView, RecordedReview } from '../domain/types.js';
-import type { Pool } from './pool.js';
+import type { DecisionRecord, DecisionTrigger, DecisionView, RecordedReview } from '../domain/types.js';
+import type { Pool, Queryable } from './pool.js';
 
 /** A row of `decisions`, the columns its readers take (the bench and the tests read it back too). */
 export interface DecisionRow {
@@ -11,39 +11,46 @@ export interface DecisionRow {
 }
 
 /**
- * Stores one decision with the exact children it included, and the album's review with it. Idempotent by
- * (workflow id, seq): a retry or a replayed workflow never stores it twice. One statement, not a
- * transaction of two: the album's row is locked only while PostgreSQL runs it, never across a round trip
- * to a worker that the CPU may not schedule for a while (the ingress locks the same row when a child of
- * the album arrives).
+ * The CTEs `decided` and `reviewed` that store one decision with the exact children it included, and the
+ * album's review with it, with the parameters from `$<first>` on (decisionParameters). Idempotent by
+ * (workflow id, seq): a retry or a replayed workflow never stores it twice.
  */
-export async function insertDecision(
-  pool: Pool,
-  input: { workflowId: string; decision: DecisionView; album: RecordedReview | null },
-): Promise<{ inserted: boolean }> {
-  const { workflowId, decision, album } = input;
-  const { rows } = await pool.query<{ inserted: number }>(
-    `WITH inserted AS (
+export function decisionStatement(first: number): string {
+  const $ = (n: number) => `$${first + n - 1}`;
+  return `decided AS (
        INSERT INTO decisions (workflow_id, seq, trigger, child_message_ids, decided_at)
-       VALUES ($1, $2, $3, $4, $5)
+       VALUES (${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)})
        ON CONFLICT (workflow_id, seq) DO NOTHING
        RETURNING seq
-     ), album AS (
-       UPDATE albums SET state = 'processed', review_reasons = $6, review_resolved_at = $7, review_note = $8, updated_at = now()
-        WHERE $9 AND workflow_id = $1
-     )
-     SELECT count(*)::int AS inserted FROM inserted`,
-    [
-      workflowId,
-      decision.seq,
-      decision.trigger,
-      decision.childMessageIds,
-      decision.decidedAt,
-      album?.reviewReasons ?? [],
-      album?.reviewResolved?.at ?? null,
-      album?.reviewResolved?.note ?? null,
-      album !== null,
-    ],
+     ), reviewed AS (
+       UPDATE albums SET state = 'processed', review_reasons = ${$(6)}, review_resolved_at = ${$(7)}, review_note = ${$(8)}, updated_at = now()
+        WHERE ${$(9)} AND workflow_id = ${$(1)}
+     )`;
+}
+
+export function decisionParameters({ workflowId, decision, album }: DecisionRecord): unknown[] {
+  return [
+    workflowId,
+    decision.seq,
+    decision.trigger,
+    decision.childMessageIds,
+    decision.decidedAt,
+    album?.reviewReasons ?? [],
+    album?.reviewResolved?.at ?? null,
+    album?.reviewResolved?.note ?? null,
+    album !== null,
+  ];
+}
+
+/**
+ * Stores one decision (decisionStatement). One statement, not a transaction of two: the album's row is
+ * locked only while PostgreSQL runs it, never across a round trip to a worker that the CPU may not schedule
+ * for a while (the ingress locks the same row when a child of the album arrives).
+ */
+export async function insertDecision(db: Queryable, input: DecisionRecord): Promise<{ inserted: boolean }> {
+  const { rows } = await db.query<{ inserted: number }>(
+    `WITH ${decisionStatement(1)} SELECT count(*)::int AS inserted FROM decided`,
+    decisionParameters(input),
   );
   return { inserted: rows[0]?.inserted === 1 };
 }
@@ -57,8 +64,8 @@ export async function markAlbumClosed(pool: Pool, workflowId: string, review: Re
 }
 
 /** Decisions of one workflow, optionally only those that included one message. */
-export async function decisionsOf(pool: Pool, workflowId: string, messageId?: string): Promise<DecisionView[]> {
-  const { rows } = await pool.query<Omit<DecisionRow, 'workflow_id'>>(
+export async function decisionsOf(db: Queryable, workflowId: string, messageId?: string): Promise<DecisionView[]> {
+  const { rows } = await db.query<Omit<DecisionRow, 'workflow_id'>>(
     `SELECT seq, trigger, child_message_ids, decided_at FROM decisions
       WHERE workflow_id = $1 AND ($2::text IS NULL OR $2 = ANY (child_message_ids))
       ORDER BY seq`,

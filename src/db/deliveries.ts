@@ -1,7 +1,9 @@
 // Notifications recorded for delivery, the queue of their deliveries to each endpoint, their attempts and
 // the pull feed (migrations/1766000000000_outbound-delivery.sql). The sender (src/delivery/engine.ts)
 // leases an endpoint, claims its sendable deliveries, sends outside any transaction and records the result.
-import type { AnyNotificationType } from '../domain/notification-types.js';
+import type { NotificationType } from '../domain/types.js';
+import type { DecisionRecord } from '../domain/types.js';
+import { decisionParameters, decisionStatement } from './decisions.js';
 import type { DisabledReason, EndpointSource } from './endpoints.js';
 import type { Queryable } from './pool.js';
 
@@ -21,9 +23,11 @@ export interface NotificationToRecord {
   /** The album's or the standalone message's: deliveries to one endpoint go out in order per workflow id. */
   workflowId: string;
   workspace: string;
-  type: AnyNotificationType;
+  type: NotificationType;
   data: NotificationData;
   recordedAt: Date;
+  /** The span that recorded it (tracing on and sampled): every attempt continues its trace. */
+  traceparent?: string;
 }
 
 export interface RecordedNotification {
@@ -36,22 +40,22 @@ export interface RecordedNotification {
 }
 
 /**
- * Records a notification, its feed entry and one delivery per endpoint subscribed now (its workspace's whose
- * types match, and the environment endpoint; a disabled one's is held). Idempotent by id. Meant to run in
- * the caller's transaction (the one that records the decision), as its last statement: the workspace's
- * feed position stays locked until that transaction ends, so that positions become visible in commit order.
+ * The CTEs that record a notification, its feed entry and one delivery per endpoint subscribed now (its
+ * workspace's whose types match, and the environment endpoint; a disabled one's is held), with the
+ * parameters from `$<first>` on (notificationParameters). Idempotent by id. The workspace's feed position
+ * stays locked until the statement's transaction ends, so that positions become visible in commit order.
  */
-export async function recordNotification(db: Queryable, n: NotificationToRecord): Promise<RecordedNotification> {
-  const { rows } = await db.query<{ feed_position: string | null; deliveries: number }>(
-    `WITH recorded AS (
-       INSERT INTO notifications (id, workflow_id, workspace, type, payload, status, created_at)
-       VALUES ($1, $2, $3, $4, $5::jsonb, 'recorded', $6)
+function notificationStatement(first: number): string {
+  const $ = (n: number) => `$${first + n - 1}`;
+  return `recorded AS (
+       INSERT INTO notifications (id, workflow_id, workspace, type, payload, created_at, traceparent)
+       VALUES (${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}::jsonb, ${$(6)}, ${$(7)})
        ON CONFLICT (id) DO NOTHING
        RETURNING id, workflow_id, workspace, position
      ), subscribed AS (
        -- Locked so that an endpoint removed meanwhile is skipped instead of failing the foreign key.
        SELECT id, enabled FROM endpoints
-        WHERE (workspace = $3 OR source = 'environment') AND (types IS NULL OR $4 = ANY (types))
+        WHERE (workspace = ${$(3)} OR source = 'environment') AND (types IS NULL OR ${$(4)} = ANY (types))
           FOR KEY SHARE
      ), appended AS (
        INSERT INTO feed_positions (workspace, position) SELECT workspace, 1 FROM recorded
@@ -67,12 +71,44 @@ export async function recordNotification(db: Queryable, n: NotificationToRecord)
                                 WHERE ahead.endpoint_id = s.id AND ahead.order_key = r.workflow_id AND ahead.state = 'pending'))
          FROM recorded r, subscribed s
        RETURNING 1
-     )
-     SELECT (SELECT position::text FROM fed) AS feed_position, (SELECT count(*)::int FROM queued) AS deliveries`,
-    [n.id, n.workflowId, n.workspace, n.type, JSON.stringify(n.data), n.recordedAt],
+     )`;
+}
+
+function notificationParameters(n: NotificationToRecord): unknown[] {
+  return [n.id, n.workflowId, n.workspace, n.type, JSON.stringify(n.data), n.recordedAt, n.traceparent ?? null];
+}
+
+const recordedColumns = `(SELECT position::text FROM fed) AS feed_position, (SELECT count(*)::int FROM queued) AS deliveries`;
+
+function recordedOf(row: { feed_position: string | null; deliveries: number }): RecordedNotification {
+  return { recorded: row.feed_position !== null, feedPosition: row.feed_position, deliveries: row.deliveries };
+}
+
+/** Records a notification (notificationStatement) in one statement. */
+export async function recordNotification(db: Queryable, n: NotificationToRecord): Promise<RecordedNotification> {
+  const { rows } = await db.query<{ feed_position: string | null; deliveries: number }>(
+    `WITH ${notificationStatement(1)} SELECT ${recordedColumns}`,
+    notificationParameters(n),
+  );
+  return recordedOf(rows[0]!);
+}
+
+/**
+ * Records a decision and the notification it causes in one statement: neither is ever stored without the
+ * other, and the album's row and the workspace's feed position are locked only while PostgreSQL runs it.
+ */
+export async function recordDecisionAndNotification(
+  db: Queryable,
+  decision: DecisionRecord,
+  n: NotificationToRecord,
+): Promise<RecordedNotification & { decided: boolean }> {
+  const { rows } = await db.query<{ feed_position: string | null; deliveries: number; decided: number }>(
+    `WITH ${decisionStatement(1)}, ${notificationStatement(10)}
+     SELECT ${recordedColumns}, (SELECT count(*)::int FROM decided) AS decided`,
+    [...decisionParameters(decision), ...notificationParameters(n)],
   );
   const row = rows[0]!;
-  return { recorded: row.feed_position !== null, feedPosition: row.feed_position, deliveries: row.deliveries };
+  return { ...recordedOf(row), decided: row.decided === 1 };
 }
 
 /**
@@ -167,9 +203,11 @@ export interface ClaimedDelivery {
   workspace: string;
   /** Attempts of its current schedule before this one. */
   attempts: number;
-  type: AnyNotificationType;
+  type: NotificationType;
   recordedAt: Date;
   data: NotificationData;
+  /** The span that recorded the notification, which the attempt continues; null when it was not traced. */
+  traceparent: string | null;
 }
 
 /**
@@ -186,9 +224,10 @@ export async function claimDeliveries(
     notification_id: string;
     workspace: string;
     attempts: number;
-    type: AnyNotificationType;
+    type: NotificationType;
     created_at: Date;
     payload: NotificationData;
+    traceparent: string | null;
   }>(
     `WITH picked AS MATERIALIZED (
        SELECT d.id FROM deliveries d
@@ -200,7 +239,7 @@ export async function claimDeliveries(
      UPDATE deliveries d SET leased_until = now() + $3::float8 * interval '1 millisecond'
        FROM picked, notifications n
       WHERE d.id = picked.id AND n.id = d.notification_id
-     RETURNING d.id::text, d.position::text, d.notification_id, d.workspace, d.attempts, n.type, n.created_at, n.payload`,
+     RETURNING d.id::text, d.position::text, d.notification_id, d.workspace, d.attempts, n.type, n.created_at, n.payload, n.traceparent`,
     [claim.endpointId, claim.limit, claim.leaseMs],
   );
   return rows
@@ -213,6 +252,7 @@ export async function claimDeliveries(
       type: row.type,
       recordedAt: row.created_at,
       data: row.payload,
+      traceparent: row.traceparent,
     }));
 }
 
@@ -362,7 +402,7 @@ export interface DeliveryView {
   notificationId: string;
   endpointId: string;
   workspace: string;
-  type: AnyNotificationType;
+  type: NotificationType;
   state: DeliveryState;
   /** Attempts of the current schedule. */
   attempts: number;
@@ -379,7 +419,7 @@ interface DeliveryViewRow {
   notification_id: string;
   endpoint_id: string;
   workspace: string;
-  type: AnyNotificationType;
+  type: NotificationType;
   state: DeliveryState;
   attempts: number;
   next_attempt_at: Date;
@@ -469,7 +509,7 @@ export interface FeedEntry {
   /** Its position in the workspace's feed: the reader's cursor. */
   position: string;
   notificationId: string;
-  type: AnyNotificationType;
+  type: NotificationType;
   recordedAt: Date;
   data: NotificationData;
 }
@@ -478,9 +518,9 @@ export interface FeedEntry {
 export async function readFeed(
   db: Queryable,
   workspace: string,
-  query: { after: string; limit: number; types?: readonly AnyNotificationType[] },
+  query: { after: string; limit: number; types?: readonly NotificationType[] },
 ): Promise<FeedEntry[]> {
-  const { rows } = await db.query<{ position: string; id: string; type: AnyNotificationType; created_at: Date; payload: NotificationData }>(
+  const { rows } = await db.query<{ position: string; id: string; type: NotificationType; created_at: Date; payload: NotificationData }>(
     `SELECT f.position::text, n.id, n.type, n.created_at, n.payload
        FROM feed f JOIN notifications n ON n.id = f.notification_id
       WHERE f.workspace = $1 AND f.position > $2::bigint AND ($4::text[] IS NULL OR n.type = ANY ($4::text[]))

@@ -1,6 +1,6 @@
 // The endpoints notifications are delivered to and their signing secrets (migrations/1766000000000_outbound-
 // delivery.sql). Secrets come and go sealed (Buffer); generating, sealing and opening them is src/delivery's.
-import type { AnyNotificationType } from '../domain/notification-types.js';
+import type { NotificationType } from '../domain/types.js';
 import type { Pool, Queryable } from './pool.js';
 import { withTransaction } from './transaction.js';
 
@@ -19,7 +19,7 @@ export interface StoredEndpoint {
   url: string;
   description: string;
   /** Null: every type. */
-  types: AnyNotificationType[] | null;
+  types: NotificationType[] | null;
   /** Requests a second at most. */
   rateLimit: number;
   enabled: boolean;
@@ -44,7 +44,7 @@ export interface NewEndpoint {
   workspace: string;
   url: string;
   description: string;
-  types: AnyNotificationType[] | null;
+  types: NotificationType[] | null;
   rateLimit: number;
 }
 
@@ -52,7 +52,7 @@ export interface NewEndpoint {
 export interface EndpointChange {
   url?: string;
   description?: string;
-  types?: AnyNotificationType[] | null;
+  types?: NotificationType[] | null;
   rateLimit?: number;
 }
 
@@ -62,7 +62,7 @@ interface EndpointRow {
   source: EndpointSource;
   url: string;
   description: string;
-  types: AnyNotificationType[] | null;
+  types: NotificationType[] | null;
   rate_limit: number;
   enabled: boolean;
   disabled_reason: DisabledReason | null;

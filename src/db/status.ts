@@ -5,6 +5,7 @@ import type {
   AlbumPhase,
   AlbumView,
   ChildOrder,
+  DecisionView,
   EventSource,
   JsonValue,
   MessageKey,
@@ -14,7 +15,7 @@ import type {
 import { attachmentViewOf, type AttachmentOutcomeColumns } from './attachments.js';
 import { earlierVersionOf, historyColumn, type HistoryColumns } from './children.js';
 import { decisionsOf } from './decisions.js';
-import type { Pool } from './pool.js';
+import type { Pool, Queryable } from './pool.js';
 
 export interface AlbumRow {
   id: string;
@@ -66,8 +67,8 @@ function albumRowOf(row: AlbumColumns): AlbumRow {
   };
 }
 
-export async function findAlbum(pool: Pool, key: AlbumKey): Promise<AlbumRow | null> {
-  const { rows } = await pool.query<AlbumColumns>(
+export async function findAlbum(db: Queryable, key: AlbumKey): Promise<AlbumRow | null> {
+  const { rows } = await db.query<AlbumColumns>(
     `SELECT id, workflow_id, source, state, review_reasons, review_resolved_at, review_note, first_received_at, last_received_at
        FROM albums WHERE workflow_id = $1`,
     [albumWorkflowId(key)],
@@ -121,8 +122,8 @@ function toChild(row: ChildRow): StoredMessage {
   };
 }
 
-export async function albumChildren(pool: Pool, albumPk: string): Promise<StoredMessage[]> {
-  const { rows } = await pool.query<ChildRow>(`SELECT ${childColumns} FROM messages m WHERE m.album_pk = $1`, [albumPk]);
+export async function albumChildren(db: Queryable, albumPk: string): Promise<StoredMessage[]> {
+  const { rows } = await db.query<ChildRow>(`SELECT ${childColumns} FROM messages m WHERE m.album_pk = $1`, [albumPk]);
   return rows.map(toChild);
 }
 
@@ -142,13 +143,21 @@ export async function findMessage(pool: Pool, key: MessageKey): Promise<(StoredM
  * its `children` when they were read already.
  */
 export async function albumStatusFromDatabase(
-  pool: Pool,
+  db: Queryable,
   album: AlbumRow,
   key: AlbumKey,
-  childOrder: ChildOrder,
-  children?: ChildWithOutcomes[],
+  view: {
+    /** The order of the album's children: its platform's (src/platforms/index.ts albumProfileOf). */
+    childOrder: ChildOrder;
+    /** Its children, when they were read already. */
+    children?: ChildWithOutcomes[];
+    /** A decision being recorded in the statement that this view goes with, counted as recorded. */
+    deciding?: DecisionView;
+  },
 ): Promise<AlbumView> {
-  const [stored, decisions] = await Promise.all([children ?? albumChildren(pool, album.id), decisionsOf(pool, album.workflowId)]);
+  const [stored, recorded] = await Promise.all([view.children ?? albumChildren(db, album.id), decisionsOf(db, album.workflowId)]);
+  const { deciding } = view;
+  const decisions = deciding && !recorded.some(({ seq }) => seq === deciding.seq) ? [...recorded, deciding] : recorded;
   return buildAlbumView({
     workflowId: album.workflowId,
     key,
@@ -157,7 +166,7 @@ export async function albumStatusFromDatabase(
     reviewReasons: album.reviewReasons,
     reviewResolved: album.reviewResolved,
     closed: album.state === 'closed',
-    childOrder,
+    childOrder: view.childOrder,
   });
 }
 

@@ -17,7 +17,7 @@ import {
   type StoredEndpoint,
 } from '../db/endpoints.js';
 import type { Queryable } from '../db/pool.js';
-import { isNotificationType, notificationTypes, type AnyNotificationType } from '../domain/notification-types.js';
+import { isNotificationType, notificationTypes, type NotificationType } from '../domain/types.js';
 import { isStorableText } from '../domain/storable-text.js';
 import { base32 } from './base32.js';
 import type { TargetGuard } from './engine.js';
@@ -89,13 +89,13 @@ async function checkedUrl(text: string, guard: TargetGuard): Promise<string> {
   return url.href;
 }
 
-function checkedTypes(types: readonly string[] | null | undefined): AnyNotificationType[] | null {
+function checkedTypes(types: readonly string[] | null | undefined): NotificationType[] | null {
   if (types === undefined || types === null) return null;
   if (types.length === 0)
     throw new EndpointInputError('types', `name at least one of ${notificationTypes.join(', ')}, or leave it out for all`);
   const unknown = types.find((type) => !isNotificationType(type));
   if (unknown !== undefined) throw new EndpointInputError('types', `"${unknown}" is not one of ${notificationTypes.join(', ')}`);
-  return [...new Set(types as AnyNotificationType[])];
+  return [...new Set(types as NotificationType[])];
 }
 
 function checkedDescription(description: string): string {

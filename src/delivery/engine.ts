@@ -8,9 +8,10 @@ import crypto from 'node:crypto';
 import type { LookupFunction } from 'node:net';
 import os from 'node:os';
 import { errorMessage } from '../common/error-message.js';
+import { networkPolicy, pinnedLookup, vetTarget } from '../common/network-guard.js';
 import type { KeyRing } from '../common/secret-key.js';
 import type { Logger } from '../common/log.js';
-import { annotate, inSpan, withTraceHeaders } from '../common/tracing.js';
+import { annotate, inSpanContinuing, withTraceHeaders } from '../common/tracing.js';
 import {
   claimDeliveries,
   deliveriesChannel,
@@ -32,12 +33,17 @@ import { answerTimeoutMs, judge, retryAfterMs } from './schedule.js';
 import { signedRequest, type SignedRequest } from './wire.js';
 
 /**
- * Vets the URL of an endpoint added through the API before each attempt: resolves with the lookup that
- * connects to the address it vetted, rejects for one it refuses (private, loopback, link-local, unless
- * NOTIFY_ALLOW_PRIVATE_NETWORKS). The network guard of media downloads:
- * `async (url) => pinnedLookup(await vetTarget(url, networkPolicy(config.allowPrivateNetworks)))`.
+ * Vets the URL of an endpoint added through the API at save and before each attempt: resolves with the
+ * lookup that connects to the address it vetted, rejects for one it refuses (private, loopback, link-local,
+ * unless NOTIFY_ALLOW_PRIVATE_NETWORKS).
  */
 export type TargetGuard = (url: URL) => Promise<LookupFunction>;
+
+/** The network guard of media downloads (src/common/network-guard.ts), with NOTIFY_ALLOW_PRIVATE_NETWORKS's permission. */
+export function endpointGuard({ allowPrivateNetworks }: Pick<DeliveryConfig, 'allowPrivateNetworks'>): TargetGuard {
+  const policy = networkPolicy(allowPrivateNetworks, 'NOTIFY_ALLOW_PRIVATE_NETWORKS');
+  return async (url) => pinnedLookup(await vetTarget(url, policy));
+}
 
 export interface DeliveryEngineOptions {
   pool: Pool;
@@ -254,7 +260,7 @@ export function createDeliveryEngine(options: DeliveryEngineOptions): DeliveryEn
       const at = new Date();
       const attributes = { 'albumflow.notification.type': delivery.type, 'albumflow.delivery.attempt': delivery.attempts + 1 };
       try {
-        await inSpan('albumflow.delivery', { root: true, attributes }, async (span) => {
+        await inSpanContinuing(delivery.traceparent, 'albumflow.delivery', { attributes }, async (span) => {
           const data = await materialize(delivery.data, { workspace: delivery.workspace, type: delivery.type });
           const message = { notificationId: delivery.notificationId, type: delivery.type, recordedAt: delivery.recordedAt, data };
           const { result, refused } = await reach(signedRequest(message, secrets, at));

@@ -5,7 +5,7 @@ import type { Logger } from '../common/log.js';
 import { feedChannel, readFeed, type FeedEntry } from '../db/deliveries.js';
 import { listen, type Listener } from '../db/listen.js';
 import type { Pool } from '../db/pool.js';
-import type { AnyNotificationType } from '../domain/notification-types.js';
+import type { NotificationType } from '../domain/types.js';
 import type { Materialize } from './materialize.js';
 import { webhookId } from './wire.js';
 
@@ -17,7 +17,7 @@ export interface FeedEvent {
   cursor: string;
   /** The notification's `webhook-id`: the same id its webhooks carry. */
   id: string;
-  type: AnyNotificationType;
+  type: NotificationType;
   /** When it was recorded, ISO 8601. */
   timestamp: string;
   /** As a webhook's body carries it: its notification id first. */
@@ -34,7 +34,7 @@ export interface FeedQuery {
   /** A cursor of an earlier page; none: from the start. */
   after?: string;
   limit: number;
-  types?: readonly AnyNotificationType[];
+  types?: readonly NotificationType[];
   /** How long to wait for an entry when there is none yet (at most `maxFeedWaitMs`); 0: answer at once. */
   waitMs?: number;
   /** Ends a wait early (the client went away). */

@@ -1,13 +1,13 @@
 // What a notification's data gains at each attempt and each feed read: links that must be fresh when they
 // are sent (DESIGN.md §11), never stored with it.
 import type { NotificationData } from '../db/deliveries.js';
-import type { AnyNotificationType } from '../domain/notification-types.js';
+import type { NotificationType } from '../domain/types.js';
 import type { MediaLinks } from '../media/links.js';
 
 /** Mints what the data carries that must be fresh when it is sent; the engine and the feed call it, the wiring chooses it. */
 export type Materialize = (
   data: NotificationData,
-  notification: { workspace: string; type: AnyNotificationType },
+  notification: { workspace: string; type: NotificationType },
 ) => Promise<NotificationData>;
 
 type Json = unknown;

@@ -42,7 +42,23 @@ export type EventSource = string;
 
 export const lateItemPolicies = ['refresh', 'reanalyze', 'review'] as const;
 export type LateItemPolicy = (typeof lateItemPolicies)[number];
-export type NotificationType = 'album.ready' | 'album.updated' | 'album.media_settled' | 'message.ready';
+/**
+ * Every type a notification may have (what an endpoint subscribes to, what the feed filters by): the album
+ * workflows send the first four, an erasure the other two.
+ */
+export const notificationTypes = [
+  'album.ready',
+  'album.updated',
+  'album.media_settled',
+  'message.ready',
+  'album.erased',
+  'message.erased',
+] as const;
+export type NotificationType = (typeof notificationTypes)[number];
+
+export function isNotificationType(text: string): text is NotificationType {
+  return (notificationTypes as readonly string[]).includes(text);
+}
 
 export interface AlbumTimings {
   quietPeriodMs: number;
@@ -80,6 +96,14 @@ export interface AlbumProfile {
 }
 
 export type ChildOrder = AlbumProfile['childOrder'];
+
+/** A decision as it is recorded: which album (or standalone message) it decided, and the review it leaves. */
+export interface DecisionRecord {
+  workflowId: string;
+  decision: DecisionView;
+  /** The album's review at the decision; null for a standalone message (no albums row). */
+  album: RecordedReview | null;
+}
 
 /** One edit of a child that some decision included, as the workflow notifies it with `album.updated` (`"change": "edited"`). */
 export interface ChildEdit {

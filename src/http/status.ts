@@ -104,13 +104,13 @@ export const statusRoutes: FastifyPluginAsyncTypebox<StatusOptions> = async (app
       if (request.query.source === 'database') {
         void reply.header('x-albumflow-source', 'database' satisfies StatusSource);
         albumStatusViewsTotal.inc({ source: 'database' });
-        return albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder);
+        return albumStatusFromDatabase(pool, album, key, { childOrder: albumProfileOf(album.source).childOrder });
       }
       const [live, stored] = await Promise.all([queryRunningWorkflow(album.workflowId), albumChildren(pool, album.id)]);
       void reply.header('x-albumflow-source', (live ? 'workflow' : 'database') satisfies StatusSource);
       if (!live) {
         albumStatusViewsTotal.inc({ source: 'database' });
-        return albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder, stored);
+        return albumStatusFromDatabase(pool, album, key, { childOrder: albumProfileOf(album.source).childOrder, children: stored });
       }
       if (unseenChildren(live, stored).length === 0) return live;
       const decisions = await decisionsOf(pool, album.workflowId);

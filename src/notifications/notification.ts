@@ -1,8 +1,10 @@
-// What a notification is: its stable id, and its body with a signed `media_url` on each downloaded file.
+// What a notification is: its stable id, and the data it is recorded with — the album (or the message) as
+// the decision left it, without media links (those are minted at each attempt and each feed read,
+// src/delivery/materialize.ts): the content of one notification never changes.
+import type { NotificationToRecord } from '../db/deliveries.js';
+import type { Queryable } from '../db/pool.js';
 import { albumStatusFromDatabase, findAlbum } from '../db/status.js';
-import type { Pool } from '../db/pool.js';
-import type { AlbumKey, AlbumView, AttachmentView, ChildEdit, ChildView, ChildWithdrawal, NotificationType } from '../domain/types.js';
-import type { MediaLinks } from '../media/links.js';
+import type { AlbumKey, AlbumView, ChildEdit, ChildWithdrawal, DecisionView, NotificationType } from '../domain/types.js';
 import { albumProfileOf } from '../platforms/index.js';
 import type { NotifyInput } from '../../workflows/activity-types.js';
 
@@ -27,36 +29,35 @@ export function notificationId(
   return notice > 1 ? `${workflowId}/${seq}/${type}/${notice}` : `${workflowId}/${seq}/${type}`;
 }
 
-/** An attachment as a notification carries it: with `media_url` once its file is downloaded. */
-type NotifiedAttachment = AttachmentView & { media_url?: string };
-
-/** The child with a signed `media_url` on each downloaded attachment (the receiver fetches the file with it, no token). */
-async function withMediaUrls(links: MediaLinks, workspace: string, child: ChildView): Promise<ChildView> {
-  const attachments = await Promise.all(
-    child.attachments.map(async (attachment): Promise<NotifiedAttachment> =>
-      attachment.status === 'downloaded' && attachment.sha256
-        ? { ...attachment, media_url: await links.url(workspace, attachment.sha256) }
-        : attachment,
-    ),
-  );
-  return { ...child, attachments };
-}
-
-/** The album as PostgreSQL records it, for a notification whose input names the album without its view. */
-async function storedAlbum(pool: Pool, workflowId: string, key: AlbumKey): Promise<AlbumView> {
-  const album = await findAlbum(pool, key);
+/**
+ * The album as PostgreSQL records it, for a notification whose input names the album without its view (a
+ * view too large for a workflow payload); `deciding`, recorded in the same statement, counts as recorded.
+ */
+async function storedAlbum(db: Queryable, workflowId: string, key: AlbumKey, deciding: DecisionView | undefined): Promise<AlbumView> {
+  const album = await findAlbum(db, key);
   if (!album) throw new Error(`album ${workflowId} is not stored`);
-  return albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder);
+  return albumStatusFromDatabase(db, album, key, {
+    childOrder: albumProfileOf(album.source).childOrder,
+    ...(deciding ? { deciding } : {}),
+  });
 }
 
-async function albumWithMediaUrls(links: MediaLinks, album: AlbumView): Promise<AlbumView> {
-  const children = await Promise.all(album.children.map((child) => withMediaUrls(links, album.key.workspace, child)));
-  return { ...album, children };
-}
-
-/** The notification's id and its body, as sent (links signed now). */
-export async function notificationBody(pool: Pool, links: MediaLinks, input: NotifyInput): Promise<{ id: string; body: string }> {
-  const id = notificationId(input.workflowId, input.seq, input.type, input.notice, input.edit, input.unsent);
+/**
+ * The notification to record for this input, at `recordedAt`. `deciding` is the decision recorded in the same
+ * statement, when there is one.
+ */
+export async function notificationOf(
+  db: Queryable,
+  input: NotifyInput,
+  recordedAt: Date,
+  deciding?: DecisionView,
+): Promise<NotificationToRecord> {
+  const { workflowId, type, decision } = input;
+  const id = notificationId(workflowId, input.seq, type, input.notice, input.edit, input.unsent);
+  if (input.type === 'message.ready') {
+    const { message } = input;
+    return { id, workflowId, workspace: message.key.workspace, type, data: { message, decision }, recordedAt };
+  }
   // A withdrawal is told under its platform's word (LINE: unsent, Telegram: deleted), the child under the same key.
   const withdrawn = input.unsent && {
     change: input.unsent.change ?? 'unsent',
@@ -64,29 +65,13 @@ export async function notificationBody(pool: Pool, links: MediaLinks, input: Not
     withdrawnAt: input.unsent.withdrawnAt,
   };
   const updated = input.edit ? 'edited' : (withdrawn?.change ?? 'late_item');
-  const change = input.type === 'album.updated' ? { change: updated } : {};
-  const payload =
-    input.type === 'message.ready'
-      ? {
-          id,
-          type: input.type,
-          message: {
-            ...input.message,
-            message: input.message.message && (await withMediaUrls(links, input.message.key.workspace, input.message.message)),
-          },
-          decision: input.decision,
-        }
-      : {
-          id,
-          type: input.type,
-          ...change,
-          album: await albumWithMediaUrls(
-            links,
-            'album' in input ? input.album : await storedAlbum(pool, input.workflowId, input.albumKey),
-          ),
-          decision: input.decision,
-          ...(input.edit ? { edit: input.edit } : {}),
-          ...(withdrawn ? { [withdrawn.change]: { messageId: withdrawn.messageId, withdrawnAt: withdrawn.withdrawnAt } } : {}),
-        };
-  return { id, body: JSON.stringify(payload) };
+  const album = 'album' in input ? input.album : await storedAlbum(db, workflowId, input.albumKey, deciding);
+  const data = {
+    ...(type === 'album.updated' ? { change: updated } : {}),
+    album,
+    decision,
+    ...(input.edit ? { edit: input.edit } : {}),
+    ...(withdrawn ? { [withdrawn.change]: { messageId: withdrawn.messageId, withdrawnAt: withdrawn.withdrawnAt } } : {}),
+  };
+  return { id, workflowId, workspace: album.key.workspace, type, data, recordedAt };
 }

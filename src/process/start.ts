@@ -1,3 +1,7 @@
+import { deliveryConfig, type DeliveryConfig } from '../delivery/config.js';
+import { createDeliveryEngine, endpointGuard } from '../delivery/engine.js';
+import { withMediaLinks } from '../delivery/materialize.js';
+import { mediaLinksFor } from '../media/links.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -72,6 +76,8 @@ export interface ServiceOptions {
 /** What every step of the start shares: the configuration, the log, what to close, and how to say albumflow failed. */
 interface Startup {
   config: Config;
+  /** Outbound delivery's configuration (DELIVERY_*, NOTIFY_*), read at start so that a mistake stops it. */
+  delivery: DeliveryConfig;
   logger: Logger;
   /** Closed in reverse order of start. */
   closers: Array<() => Promise<unknown>>;
@@ -98,7 +104,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
 
   let fail: (err: Error) => void = () => undefined;
   const failed = new Promise<Error>((resolve) => (fail = resolve));
-  const startup: Startup = { config, logger, closers, fail };
+  const startup: Startup = { config, delivery: deliveryConfig(process.env, config.notify), logger, closers, fail };
   const embedded: EmbeddedServer[] = [];
   const embed = <T extends EmbeddedServer>(server: T): T => {
     embedded.push(server);
@@ -255,9 +261,12 @@ async function startRegistry({ config, logger, closers }: Startup, pool: Pool, t
   return registry;
 }
 
-/** The Temporal worker, running the workflows (bundled in a child process) and the activities; and the retention Schedule. */
+/**
+ * The Temporal worker, running the workflows (bundled in a child process) and the activities; the retention
+ * Schedule; and outbound delivery, which sends what the activities record.
+ */
 async function startWorker(
-  { config, logger, closers, fail }: Startup,
+  { config, delivery, logger, closers, fail }: Startup,
   parts: {
     connection: NativeConnection;
     client: Client;
@@ -286,6 +295,16 @@ async function startWorker(
   });
   const running = worker.run();
   await ensureRetentionSchedule(client, config.temporal.taskQueue, config.retention.intervalS);
+  const sender = createDeliveryEngine({
+    pool,
+    keys: tenants.keys,
+    config: delivery,
+    guard: endpointGuard(delivery),
+    materialize: withMediaLinks(mediaLinksFor(config, pool)),
+    logger,
+  });
+  await sender.start();
+  closers.push(() => sender.stop());
   // A worker that stopped on its own leaves albumflow unable to work: it exits, as when an embedded server is lost.
   running.catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
   closers.push(async () => {

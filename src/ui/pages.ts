@@ -170,7 +170,7 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
       // The version is read first: a change after it makes the next poll fetch the page again.
       const version = await albumVersion(pool, album.workflowId);
       const [status, details] = await Promise.all([
-        albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder),
+        albumStatusFromDatabase(pool, album, key, { childOrder: albumProfileOf(album.source).childOrder }),
         attachmentDetails(pool, album.id),
       ]);
       const model = albumPageModel({ album: status, details, version: version?.version ?? '', pollMs, temporalUi });
@@ -190,7 +190,7 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
       if (!album) throw new HttpError(404, 'album_not_found', 'No child of this album is stored: there is nothing to erase.');
       const body = request.body as { confirm?: unknown } | null | undefined;
       if (body?.confirm !== 'yes') {
-        const status = await albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder);
+        const status = await albumStatusFromDatabase(pool, album, key, { childOrder: albumProfileOf(album.source).childOrder });
         return html(reply, renderPage('erase', { title: `Erase album ${key.albumId}`, signedIn: true }, eraseConfirmModel(status)));
       }
       const subject = { scope: 'album' as const, key };

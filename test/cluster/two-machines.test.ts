@@ -109,7 +109,7 @@ describe('two ingresses and two workers on separate directories, sharing an S3 b
         Object.values(value).forEach(collect);
       }
     };
-    for (const request of stack.receiver.requests) collect(JSON.parse(request.body.toString()));
+    for (const request of stack.receiver.requests()) collect(request.body);
     expect([...hashes].filter((hash) => !links.has(hash))).toEqual([]);
     // The links name the default listen address (PUBLIC_URL is unset): their path and signature work on either ingress.
     for (const [hash, link] of links) {

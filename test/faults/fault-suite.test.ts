@@ -195,7 +195,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
         '',
         `children sent ${load.children.size}, acknowledged ${acknowledged}, checked ${report.checked.size}; albums ${report.albums}, ` +
           `decisions ${report.decisions}, files downloaded ${report.downloads} (${report.interruptedFetches} fetches cut by kills), ` +
-          `notifications ${stack.receiver.deliveries.length} (${report.notificationRedeliveries} same-id redeliveries)`,
+          `notifications ${stack.receiver.deliveries().length} (${report.notificationRedeliveries} same-id redeliveries)`,
         `of them Telegram: children ${telegramChildren.length} (checked ${telegramChildren.filter((c) => report.checked.has(c.childKey)).length}), ` +
           `caption edits ${telegramChildren.filter((c) => c.editedCaption !== null).length}, getFile calls ${botApi.calls('getFile').length}`,
         `peak memory: ingress ${megabytes(stack.peakMemory('ingress'))}, worker ${megabytes(stack.peakMemory('worker'))}; ` +

@@ -73,8 +73,12 @@ export async function isQuiet(pool: Pool, load: LoadGenerator): Promise<{ done: 
   }
   let detail = `outbox ${counts.outbox}, pending downloads ${counts.pending}, open albums ${counts.open}, pending notifications ${counts.notifying}, undecided children ${undecided}`;
   if (counts.notifying > 0) {
-    const pending = await stored.notifications.read(pool, { status: 'pending' }, ['id', 'attempts', 'last_error', 'age_s'], { limit: 5 });
-    detail += `; pending: ${pending.map((n) => `${n.id} (${n.attempts} attempts, ${n.age_s} s old, last error ${n.last_error ?? 'none'})`).join('; ')}`;
+    const { rows: pending } = await pool.query<{ id: string; attempts: number; age_s: number; error: string | null }>(
+      `SELECT d.notification_id AS id, d.attempts, extract(epoch FROM now() - d.created_at)::int AS age_s,
+              (SELECT a.error FROM delivery_attempts a WHERE a.delivery_id = d.id ORDER BY a.id DESC LIMIT 1) AS error
+         FROM deliveries d WHERE d.state = 'pending' ORDER BY d.id LIMIT 5`,
+    );
+    detail += `; pending: ${pending.map((n) => `${n.id} (${n.attempts} attempts, ${n.age_s} s old, last error ${n.error ?? 'none'})`).join('; ')}`;
   }
   return { done: counts.outbox + counts.pending + counts.open + counts.notifying + undecided === 0, detail };
 }
@@ -218,7 +222,7 @@ export async function checkInvariants(input: {
   const readyCount = await stored.albumReadyCounts(pool);
   const receivedIds = new Map<string, Set<string>>();
   const deliveriesById = new Map<string, number>();
-  for (const delivery of receiver.deliveries) {
+  for (const delivery of receiver.deliveries()) {
     deliveriesById.set(delivery.id, (deliveriesById.get(delivery.id) ?? 0) + 1);
     if (delivery.type !== 'album.ready') continue;
     const ids = receivedIds.get(delivery.workflowId) ?? new Set<string>();

@@ -272,7 +272,7 @@ export function testAlbum(inbox: Inbox, albumId: string, conversationId = `conv-
   const key: AlbumKey = { workspace: inbox.workspace, provider: 'whatsapp', accountId: 'acc_1', conversationId, albumId };
   const status = async () => {
     const album = await findAlbum(inbox.pool, key);
-    return album ? albumStatusFromDatabase(inbox.pool, album, key, albumProfileOf(album.source).childOrder) : null;
+    return album ? albumStatusFromDatabase(inbox.pool, album, key, { childOrder: albumProfileOf(album.source).childOrder }) : null;
   };
   return {
     key,

@@ -8,7 +8,8 @@ import { connectionConfig, createPool } from '../../src/db/pool.js';
 import { deliveryConfig } from '../../src/delivery/config.js';
 import { createDeliveryEngine } from '../../src/delivery/engine.js';
 import { withMediaLinks } from '../../src/delivery/materialize.js';
-import { deliveryEngineReadyLine, mediaLinks, testGuard } from './delivery.js';
+import { endpointGuard } from '../../src/delivery/engine.js';
+import { deliveryEngineReadyLine, mediaLinks } from './delivery.js';
 
 const config = loadConfig(process.env);
 const delivery = deliveryConfig(process.env, config.notify);
@@ -16,7 +17,7 @@ const engine = createDeliveryEngine({
   pool: createPool(connectionConfig(config.databaseUrl), { max: 4 }),
   keys: new KeyRing(parseKeys(process.env.ALBUMFLOW_SECRET_KEY ?? '', 'ALBUMFLOW_SECRET_KEY')),
   config: delivery,
-  guard: testGuard(delivery.allowPrivateNetworks),
+  guard: endpointGuard(delivery),
   materialize: withMediaLinks(mediaLinks),
   logger: createLogger({ level: 'warn', format: 'json', name: 'delivery-engine' }),
   timeoutMs: Number(process.env.DELIVERY_TEST_TIMEOUT_MS),

@@ -1,26 +1,19 @@
 // What the outbound delivery tests share: a database of the test's own (the environment endpoint and the
 // engines' passes see every endpoint of their database), a receiver that verifies every request, engines on
 // pools of their own, and notifications recorded the way the album wiring records them (in a transaction).
-import { networkPolicy, pinnedLookup, vetTarget } from '../../src/common/network-guard.js';
 import { generateKey, KeyRing, keyText } from '../../src/common/secret-key.js';
 import { recordNotification, type NotificationData, type RecordedNotification } from '../../src/db/deliveries.js';
 import type { StoredEndpoint } from '../../src/db/endpoints.js';
 import type { Pool } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { deliveryConfig } from '../../src/delivery/config.js';
-import { createDeliveryEngine, type DeliveryEngine, type DeliveryEngineOptions, type TargetGuard } from '../../src/delivery/engine.js';
+import { createDeliveryEngine, endpointGuard, type DeliveryEngine, type DeliveryEngineOptions } from '../../src/delivery/engine.js';
 import { addEndpoint, type EndpointDeps, type EndpointInput } from '../../src/delivery/endpoints.js';
 import { withMediaLinks } from '../../src/delivery/materialize.js';
-import type { AnyNotificationType } from '../../src/domain/notification-types.js';
+import type { NotificationType } from '../../src/domain/types.js';
 import { createMediaLinks } from '../../src/media/links.js';
 import { freshDatabase, testConfig, testLogger, testPool } from './env.js';
 import { startWebhookReceiver, type Answering, type WebhookReceiver } from './servers/webhook-receiver.js';
-
-/** The network guard of media downloads, as the service hands it to the engine and the endpoint routes. */
-export function testGuard(allowPrivateNetworks: boolean): TargetGuard {
-  const policy = networkPolicy(allowPrivateNetworks);
-  return async (url) => pinnedLookup(await vetTarget(url, policy));
-}
 
 /** What test/harness/delivery-engine-main.ts prints once its engine runs. */
 export const deliveryEngineReadyLine = 'delivery engine running';
@@ -54,7 +47,7 @@ export interface TestNotification {
   /** The album (or message) it belongs to: its order key. */
   album: string;
   seq: number;
-  type?: AnyNotificationType;
+  type?: NotificationType;
   data?: NotificationData;
 }
 
@@ -71,7 +64,7 @@ export async function deliveryTestbed(env: Record<string, string> = {}): Promise
   const key = generateKey();
   const keys = new KeyRing([key]);
   const receiver = await startWebhookReceiver();
-  const deps: EndpointDeps = { keys, guard: testGuard(true) };
+  const deps: EndpointDeps = { keys, guard: endpointGuard({ allowPrivateNetworks: true }) };
   const engines: Array<{ engine: DeliveryEngine; pool: Pool }> = [];
 
   return {
@@ -89,7 +82,7 @@ export async function deliveryTestbed(env: Record<string, string> = {}): Promise
         pool: enginePool,
         keys,
         config: delivery,
-        guard: testGuard(delivery.allowPrivateNetworks),
+        guard: endpointGuard(delivery),
         materialize: withMediaLinks(mediaLinks),
         logger: testLogger(engineConfig),
         ...fast,

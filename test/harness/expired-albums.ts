@@ -53,8 +53,8 @@ export async function fillExpiredAlbums(
        INSERT INTO decisions (workflow_id, seq, trigger, child_message_ids, decided_at)
        SELECT a.workflow_id, 1, 'expected_count_reached', ARRAY[a.album_id || '-m0', a.album_id || '-m1'], '2020-01-01' FROM new_albums a
      )
-     INSERT INTO notifications (id, workflow_id, type, payload, status)
-     SELECT a.workflow_id || '/1', a.workflow_id, 'album.ready', '{"caption": "a caption"}', 'delivered' FROM new_albums a`,
+     INSERT INTO notifications (id, workflow_id, workspace, type, payload)
+     SELECT a.workflow_id || '/1', a.workflow_id, $1, 'album.ready', '{"caption": "a caption"}' FROM new_albums a`,
     [workspace, albums, shas],
   );
   await pool.query(`INSERT INTO workspace_retention (workspace, days) VALUES ($1, 1) ON CONFLICT (workspace) DO UPDATE SET days = 1`, [

@@ -394,32 +394,23 @@ export const decisions = table<DecisionEntry, { workflowId?: string; workflowIds
 export interface NotificationEntry {
   id: string;
   workflow_id: string;
+  workspace: string | null;
   type: string;
   payload: unknown;
-  status: string;
-  attempts: number;
-  last_error: string | null;
   created_at: Date;
-  delivered_at: Date | null;
   /** Seconds since it was stored, by PostgreSQL's clock. */
   age_s: number;
 }
 
-export const notifications = table<
-  NotificationEntry,
-  { id?: string; workflowId?: string; workflowIds?: readonly string[]; type?: string; status?: string }
->({
+export const notifications = table<NotificationEntry, { id?: string; workflowId?: string; workflowIds?: readonly string[]; type?: string }>({
   from: 'notifications',
   columns: {
     id: 'id',
     workflow_id: 'workflow_id',
+    workspace: 'workspace',
     type: 'type',
     payload: 'payload',
-    status: 'status',
-    attempts: 'attempts',
-    last_error: 'last_error',
     created_at: 'created_at',
-    delivered_at: 'delivered_at',
     age_s: 'extract(epoch FROM now() - created_at)::int',
   },
   filters: {
@@ -427,9 +418,24 @@ export const notifications = table<
     workflowId: (p) => `workflow_id = ${p}`,
     workflowIds: (p) => `workflow_id = ANY(${p}::text[])`,
     type: (p) => `type = ${p}`,
-    status: (p) => `status = ${p}`,
   },
   orderBy: ['created_at', 'id'],
+});
+
+export interface DeliveryAttemptEntry {
+  id: string;
+  delivery_id: string;
+  status_code: number | null;
+  error: string | null;
+  response: string | null;
+}
+
+/** Every attempt of outbound delivery: what each receiver answered. */
+export const deliveryAttempts = table<DeliveryAttemptEntry, Record<string, never>>({
+  from: 'delivery_attempts',
+  columns: { id: 'id', delivery_id: 'delivery_id::text', status_code: 'status_code', error: 'error', response: 'response' },
+  filters: {},
+  orderBy: ['id'],
 });
 
 export interface OperatorActionRow {
@@ -478,10 +484,8 @@ export function storedDecisions(db: Queryable, workflowId: string) {
 export interface NotificationRow {
   id: string;
   type: string;
-  status: string;
+  /** The notification's data: the body's `data` without its `id` and its media links. */
   payload: {
-    id: string;
-    type: string;
     album?: { state: string; distinctChildren: number; media: Record<string, number>; review: { reasons: string[] } };
     message?: { state: string; media: Record<string, number> };
     decision: { seq: number; trigger: string; childMessageIds: string[]; lateChildMessageIds?: string[]; lateItemPolicy?: string };
@@ -490,7 +494,7 @@ export interface NotificationRow {
 
 /** The notifications of one workflow, in the order they were stored. */
 export async function storedNotifications(db: Queryable, workflowId: string): Promise<NotificationRow[]> {
-  return (await notifications.read(db, { workflowId }, ['id', 'type', 'status', 'payload'])) as NotificationRow[];
+  return (await notifications.read(db, { workflowId }, ['id', 'type', 'payload'])) as NotificationRow[];
 }
 
 /** One album's state and review reasons. */
@@ -581,13 +585,13 @@ export async function attachmentOutcomes(db: Queryable, workflowIds: string[]): 
   };
 }
 
-/** What the pipeline still has to do: outbox rows, pending downloads, albums not closed, pending notifications. */
+/** What the pipeline still has to do: outbox rows, pending downloads, albums not closed, pending deliveries. */
 export async function pipelineBacklog(db: Queryable): Promise<{ outbox: number; pending: number; open: number; notifying: number }> {
   const { rows } = await db.query<{ outbox: number; pending: number; open: number; notifying: number }>(
     `SELECT (SELECT count(*) FROM outbox)::int AS outbox,
             (SELECT count(*) FROM attachments WHERE status = 'pending')::int AS pending,
             (SELECT count(*) FROM albums WHERE state <> 'closed')::int AS open,
-            (SELECT count(*) FROM notifications WHERE status = 'pending')::int AS notifying`,
+            (SELECT count(*) FROM deliveries WHERE state = 'pending')::int AS notifying`,
   );
   return rows[0]!;
 }

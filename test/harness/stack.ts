@@ -221,7 +221,6 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
   try {
     const workspace = 'faults';
     const secret = 'faults-webhook-secret';
-    const notifySecret = 'faults-notify-secret';
     const postgres = await startPrivateCluster({
       settings: { max_connections: '300', fsync: 'off', full_page_writes: 'off' },
       log: warningsLog,
@@ -241,7 +240,7 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
 
     const media = await startMediaServer({ fallback: trickle(options.media) });
     cleanups.push('the media server', () => media.close());
-    const receiver = await startNotifyReceiver({ secret: notifySecret, delayMs: options.notifyDelayMs });
+    const receiver = await startNotifyReceiver({ delayMs: options.notifyDelayMs });
     cleanups.push('the NOTIFY_URL receiver', () => receiver.close());
 
     const env: NodeJS.ProcessEnv = {
@@ -256,7 +255,7 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
         lateWindowMs: 4000,
         dataDir: path.join(dir, 'data'),
         mediaDir: path.join(dir, 'media'),
-        notify: { url: receiver.url, secret: notifySecret },
+        notify: { url: receiver.url, secret: receiver.secret },
         logLevel: 'warn',
       }),
       ...(typeof options.env === 'function' ? options.env(workspace) : options.env),

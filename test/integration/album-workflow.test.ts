@@ -19,7 +19,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
   async function viewFromPostgres(status: AlbumView): Promise<AlbumView> {
     const { pool } = bed;
     const album = (await findAlbum(pool, status.key))!;
-    return albumStatusFromDatabase(pool, album, status.key, albumProfileOf(album.source).childOrder);
+    return albumStatusFromDatabase(pool, album, status.key, { childOrder: albumProfileOf(album.source).childOrder });
   }
 
   it('deduplicates redelivered children, accepts any order, decides once on the expected count and settles media', async () => {
@@ -76,7 +76,7 @@ describe('album workflow against the real PostgreSQL and Temporal', () => {
       [`${workflowId}/1/album.media_settled`, 'album.media_settled'],
     ]);
     const [ready, settled] = notifications;
-    expect(ready?.payload.id).toBe(`${workflowId}/1`);
+    expect(ready?.id).toBe(`${workflowId}/1`);
     expect(ready?.payload.decision).toMatchObject({ seq: 1, trigger: 'expected_count_reached', childMessageIds: ['m0', 'm1', 'm2'] });
     expect(settled?.payload.album?.media).toMatchObject({ pending: 0, downloaded: 2, expired: 1, unavailable: 1 });
     await saveHistory('album-duplicates-out-of-order', handle);

@@ -4,7 +4,8 @@ import { withTransaction } from '../../src/db/transaction.js';
 import { environmentEndpointId } from '../../src/db/endpoints.js';
 import { addEndpoint, EndpointInputError } from '../../src/delivery/endpoints.js';
 import { generateSecret, webhookId } from '../../src/delivery/wire.js';
-import { arrivals, deliveryTestbed, mediaLinks, notificationIdOf, testGuard, workflowIdOf, type Testbed } from '../harness/delivery.js';
+import { endpointGuard } from '../../src/delivery/engine.js';
+import { arrivals, deliveryTestbed, mediaLinks, notificationIdOf, workflowIdOf, type Testbed } from '../harness/delivery.js';
 
 const eventually = { timeout: 20_000, interval: 50 };
 const sha256 = 'cd'.repeat(32);
@@ -119,7 +120,7 @@ describe('outbound delivery: fan-out', () => {
 
   it('refuses a private address for an endpoint of the API, at save and at every attempt; the environment endpoint is trusted', async () => {
     bed = await deliveryTestbed();
-    const guarded = { ...bed.deps, guard: testGuard(false) };
+    const guarded = { ...bed.deps, guard: endpointGuard({ allowPrivateNetworks: false }) };
     await expect(withTransaction(bed.pool, (db) => addEndpoint(db, guarded, 'acme', { url: 'http://127.0.0.1:9/hook' }))).rejects.toThrow(
       EndpointInputError,
     );

@@ -397,7 +397,10 @@ describe('the channel secret and access token', () => {
     const albums = await stored.albums.read(stack.pool, {}, ['workflow_id']);
     const histories: string[] = [];
     for (const { workflow_id } of albums) histories.push(historyToJSON(await stack.client.workflow.getHandle(workflow_id).fetchHistory()));
-    const notifications = (await stored.notifications.read(stack.pool, {}, ['payload', 'last_error'])).map((row) => JSON.stringify(row));
+    const notifications = [
+      ...(await stored.notifications.read(stack.pool, {}, ['payload'])),
+      ...(await stored.deliveryAttempts.read(stack.pool, {}, ['error', 'response'])),
+    ].map((row) => JSON.stringify(row));
     const errors = (await stored.attachments.read(stack.pool, {}, ['error'])).map((row) => String(row.error));
     expect([histories.length >= 3, logLines.length > 0, statusBodies.length > 3, notifications.length > 3]).toEqual([
       true,

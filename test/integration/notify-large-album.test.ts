@@ -54,7 +54,7 @@ describe('a notification whose album body is too large to pass through Temporal'
       payload: { album: unknown; decision: unknown };
     }>;
     const album = (await findAlbum(pool, key))!;
-    const expected = await albumStatusFromDatabase(pool, album, key, albumProfileOf(album.source).childOrder);
+    const expected = await albumStatusFromDatabase(pool, album, key, { childOrder: albumProfileOf(album.source).childOrder });
     expect(rows[0]!.payload.album).toEqual(JSON.parse(JSON.stringify(expected)));
     expect(expected).toMatchObject({ distinctChildren: 2, decisions: [{ seq: 1, childMessageIds: ['m0', 'm1'] }] });
     expect(rows[0]!.payload.decision).toEqual(decision);

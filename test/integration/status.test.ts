@@ -233,7 +233,8 @@ describe('metrics and API docs', () => {
       'albumflow_children_per_signal',
       'albumflow_decisions_total',
       'albumflow_downloads_total',
-      'albumflow_notification_failures_total',
+      'albumflow_notifications_total',
+      'albumflow_delivery_attempts_total',
     ]) {
       expect(response.body).toContain(`# TYPE ${name}`);
     }

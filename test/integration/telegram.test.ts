@@ -660,7 +660,10 @@ describe('the bot token', () => {
       for (const workflowId of workflowIds) {
         histories.push(historyToJSON(await stack.client.workflow.getHandle(workflowId).fetchHistory()));
       }
-      const rows = await stored.notifications.read(stack.pool, {}, ['payload', 'last_error']);
+      const rows = [
+        ...(await stored.notifications.read(stack.pool, {}, ['payload'])),
+        ...(await stored.deliveryAttempts.read(stack.pool, {}, ['error', 'response'])),
+      ];
       notifications.push(...rows.map((row) => JSON.stringify(row)));
       const errors = await stored.attachments.read(stack.pool, { failed: true }, ['error']);
       notifications.push(...errors.map((row) => row.error!));

@@ -94,6 +94,12 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
     await lineApi?.close();
   }, 120_000);
 
+  /** The delivery attempt span a request's `traceparent` names (the request's own span). */
+  function deliveryAttemptOf(traceparent: string | string[] | undefined) {
+    const [, traceId, spanId] = String(traceparent).split('-');
+    return receiver.spans.find((span) => span.name === 'albumflow.delivery' && span.traceId === traceId && span.spanId === spanId);
+  }
+
   it('forms one connected picture, and the notification names its trace', { timeout: 120_000 }, async () => {
     const albumId = unique('alb');
     const answers = await Promise.all(
@@ -120,7 +126,7 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
     const named = (name: string) => receiver.spans.filter((span) => span.name === name);
     // The workflow's run span ends when the album closes (LATE_WINDOW_MS after its decision).
     await eventually(() => {
-      expect(stack.receiver.deliveries.map((d) => d.type)).toContain('album.ready');
+      expect(stack.receiver.deliveries().map((d) => d.type)).toContain('album.ready');
       expect(named('RunWorkflow:albumWorkflow')).toHaveLength(1);
       expect(named('albumflow.notify').length).toBeGreaterThanOrEqual(1);
       expect(named('albumflow.download')).toHaveLength(3);
@@ -172,9 +178,10 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
     const picture = [...webhooks, ...batches, ...signals, ...workflowSpans, ...downloads, ...records, ...ready];
     expect(new Set(picture.map((span) => parts.get(span.spanId))).size).toBe(1);
 
-    // The notification carries its span's trace context: the receiver continues that trace.
-    const notification = stack.receiver.requests.find((request) => request.body.toString().includes('"album.ready"'))!;
-    expect(notification.headers.traceparent).toBe(`00-${ready[0]!.traceId}-${ready[0]!.spanId}-01`);
+    // The notification's delivery continues its span, and carries the attempt's trace context: the receiver continues that trace.
+    const notification = stack.receiver.requests().find((request) => request.body.type === 'album.ready')!;
+    const attempt = deliveryAttemptOf(notification.headers.traceparent);
+    expect(attempt).toMatchObject({ traceId: ready[0]!.traceId, parentSpanId: ready[0]!.spanId });
     expect(signals.map((span) => span.traceId)).toContain(ready[0]!.traceId);
 
     // A log line written inside a span carries its ids.
@@ -201,7 +208,7 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
         const response = await fetch(`${stack.ingressUrls[0]}/webhooks/${route}`, { method: 'POST', headers, body });
         expect(response.status).toBe(200);
       };
-      const readyBefore = stack.receiver.deliveries.filter((d) => d.type === 'album.ready').length;
+      const readyBefore = stack.receiver.deliveries().filter((d) => d.type === 'album.ready').length;
       const updates = telegramFixture('photo-album');
       serveFiles(botApi, botToken, updates);
       for (const update of updates) await post(`telegram/${stack.workspace}/shop`, telegramHeaders(botSecretToken), JSON.stringify(update));
@@ -214,7 +221,7 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
       const webhookSpans = (route: string) => receiver.spans.filter((span) => span.name === `POST /webhooks/${route}`);
       const telegramRoute = 'telegram/:workspace/:bot';
       await eventually(() => {
-        expect(stack.receiver.deliveries.filter((d) => d.type === 'album.ready')).toHaveLength(readyBefore + 2);
+        expect(stack.receiver.deliveries().filter((d) => d.type === 'album.ready')).toHaveLength(readyBefore + 2);
         expect(webhookSpans(telegramRoute)).toHaveLength(3);
         expect(webhookSpans('line/:workspace/:channel')).toHaveLength(1);
       }, 90_000);
@@ -225,9 +232,11 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
       });
       await post(`telegram/${stack.workspace}/shop`, telegramHeaders(botSecretToken), JSON.stringify(edit));
       await eventually(() => {
-        expect(stack.receiver.deliveries.filter((d) => d.type === 'album.updated')).toHaveLength(1);
+        expect(stack.receiver.deliveries().filter((d) => d.type === 'album.updated')).toHaveLength(1);
         expect(webhookSpans(telegramRoute)).toHaveLength(4);
-        expect(receiver.spans.filter((span) => span.attributes['albumflow.notification.type'] === 'album.updated')).toHaveLength(1);
+        expect(
+          receiver.spans.filter((span) => span.name === 'albumflow.notify' && span.attributes['albumflow.notification.type'] === 'album.updated'),
+        ).toHaveLength(1);
       }, 90_000);
 
       const telegramSpans = webhookSpans(telegramRoute);
@@ -273,8 +282,11 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
         (span) => span.name === 'albumflow.notify' && span.attributes['albumflow.notification.type'] === 'album.updated',
       );
       expect(updated).toHaveLength(1);
-      const updatedRequest = stack.receiver.requests.find((request) => request.body.toString().includes('"album.updated"'))!;
-      expect(updatedRequest.headers.traceparent).toBe(`00-${updated[0]!.traceId}-${updated[0]!.spanId}-01`);
+      const updatedRequest = stack.receiver.requests().find((request) => request.body.type === 'album.updated')!;
+      expect(deliveryAttemptOf(updatedRequest.headers.traceparent)).toMatchObject({
+        traceId: updated[0]!.traceId,
+        parentSpanId: updated[0]!.spanId,
+      });
       // The LINE set: its one request, two downloads from the content API, one album.ready.
       const linePart = partOf(lineSpan!);
       expect(linePart).not.toBe(telegramPart);

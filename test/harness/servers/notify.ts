@@ -1,17 +1,12 @@
-// The NOTIFY_URL receiver of the tests and the fault suite: it keeps every request, checks each signature
-// when it knows the secret, answers after a delay (so a kill can land mid-notify) with the statuses a
-// test queued (then 200), and keeps every delivery whose signature verified.
-import http from 'node:http';
-import { verifySignature } from '../../../src/common/signature.js';
-import { listen } from './listen.js';
-
-export interface ReceivedRequest {
-  method: string;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-}
+// The NOTIFY_URL receiver of the tests and the fault suite: one endpoint of the Standard Webhooks receiver
+// (./webhook-receiver.ts, every request verified with the standardwebhooks package), answering after a delay
+// (so a kill can land mid-delivery) with the statuses a test queued (then 200), and keeping every delivery
+// whose signature verified.
+import { generateSecret } from '../../../src/delivery/wire.js';
+import { startWebhookReceiver, type ReceivedWebhook } from './webhook-receiver.js';
 
 export interface Delivery {
+  /** The notification's id (`data.id`): `<workflowId>/<seq>[/<type>]`. */
   id: string;
   type: string;
   workflowId: string;
@@ -19,22 +14,21 @@ export interface Delivery {
 }
 
 export interface NotifyReceiverOptions {
-  /** NOTIFY_SECRET: a request whose signature does not verify is answered 401 and counted, not delivered. */
-  secret?: string;
   /** How long before each answer, ms. */
   delayMs?: () => number;
-  /** Runs before each answer (to read what albumflow had stored by then). */
-  onRequest?: (request: ReceivedRequest) => Promise<void>;
-  /** The path of the URL albumflow is given (any path is answered). */
-  path?: string;
 }
 
 export interface NotifyReceiver {
+  /** NOTIFY_URL */
   url: string;
-  requests: ReceivedRequest[];
+  /** NOTIFY_SECRET: a `whsec_` secret made for this receiver. */
+  secret: string;
+  /** Every request whose signature verified, in arrival order. */
+  requests(): ReceivedWebhook[];
   /** Status codes to answer, in order; 200 once they run out. */
   answers: number[];
-  deliveries: Delivery[];
+  /** The verified requests as notifications. */
+  deliveries(): Delivery[];
   /** Requests whose signature did not verify. */
   badSignatures(): number;
   inFlight(): number;
@@ -42,56 +36,25 @@ export interface NotifyReceiver {
 }
 
 export async function startNotifyReceiver(options: NotifyReceiverOptions = {}): Promise<NotifyReceiver> {
-  const requests: ReceivedRequest[] = [];
+  const receiver = await startWebhookReceiver();
+  const secret = generateSecret();
   const answers: number[] = [];
-  const deliveries: Delivery[] = [];
-  let inFlight = 0;
-  let badSignatures = 0;
-  const answer = async (request: ReceivedRequest, res: http.ServerResponse) => {
-    const delay = options.delayMs?.() ?? 0;
-    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
-    await options.onRequest?.(request);
-    if (options.secret !== undefined) {
-      const { 'x-albumflow-timestamp': timestamp, 'x-albumflow-signature': signature } = request.headers;
-      const verdict = verifySignature({
-        secrets: [options.secret],
-        timestamp: typeof timestamp === 'string' ? timestamp : undefined,
-        signature: typeof signature === 'string' ? signature : undefined,
-        body: request.body,
-        toleranceS: 300,
-      });
-      if (!verdict.ok) {
-        badSignatures += 1;
-        return void res.writeHead(401).end();
-      }
-      const payload = JSON.parse(request.body.toString()) as { id: string; type: string };
-      deliveries.push({ id: payload.id, type: payload.type, workflowId: payload.id.split('/')[0]!, receivedAt: Date.now() });
-    }
-    res.writeHead(answers.shift() ?? 200).end('ok');
-  };
-  const server = http.createServer((req, res) => {
-    inFlight += 1;
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const request: ReceivedRequest = { method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks) };
-      requests.push(request);
-      answer(request, res)
-        .catch(() => res.writeHead(500).end())
-        .finally(() => (inFlight -= 1));
-    });
-  });
-  const port = await listen(server);
+  const url = receiver.endpoint('environment', [secret], () => ({ status: answers.shift() ?? 200, delayMs: options.delayMs?.() ?? 0 }));
+  const requests = () => receiver.received('environment');
   return {
-    url: `http://127.0.0.1:${port}${options.path ?? '/albumflow-events'}`,
+    url,
+    secret,
     requests,
     answers,
-    deliveries,
-    badSignatures: () => badSignatures,
-    inFlight: () => inFlight,
-    close() {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
+    deliveries: () =>
+      requests().map(({ body, receivedAt }) => ({
+        id: body.data.id,
+        type: body.type,
+        workflowId: body.data.id.split('/')[0]!,
+        receivedAt,
+      })),
+    badSignatures: () => receiver.unverified(),
+    inFlight: () => receiver.inFlight(),
+    close: () => receiver.close(),
   };
 }
