@@ -3,7 +3,7 @@ import { annotate, inSpan, linksTo, sampledSpanContext, traceparentOf } from '..
 import { changeTraceparent } from '../src/db/decisions.js';
 import { recordNotification, type NotificationToRecord, type RecordedNotification } from '../src/db/deliveries.js';
 import type { DecisionView } from '../src/domain/types.js';
-import { notificationOf } from '../src/notifications/notification.js';
+import { notificationOf } from '../src/delivery/notification.js';
 import type { NotifyInput, NotifyOutcome } from '../workflows/activity-types.js';
 import type { ActivityDeps } from './deps.js';
 

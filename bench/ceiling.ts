@@ -1,5 +1,5 @@
 // The ceiling of the ingest benchmark: a bare Fastify endpoint that verifies the same HMAC
-// (src/common/signature.ts), parses the event into the same child (src/ingest/unifyport.ts) and commits the same
+// (src/common/signature.ts), parses the event into the same child (src/platforms/unifyport/parse.ts) and commits the same
 // rows with the project's own SQL, one transaction per request (ingestChild of src/db/ingest.ts: one
 // statement writing the event, album, child, attachments and outbox row). Nothing else: no group commit,
 // no NOTIFY (there is no dispatcher to wake: its database of its own loses the outbox trigger), no
@@ -12,7 +12,7 @@ import { connectionConfig, createPool } from '../src/db/pool.js';
 import { parseEvent } from '../src/platforms/unifyport/parse.js';
 import { verifySignature } from '../src/common/signature.js';
 
-/** The size of the pool src/service.ts gives the app, so both sides have the same connections. */
+/** The size of the pool src/process/start.ts gives the app, so both sides have the same connections. */
 export const ceilingPoolSize = 20;
 
 const config = loadConfig();

@@ -20,7 +20,7 @@ import type { Pool, Queryable } from './pool.js';
 export interface AlbumRow {
   id: string;
   workflowId: string;
-  /** The route of its first child: what its platform promises (src/ingest/sources.ts). */
+  /** The platform of its first child (src/platforms/index.ts albumProfileOf: what its albums promise). */
   source: EventSource;
   state: AlbumPhase;
   reviewReasons: ReviewReason[];

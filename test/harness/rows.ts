@@ -402,25 +402,27 @@ export interface NotificationEntry {
   age_s: number;
 }
 
-export const notifications = table<NotificationEntry, { id?: string; workflowId?: string; workflowIds?: readonly string[]; type?: string }>({
-  from: 'notifications',
-  columns: {
-    id: 'id',
-    workflow_id: 'workflow_id',
-    workspace: 'workspace',
-    type: 'type',
-    payload: 'payload',
-    created_at: 'created_at',
-    age_s: 'extract(epoch FROM now() - created_at)::int',
+export const notifications = table<NotificationEntry, { id?: string; workflowId?: string; workflowIds?: readonly string[]; type?: string }>(
+  {
+    from: 'notifications',
+    columns: {
+      id: 'id',
+      workflow_id: 'workflow_id',
+      workspace: 'workspace',
+      type: 'type',
+      payload: 'payload',
+      created_at: 'created_at',
+      age_s: 'extract(epoch FROM now() - created_at)::int',
+    },
+    filters: {
+      id: (p) => `id = ${p}`,
+      workflowId: (p) => `workflow_id = ${p}`,
+      workflowIds: (p) => `workflow_id = ANY(${p}::text[])`,
+      type: (p) => `type = ${p}`,
+    },
+    orderBy: ['created_at', 'id'],
   },
-  filters: {
-    id: (p) => `id = ${p}`,
-    workflowId: (p) => `workflow_id = ${p}`,
-    workflowIds: (p) => `workflow_id = ANY(${p}::text[])`,
-    type: (p) => `type = ${p}`,
-  },
-  orderBy: ['created_at', 'id'],
-});
+);
 
 export interface DeliveryAttemptEntry {
   id: string;

@@ -235,7 +235,9 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
         expect(stack.receiver.deliveries().filter((d) => d.type === 'album.updated')).toHaveLength(1);
         expect(webhookSpans(telegramRoute)).toHaveLength(4);
         expect(
-          receiver.spans.filter((span) => span.name === 'albumflow.notify' && span.attributes['albumflow.notification.type'] === 'album.updated'),
+          receiver.spans.filter(
+            (span) => span.name === 'albumflow.notify' && span.attributes['albumflow.notification.type'] === 'album.updated',
+          ),
         ).toHaveLength(1);
       }, 90_000);
 
