@@ -31,8 +31,40 @@ export interface WorkspaceEntry {
   acceptsUnsigned: boolean;
 }
 
-export type RegisteredBot = TelegramBot & { workspace: string; source: TenantSource; createdAt: Date | undefined };
-export type RegisteredChannel = LineChannel & { workspace: string; source: TenantSource; createdAt: Date | undefined };
+/** An account a platform's webhooks are addressed to (a bot, a channel), as the registry holds it. */
+export type Registered<Account> = Account & { workspace: string; source: TenantSource; createdAt: Date | undefined };
+export type RegisteredBot = Registered<TelegramBot>;
+export type RegisteredChannel = Registered<LineChannel>;
+type Accounts<Account> = Map<string, Map<string, Registered<Account>>>;
+
+/** The accounts an environment variable declares (TELEGRAM_BOTS, LINE_CHANNELS), by workspace and name. */
+function environmentAccounts<Account>(declared: ReadonlyMap<string, ReadonlyMap<string, Account>>): Accounts<Account> {
+  const accounts: Accounts<Account> = new Map();
+  for (const [workspace, entries] of declared) {
+    accounts.set(
+      workspace,
+      new Map([...entries].map(([name, account]) => [name, { ...account, workspace, source: 'environment', createdAt: undefined }])),
+    );
+  }
+  return accounts;
+}
+
+/**
+ * Adds an account of the tables unless the environment declares one of that name (the environment's stays),
+ * or its sealed values do not open (`open` answers undefined).
+ */
+function addStoredAccount<Account>(
+  accounts: Accounts<Account>,
+  row: { workspace: string; name: string; createdAt: Date },
+  open: () => Account | undefined,
+): void {
+  const entries = accounts.get(row.workspace) ?? new Map<string, Registered<Account>>();
+  if (entries.get(row.name)?.source === 'environment') return;
+  const account = open();
+  if (account === undefined) return;
+  entries.set(row.name, { ...account, workspace: row.workspace, source: 'database', createdAt: row.createdAt });
+  accounts.set(row.workspace, entries);
+}
 
 export interface TenantSnapshot {
   workspaces: ReadonlyMap<string, WorkspaceEntry>;
@@ -262,18 +294,8 @@ export class TenantRegistry implements Tokens {
         acceptsUnsigned: secrets.length === 0,
       });
     }
-    const telegramBots = new Map<string, Map<string, RegisteredBot>>();
-    for (const [workspace, bots] of env.telegramBots) {
-      const entries = new Map<string, RegisteredBot>();
-      for (const [name, bot] of bots) entries.set(name, { ...bot, workspace, source: 'environment', createdAt: undefined });
-      telegramBots.set(workspace, entries);
-    }
-    const lineChannels = new Map<string, Map<string, RegisteredChannel>>();
-    for (const [workspace, channels] of env.lineChannels) {
-      const entries = new Map<string, RegisteredChannel>();
-      for (const [name, channel] of channels) entries.set(name, { ...channel, workspace, source: 'environment', createdAt: undefined });
-      lineChannels.set(workspace, entries);
-    }
+    const telegramBots = environmentAccounts(env.telegramBots);
+    const lineChannels = environmentAccounts(env.lineChannels);
     const tokenEntries: TokenEntry[] = [...env.tokens];
     const tokenTimes = new Map<string, { createdAt: Date; lastUsedAt: Date | null }>();
 
@@ -294,43 +316,26 @@ export class TenantRegistry implements Tokens {
           });
       }
       for (const b of stored.bots) {
-        const entries = telegramBots.get(b.workspace) ?? new Map<string, RegisteredBot>();
-        if (entries.get(b.name)?.source === 'environment') continue;
-        const key = [b.workspace, b.name];
-        const token = this.#open(b.sealedToken, sealedPlace('telegram_bots', 'token', key), opened);
-        const secretToken = this.#open(b.sealedSecretToken, sealedPlace('telegram_bots', 'secret_token', key), opened);
-        if (token === undefined || secretToken === undefined) continue;
-        entries.set(b.name, {
-          name: b.name,
-          id: b.botId,
-          token,
-          secretToken,
-          workspace: b.workspace,
-          source: 'database',
-          createdAt: b.createdAt,
+        addStoredAccount(telegramBots, b, () => {
+          const key = [b.workspace, b.name];
+          const token = this.#open(b.sealedToken, sealedPlace('telegram_bots', 'token', key), opened);
+          const secretToken = this.#open(b.sealedSecretToken, sealedPlace('telegram_bots', 'secret_token', key), opened);
+          return token === undefined || secretToken === undefined ? undefined : { name: b.name, id: b.botId, token, secretToken };
         });
-        telegramBots.set(b.workspace, entries);
       }
       for (const c of stored.channels) {
-        const entries = lineChannels.get(c.workspace) ?? new Map<string, RegisteredChannel>();
-        if (entries.get(c.name)?.source === 'environment') continue;
-        const key = [c.workspace, c.name];
-        const channelSecret = this.#open(c.sealedChannelSecret, sealedPlace('line_channels', 'channel_secret', key), opened);
-        const channelAccessToken = this.#open(
-          c.sealedChannelAccessToken,
-          sealedPlace('line_channels', 'channel_access_token', key),
-          opened,
-        );
-        if (channelSecret === undefined || channelAccessToken === undefined) continue;
-        entries.set(c.name, {
-          name: c.name,
-          channelSecret,
-          channelAccessToken,
-          workspace: c.workspace,
-          source: 'database',
-          createdAt: c.createdAt,
+        addStoredAccount(lineChannels, c, () => {
+          const key = [c.workspace, c.name];
+          const channelSecret = this.#open(c.sealedChannelSecret, sealedPlace('line_channels', 'channel_secret', key), opened);
+          const channelAccessToken = this.#open(
+            c.sealedChannelAccessToken,
+            sealedPlace('line_channels', 'channel_access_token', key),
+            opened,
+          );
+          return channelSecret === undefined || channelAccessToken === undefined
+            ? undefined
+            : { name: c.name, channelSecret, channelAccessToken };
         });
-        lineChannels.set(c.workspace, entries);
       }
       for (const t of stored.tokens) {
         tokenEntries.push({
