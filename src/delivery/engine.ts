@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import type { LookupFunction } from 'node:net';
 import os from 'node:os';
 import { errorMessage } from '../common/error-message.js';
+import { networkPolicy, pinnedLookup, vetTarget } from '../common/network-guard.js';
 import type { KeyRing } from '../common/secret-key.js';
 import type { Logger } from '../common/log.js';
 import { annotate, inSpan, withTraceHeaders } from '../common/tracing.js';
@@ -38,6 +39,12 @@ import { signedRequest, type SignedRequest } from './wire.js';
  * `async (url) => pinnedLookup(await vetTarget(url, networkPolicy(config.allowPrivateNetworks)))`.
  */
 export type TargetGuard = (url: URL) => Promise<LookupFunction>;
+
+/** The network guard of media downloads as a TargetGuard: what the engine and the endpoint routes are given. */
+export function networkGuard(allowPrivateNetworks: boolean): TargetGuard {
+  const policy = networkPolicy(allowPrivateNetworks);
+  return async (url) => pinnedLookup(await vetTarget(url, policy));
+}
 
 export interface DeliveryEngineOptions {
   pool: Pool;
