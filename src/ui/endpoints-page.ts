@@ -7,7 +7,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { DisabledReason } from '../db/endpoints.js';
+import { disabledReasonText } from '../domain/endpoint-state.js';
 import { everyEndpoint, type EndpointManager, type EndpointScope } from '../delivery/manage.js';
 import { callerOf, deliveryInfo, endpointInfo } from '../http/endpoints.js';
 import { rowIdPattern } from '../http/params.js';
@@ -22,13 +22,6 @@ export interface EndpointsPageOptions {
 }
 
 const pageSize = 50;
-
-/** Why an endpoint is off, as the page says it. */
-export const disabledReasonText: Record<DisabledReason, string> = {
-  gone: 'it answered 410 Gone',
-  failing: 'every attempt failed for 5 days',
-  operator: 'an operator turned it off',
-};
 
 const Id = IdentifierString({ minLength: 1, maxLength: 64 });
 const filters = ['', 'pending', 'failed', 'held', 'delivered'] as const satisfies readonly DeliveryFilter[];

@@ -12,7 +12,7 @@ import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page
 import { consolePaths } from './paths.js';
 import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../http/admin.js';
 import type { DeliveryInfo, EndpointInfo } from '../http/endpoints.js';
-import type { DisabledReason } from '../db/endpoints.js';
+import type { EndpointDisabledReason } from '../domain/endpoint-state.js';
 
 export const templatesDir = path.join(projectRoot, 'src/ui/templates');
 
@@ -117,7 +117,7 @@ export interface EndpointsPage {
   workspaces: readonly string[];
   /** The one chosen; '' for all. */
   workspace: string;
-  disabledReasonText: Record<DisabledReason, string>;
+  disabledReasonText: Record<EndpointDisabledReason, string>;
 }
 
 /** Which of an endpoint's deliveries its page lists ('' for all). */
