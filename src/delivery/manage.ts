@@ -152,10 +152,11 @@ export function endpointManager({ pool, deps, knows }: EndpointManagerOptions) {
     async change(caller: Caller, scope: EndpointScope, id: string, patch: EndpointPatch): Promise<EndpointState> {
       const endpoint = await find(scope, id);
       const fields = changedFields(patch);
+      if (fields.length === 0 && patch.enabled === undefined) return get(scope, id);
       const onOff = patch.enabled === undefined ? [] : [patch.enabled ? 'enabled' : 'disabled'];
       const action =
         fields.length === 0 && patch.enabled !== undefined ? (patch.enabled ? 'endpoint.enable' : 'endpoint.disable') : 'endpoint.change';
-      const what = [...fields, ...onOff].join(', ') || 'nothing';
+      const what = [...fields, ...onOff].join(', ');
       const url = patch.url === undefined ? '' : ` → ${origin(patch.url)}`;
       const changed = await audited(caller, action, `${subjectOf(endpoint)}: ${what}${url}`, (db) => changeEndpoint(db, deps, id, patch));
       return get(scope, changed.id);

@@ -185,7 +185,6 @@ const errors = { 400: ErrorBody, 404: ErrorBody, 409: ErrorBody };
 interface SharedRoutes {
   base: string;
   params: typeof WorkspaceEndpointParams | typeof AdminEndpointParams;
-  tag: string;
   /** Who may call them: the route's workspace (a token that reaches it), else a `*` token. */
   access: 'workspace' | 'all-workspaces';
 }
@@ -245,10 +244,10 @@ export const endpointRoutes: FastifyPluginAsyncTypebox<EndpointRouteOptions> = a
   );
 
   const shared: SharedRoutes[] = [
-    { base: '/workspaces/:workspace/endpoints/:id', params: WorkspaceEndpointParams, tag: 'endpoints', access: 'workspace' },
-    { base: '/admin/endpoints/:id', params: AdminEndpointParams, tag: 'endpoints', access: 'all-workspaces' },
+    { base: '/workspaces/:workspace/endpoints/:id', params: WorkspaceEndpointParams, access: 'workspace' },
+    { base: '/admin/endpoints/:id', params: AdminEndpointParams, access: 'all-workspaces' },
   ];
-  for (const { base, params, tag, access } of shared) {
+  for (const { base, params, access } of shared) {
     const admin = access === 'all-workspaces';
     const where = admin ? 'any endpoint, by its id' : "one of the workspace's endpoints (another's answers 404)";
     const config = { access };
@@ -257,7 +256,10 @@ export const endpointRoutes: FastifyPluginAsyncTypebox<EndpointRouteOptions> = a
 
     app.get(
       base,
-      { config, schema: { summary: `An endpoint: ${where}`, tags: [tag], params, response: { 200: EndpointInfoSchema, 404: ErrorBody } } },
+      {
+        config,
+        schema: { summary: `An endpoint: ${where}`, tags: ['endpoints'], params, response: { 200: EndpointInfoSchema, 404: ErrorBody } },
+      },
       async (request) => endpointInfo(await endpoints.get(scope(request), id(request))),
     );
 
@@ -269,7 +271,7 @@ export const endpointRoutes: FastifyPluginAsyncTypebox<EndpointRouteOptions> = a
           summary: `Change an endpoint, or turn it off or on: ${where}`,
           description:
             'The environment endpoint changes through NOTIFY_URL and NOTIFY_SECRET: here it takes `enabled` alone (409 `read_only` otherwise).',
-          tags: [tag],
+          tags: ['endpoints'],
           params,
           body: EndpointPatchBody,
           response: { 200: EndpointInfoSchema, ...errors },

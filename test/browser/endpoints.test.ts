@@ -138,10 +138,14 @@ describe('the console’s endpoint pages in a browser', () => {
     await page.waitForURL(/\?done=/);
     expect(await page.locator('[role=status]').textContent()).toMatch(/is sent again now/);
     await vi.waitFor(() => expect(bed.receiver.received('shop')).toHaveLength(2), eventually);
-    await expect
-      .poll(async () => (await open(consolePaths.endpoint(endpointId)), page.getByTestId('failed-count').textContent()), eventually)
-      .toMatch(/^0 /);
-    expect(await page.locator('section[aria-labelledby=deliveries] article.delivery').getAttribute('data-state')).toBe('delivered');
+    // Recorded as delivered once the receiver's answer came.
+    const deliveryState = async () => {
+      await open(consolePaths.endpoint(endpointId));
+      return page.locator('section[aria-labelledby=deliveries] article.delivery').getAttribute('data-state');
+    };
+    await expect.poll(deliveryState, eventually).toBe('delivered');
+    expect(await page.getByTestId('failed-count').textContent()).toMatch(/^0 /);
+    expect(await page.locator('section[aria-labelledby=failures]').count()).toBe(0);
     const audit = await bed.pool.query<{ action: string }>(`SELECT action FROM admin_audit ORDER BY id`);
     expect(audit.rows.map((row) => row.action)).toEqual(['endpoint.add', 'delivery.retry']);
   });

@@ -112,6 +112,14 @@ describe('outbound delivery: the endpoint routes', () => {
     await bed.record({ workspace: acme, album: 'alb_b', seq: 2 });
     await vi.waitFor(() => expect(bed.receiver.received('hook')).toHaveLength(2), eventually);
     expect(bed.receiver.received('hook')[1]!.verifiedBy).toEqual([0, 1]);
+    // Recorded as delivered once its answer came (after the receiver kept it).
+    await vi.waitFor(
+      async () =>
+        expect(
+          (await s.app.inject({ method: 'GET', url: `/workspaces/${acme}/endpoints/${created.id}`, headers: s.as(acmeToken) })).json(),
+        ).toMatchObject({ backlog: 0, lastSuccessAt: expect.any(String) as string }),
+      eventually,
+    );
 
     const disabled = await s.app.inject({
       method: 'PATCH',
@@ -275,6 +283,8 @@ describe('outbound delivery: the endpoint routes', () => {
     await vi.waitFor(() => expect(bed.receiver.received('hook').filter((r) => r.body.data.id === second)).toHaveLength(2), eventually);
     const unknown = await s.app.inject({ method: 'POST', url: `${base}/deliveries/999999/retry`, headers: s.as(acmeToken) });
     expect(unknown.statusCode).toBe(404);
+    // Recorded as delivered once its answer came: a replay then sends it again (a pending one it would only hurry).
+    await vi.waitFor(async () => expect((await page('?state=delivered')).deliveries).toHaveLength(1), eventually);
 
     const before = bed.receiver.received('hook').length;
     const replayed = await s.app.inject({
