@@ -1,5 +1,6 @@
 // The albumflow command: its own subcommands (src/cli/) and each platform's (src/platforms/<platform>/cli.ts).
 import { CliError, cliConfig, createApi, misuse, readFile, type Api } from './cli/api.js';
+import { deliveriesCommand, endpointCommand, eventsCommand } from './cli/endpoints.js';
 import { eraseCommand, erasureCommand } from './cli/erase.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './cli/format.js';
 import { parse, type Values } from './cli/options.js';
@@ -24,6 +25,13 @@ Usage:
   albumflow erase conversation <workspace> <provider> <account> <conversation>            [--no-wait] [--json]
   albumflow erasure <workspace> <erasure id> [--json]
 
+  albumflow endpoint add <workspace> <url> [--types T,T] [--description D] [--rate-limit N] [--json]
+  albumflow endpoint list <workspace> | show <workspace> <endpoint id>                   [--json]
+  albumflow endpoint disable|enable|rotate|remove <workspace> <endpoint id>
+  albumflow endpoint replay <workspace> <endpoint id> --since ISO-TIME
+  albumflow deliveries <workspace> <endpoint id> [--state pending|failed|held|delivered] [--limit N] [--cursor C] [--json]
+  albumflow events <workspace> [--after C] [--types T,T] [--limit N] [--follow] [--json]
+
   albumflow workspace add <workspace> | list | remove <workspace> | retention <workspace> <days|forever|default>
   albumflow secret add <workspace> [--secret S] | retire <workspace> <secret id>
   albumflow token create <name> <workspace>… [--expires-at ISO-TIME] | list | revoke <token id>
@@ -47,6 +55,14 @@ ${platforms.map(({ cli }) => cli.help.options).join('\n')}
   --no-wait         for erase: print the erasure's id and return (default: wait until it is done and
                     print what it removed)
   --expires-at T    for token create: when the token stops working (ISO 8601)
+  --types T,T       for endpoint add: the notification types it receives (album.ready, album.updated,
+                    album.media_settled, message.ready, album.erased, message.erased; default all); for
+                    events: the types to read
+  --description D   for endpoint add: what the endpoint is, for people
+  --rate-limit N    for endpoint add: requests a second at most (default 10)
+  --since T         for endpoint replay: every notification recorded since then is sent again (ISO 8601)
+  --after C         for events: read after this cursor (the "next" an earlier read printed)
+  --follow          for events: go on reading, each event as it commits, until Ctrl-C
   --json            print the raw JSON body
   -h, --help        this text
 
@@ -55,6 +71,10 @@ workspace, secret, token, audit and a platform's add and remove call the admin A
 workspace of the admin API takes UnifyPort webhooks once it has a secret; changes reach every albumflow
 process within 2 s. secrets rekey works on PostgreSQL (DATABASE_URL): with ALBUMFLOW_SECRET_KEY="<new>,<old>"
 it seals every stored secret under <new>; without, it replaces DATA_DIR/secret-key with a new key.
+endpoint, deliveries and events need a token that reaches the workspace; the workspace * names every
+endpoint by its id through the admin API (a "*" token): the environment endpoint (NOTIFY_URL) is
+ep_environment there (albumflow endpoint enable '*' ep_environment). events prints each event as a line
+of JSON, and the cursor to go on from on stderr.
 erase removes an album, a message or a whole conversation for good (rows, raw events, media no other album
 keeps, and the workflows whose histories hold them); a redelivery of it is acknowledged and not stored.
 history reaches Temporal as albumflow does: TEMPORAL_ADDRESS with TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
@@ -165,6 +185,12 @@ async function main(argv: string[]): Promise<void> {
       return eraseCommand(api, values, rest);
     case 'erasure':
       return erasureCommand(api, values, rest);
+    case 'endpoint':
+      return endpointCommand(api, values, rest);
+    case 'deliveries':
+      return deliveriesCommand(api, values, rest);
+    case 'events':
+      return eventsCommand(api, values, rest);
     case 'send':
       return send(platformContext(api, values), rest);
     case 'workspace':

@@ -44,7 +44,7 @@ export function cliConfig(names: readonly string[]): Config {
 
 export type Api = ReturnType<typeof createApi>;
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 interface ApiCredential {
   token: string | undefined;

@@ -18,6 +18,12 @@ const options = {
   print: { type: 'boolean', default: false },
   'no-wait': { type: 'boolean', default: false },
   'expires-at': { type: 'string' },
+  types: { type: 'string' },
+  description: { type: 'string' },
+  'rate-limit': { type: 'string' },
+  since: { type: 'string' },
+  after: { type: 'string' },
+  follow: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } satisfies ParseArgsConfig['options'];
 

@@ -505,6 +505,32 @@ export async function deliveryBacklog(db: Queryable): Promise<EndpointBacklog[]>
   return rows.map((row) => ({ endpointId: row.id, workspace: row.workspace, backlog: row.backlog, oldestSeconds: row.oldest_seconds }));
 }
 
+/** What an endpoint has yet to deliver, and what it gave up on. */
+export interface EndpointCounts {
+  /** Deliveries pending or held. */
+  backlog: number;
+  /** When the oldest of them was recorded; null when there is none. */
+  oldestUndeliveredAt: Date | null;
+  /** Deliveries whose attempts are exhausted. */
+  failed: number;
+}
+
+export const noDeliveries: EndpointCounts = { backlog: 0, oldestUndeliveredAt: null, failed: 0 };
+
+/** The counts of each of these endpoints that has a delivery pending, held or failed. */
+export async function endpointCounts(db: Queryable, endpointIds: readonly string[]): Promise<Map<string, EndpointCounts>> {
+  const { rows } = await db.query<{ endpoint_id: string; backlog: number; oldest: Date | null; failed: number }>(
+    `SELECT endpoint_id, count(*) FILTER (WHERE state IN ('pending', 'held'))::int AS backlog,
+            min(created_at) FILTER (WHERE state IN ('pending', 'held')) AS oldest,
+            count(*) FILTER (WHERE state = 'failed')::int AS failed
+       FROM deliveries
+      WHERE endpoint_id = ANY ($1::text[]) AND state IN ('pending', 'held', 'failed')
+      GROUP BY endpoint_id`,
+    [endpointIds],
+  );
+  return new Map(rows.map((row) => [row.endpoint_id, { backlog: row.backlog, oldestUndeliveredAt: row.oldest, failed: row.failed }]));
+}
+
 export interface FeedEntry {
   /** Its position in the workspace's feed: the reader's cursor. */
   position: string;

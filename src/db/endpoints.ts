@@ -131,6 +131,12 @@ export async function listEndpoints(db: Queryable, workspace: string): Promise<S
   return rows.map(endpointOf);
 }
 
+/** Every endpoint: the environment endpoint first, then each workspace's, oldest first. */
+export async function listEveryEndpoint(db: Queryable): Promise<StoredEndpoint[]> {
+  const { rows } = await db.query<EndpointRow>(`SELECT ${endpointColumns} FROM endpoints ORDER BY workspace NULLS FIRST, created_at, id`);
+  return rows.map(endpointOf);
+}
+
 export async function getEndpoint(db: Queryable, id: string): Promise<StoredEndpoint | undefined> {
   const { rows } = await db.query<EndpointRow>(`SELECT ${endpointColumns} FROM endpoints WHERE id = $1`, [id]);
   return rows[0] && endpointOf(rows[0]);

@@ -26,9 +26,9 @@ import { generateSecret } from './wire.js';
 /** How long a rotated-out secret keeps signing beside the new one. */
 export const secretOverlapMs = 24 * 60 * 60 * 1000;
 export const defaultRateLimit = 10;
-const maxRateLimit = 1000;
-const maxUrlLength = 2048;
-const maxDescriptionLength = 1000;
+export const maxRateLimit = 1000;
+export const maxUrlLength = 2048;
+export const maxDescriptionLength = 1000;
 
 /** A change refused for what it asks: the route answers 400 naming the field. */
 export class EndpointInputError extends Error {
@@ -70,6 +70,9 @@ export interface EndpointPatch extends Partial<EndpointInput> {
 }
 
 const newId = (prefix: string) => `${prefix}_${base32(crypto.randomBytes(10))}`;
+
+/** An id for a new endpoint (`ep_` and base32 of 80 random bits). */
+export const newEndpointId = () => newId('ep');
 
 async function checkedUrl(text: string, guard: TargetGuard): Promise<string> {
   let url: URL;
@@ -117,14 +120,17 @@ function sealedSecret(keys: KeyRing, endpointId: string, secret: string): { id: 
   return { id, sealed: keys.seal(secret, endpointSecretPlace(endpointId, id)) };
 }
 
-/** Adds an endpoint to the workspace; the secret is in the answer only (the API shows it once). */
+/**
+ * Adds an endpoint to the workspace under `id` (one of newEndpointId's, by default a new one); the secret is
+ * in the answer only (the API shows it once).
+ */
 export async function addEndpoint(
   db: Queryable,
   deps: EndpointDeps,
   workspace: string,
   input: EndpointInput,
+  id: string = newEndpointId(),
 ): Promise<{ endpoint: StoredEndpoint; secret: string }> {
-  const id = newId('ep');
   const secret = generateSecret();
   const endpoint = await insertEndpoint(
     db,

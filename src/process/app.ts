@@ -28,6 +28,15 @@ import { adminRoutes } from '../http/admin.js';
 import { createRegistry, type TenantRegistry } from '../tenants/registry.js';
 import { openMediaStore, type MediaStore } from '../media/store.js';
 import { mediaLinksFor } from '../media/links.js';
+import type { DeliveryConfig } from '../delivery/config.js';
+import { endpointGuard } from '../delivery/engine.js';
+import { createFeedReader, type FeedReader } from '../delivery/feed.js';
+import { endpointManager } from '../delivery/manage.js';
+import { withMediaLinks } from '../delivery/materialize.js';
+import { refreshDeliveryGauges } from '../delivery/metrics.js';
+import { endpointRoutes } from '../http/endpoints.js';
+import { eventRoutes } from '../http/events.js';
+import { HttpError } from '../common/http-error.js';
 
 export interface AppDeps {
   config: Config;
@@ -63,6 +72,11 @@ export interface AppDeps {
    * console before the next request reads them again (default 30 s): a scrape does not count every table.
    */
   usageMaxAgeMs?: number;
+  /**
+   * Outbound delivery's settings the routes use: whether an endpoint added through the API may be a private,
+   * loopback or link-local address (NOTIFY_ALLOW_PRIVATE_NETWORKS; default: refused).
+   */
+  delivery?: Pick<DeliveryConfig, 'allowPrivateNetworks'>;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -158,6 +172,28 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const links = mediaLinksFor(deps.config, deps.pool);
   const usage = cachedWorkspaceUsage(deps.pool, deps.usageMaxAgeMs ?? 30_000);
   await app.register(accessControl, { tokens, sessions, links });
+  const endpoints = endpointManager({
+    pool: deps.pool,
+    deps: {
+      get keys() {
+        return tokens.keys;
+      },
+      guard: endpointGuard({ allowPrivateNetworks: deps.delivery?.allowPrivateNetworks ?? false }),
+    },
+    knows: async (workspace) => (await tokens.find(() => tokens.knows(workspace) || undefined)) === true,
+  });
+  // The feed's one LISTEN connection, opened by the first read and ended before the server closes, so that
+  // long polls answer at once instead of holding the close up.
+  let feed: FeedReader | undefined;
+  let closing = false;
+  const feedReader = () => {
+    if (closing) throw new HttpError(503, 'closing', 'albumflow is shutting down; read again from another process or later');
+    return (feed ??= createFeedReader({ pool: deps.pool, materialize: withMediaLinks(links), logger: deps.logger }));
+  };
+  app.addHook('preClose', async () => {
+    closing = true;
+    await feed?.close();
+  });
   await app.register(async (open) => {
     markRoutesOpen(open);
     await open.register(swaggerUi, { routePrefix: '/docs' });
@@ -181,8 +217,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
   await app.register(erasureRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
-  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store, usage, temporal: deps.temporal });
+  await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store, usage, temporal: deps.temporal, endpoints });
   await app.register(adminRoutes, { pool: deps.pool, tenants });
+  await app.register(endpointRoutes, { endpoints });
+  await app.register(eventRoutes, { feed: feedReader });
   app.get('/metrics', { schema: { hide: true }, config: { access: 'all-workspaces' } }, async (request, reply) => {
     try {
       reviewQueue.set(await countReviewQueue(deps.pool));
@@ -193,6 +231,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       setWorkspaceUsage((await usage.read()).usage);
     } catch (err) {
       request.log.warn({ err }, 'workspace usage not read');
+    }
+    try {
+      await refreshDeliveryGauges(deps.pool);
+    } catch (err) {
+      request.log.warn({ err }, 'delivery backlog not read');
     }
     let text = await registry.metrics();
     if (deps.workerMetricsUrl) {

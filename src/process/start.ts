@@ -315,7 +315,7 @@ async function startWorker(
 
 /** The HTTP server, listening: the webhooks, the API, the console and /metrics. Answers its address and the console's. */
 async function startHttp(
-  { config, logger, closers }: Startup,
+  { config, delivery, logger, closers }: Startup,
   parts: {
     pool: Pool;
     client: Client;
@@ -348,6 +348,7 @@ async function startHttp(
     consoleSessions,
     traced: parts.traced,
     store: parts.store,
+    delivery,
   });
   closers.push(() => app.close());
   await app.listen({ port: config.port, host: config.host });

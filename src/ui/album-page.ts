@@ -1,6 +1,9 @@
 // The album page's model: the status body (docs/api.md, "Status"; read from PostgreSQL) with what the
 // page shows beside it — file names, which decision brought each child, links. Pure: no I/O.
 import type { AttachmentDetails } from '../db/console.js';
+import type { DeliveryState, DeliveryView } from '../db/deliveries.js';
+import type { StoredEndpoint } from '../db/endpoints.js';
+import type { NotificationType } from '../domain/types.js';
 import type { AlbumView, AttachmentStatus, AttachmentView, DecisionTrigger, ReviewReason } from '../domain/types.js';
 import { consolePaths, temporalWorkflowUrl } from './paths.js';
 
@@ -50,6 +53,20 @@ export interface DecisionModel {
   newMessageIds: string[];
 }
 
+/** Where one notification of the album went: one endpoint's delivery of it. */
+export interface DeliveryModel {
+  notificationId: string;
+  type: NotificationType;
+  /** What the page calls the endpoint (its URL, or the environment endpoint's name). */
+  endpoint: string;
+  /** The endpoint's page. */
+  endpointUrl: string;
+  state: DeliveryState;
+  attempts: number;
+  /** The last attempt: when, and what came of it. */
+  last: { at: string; outcome: string } | null;
+}
+
 export interface AlbumPageModel {
   album: AlbumView;
   attachments: AttachmentModel[];
@@ -59,6 +76,8 @@ export interface AlbumPageModel {
   live: { versionUrl: string; version: string; pollMs: number } | null;
   actions: { retryDownloads: string; resolveReview: string; erase: string };
   temporalUrl: string | null;
+  /** Each notification's deliveries, in the order they were recorded. */
+  deliveries: DeliveryModel[];
 }
 
 export interface AlbumPageInput {
@@ -67,6 +86,11 @@ export interface AlbumPageInput {
   version: string;
   pollMs: number;
   temporalUi: { url: string | undefined; namespace: string };
+  /**
+   * The deliveries of the album's notifications the viewer may see (its workspace's endpoints', and the
+   * environment endpoint's for a `*` token), with their endpoints.
+   */
+  deliveries?: { views: readonly DeliveryView[]; endpoints: ReadonlyMap<string, StoredEndpoint> };
 }
 
 /** An index or total as received: numbers as they are, anything else as its JSON. */
@@ -96,6 +120,23 @@ function attachmentModel(
     video: contentType !== null ? contentType.toLowerCase().startsWith('video/') : details?.kind === 'video',
     mediaUrl: downloaded ? consolePaths.media(workspace, attachment.sha256!) : null,
     thumbnailUrl: downloaded ? consolePaths.thumbnail(workspace, thumbnailOf!) : null,
+  };
+}
+
+function deliveryModel(view: DeliveryView, endpoint: StoredEndpoint | undefined): DeliveryModel {
+  const last = view.history.at(-1);
+  return {
+    notificationId: view.notificationId,
+    type: view.type,
+    endpoint:
+      endpoint === undefined ? view.endpointId : endpoint.workspace === null ? 'the environment endpoint (NOTIFY_URL)' : endpoint.url,
+    endpointUrl: consolePaths.endpoint(view.endpointId),
+    state: view.state,
+    attempts: view.attempts,
+    last:
+      last === undefined
+        ? null
+        : { at: last.at.toISOString(), outcome: last.statusCode !== null ? `HTTP ${last.statusCode}` : (last.error ?? 'no answer') },
   };
 }
 
@@ -145,6 +186,7 @@ export function albumPageModel(input: AlbumPageInput): AlbumPageModel {
     },
     temporalUrl:
       input.temporalUi.url === undefined ? null : temporalWorkflowUrl(input.temporalUi.url, input.temporalUi.namespace, album.workflowId),
+    deliveries: (input.deliveries?.views ?? []).map((view) => deliveryModel(view, input.deliveries?.endpoints.get(view.endpointId))),
   };
 }
 

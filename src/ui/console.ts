@@ -14,6 +14,8 @@ import { createThumbnailer } from './thumbnails.js';
 import { templatesDir } from './views.js';
 import { tenantsPage } from './tenants-page.js';
 import type { TenantRegistry } from '../tenants/registry.js';
+import type { EndpointManager } from '../delivery/manage.js';
+import { endpointsPage } from './endpoints-page.js';
 
 export interface ConsoleOptions {
   config: Pick<Config, 'temporal'>;
@@ -24,6 +26,8 @@ export interface ConsoleOptions {
   usage: UsageReader;
   /** Starts the erasures the album page asks for. */
   temporal: Client;
+  /** Outbound delivery's endpoints, for their pages and the forms that change them. */
+  endpoints: EndpointManager;
 }
 
 const assetsDir = path.join(path.dirname(templatesDir), 'assets');
@@ -72,5 +76,6 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
     erasures: { temporal: options.temporal, taskQueue: options.config.temporal.taskQueue },
   });
   await app.register(tenantsPage, { prefix: consolePaths.tenants, pool: options.pool, tenants: options.tenants });
+  await app.register(endpointsPage, { prefix: consolePaths.endpoints, endpoints: options.endpoints });
   await app.register(mediaRoutes, { pool: options.pool, store: options.store, thumbnailer, iconsDir: path.join(assetsDir, 'icons') });
 };

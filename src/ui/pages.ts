@@ -5,6 +5,8 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { albumWorkflowId } from '../domain/keys.js';
 import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.js';
+import { deliveriesOf } from '../db/deliveries.js';
+import { getEndpoint, type StoredEndpoint } from '../db/endpoints.js';
 import { findErasure } from '../db/erasures.js';
 import type { Pool } from '../db/pool.js';
 import { emptyUsage, type UsageReader } from '../db/usage.js';
@@ -54,7 +56,7 @@ function reachableWorkspaces(access: Access | null): readonly string[] | 'all' {
   return access.workspaces === '*' ? 'all' : [...access.workspaces];
 }
 
-function html(reply: FastifyReply, body: string): FastifyReply {
+export function html(reply: FastifyReply, body: string): FastifyReply {
   return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(body);
 }
 
@@ -134,21 +136,35 @@ async function albumList(
  * The signed-in pages under `/ui`: albums and the review queue (any token; they list the workspaces
  * it reaches) and one album (a token that reaches its workspace, as the access plugin checks).
  */
+/** A browser gets an error page; a script or a client that asked for no HTML, the API's error body. */
+export function pageErrors(error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply): void {
+  const formPost = request.method === 'POST' && (request.headers.accept ?? '').includes('text/html');
+  if (!wantsPage(request) && !formPost) return handleError(error, request, reply);
+  if (error instanceof HttpError) void reply.headers(error.headers);
+  // An HttpError (a 503 while PostgreSQL is unreachable, too) says what happened; any other 5xx is a 500.
+  const meant = error instanceof HttpError || (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500);
+  const status = meant && error.statusCode !== undefined ? error.statusCode : 500;
+  if (status === 500) request.log.error({ err: error }, 'console page failed');
+  const message = status === 500 ? 'Something went wrong on the server; its log says what.' : error.message;
+  void html(reply.code(status), renderPage('error', { title: String(status), signedIn: request.access !== null }, { status, message }));
+}
+
+/** Where the album's notifications went: to its workspace's endpoints, and (for a `*` token) the environment endpoint. */
+async function deliveriesShown(pool: Pool, workflowId: string, access: Access | null) {
+  const everyDelivery = await deliveriesOf(pool, workflowId);
+  const endpoints = new Map<string, StoredEndpoint>();
+  for (const id of new Set(everyDelivery.map((delivery) => delivery.endpointId))) {
+    const endpoint = await getEndpoint(pool, id);
+    if (endpoint && (endpoint.workspace !== null || access?.workspaces === '*')) endpoints.set(id, endpoint);
+  }
+  return { views: everyDelivery.filter((delivery) => endpoints.has(delivery.endpointId)), endpoints };
+}
+
 export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = async (app, { pool, usage, temporalUi, erasures }) => {
   // The erase form posts as HTML forms do.
   await app.register(formbody);
   // A browser gets an error page; a script or a client that asked for no HTML, the API's error body.
-  app.setErrorHandler((error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
-    const formPost = request.method === 'POST' && (request.headers.accept ?? '').includes('text/html');
-    if (!wantsPage(request) && !formPost) return handleError(error, request, reply);
-    if (error instanceof HttpError) void reply.headers(error.headers);
-    // An HttpError (a 503 while PostgreSQL is unreachable, too) says what happened; any other 5xx is a 500.
-    const meant = error instanceof HttpError || (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500);
-    const status = meant && error.statusCode !== undefined ? error.statusCode : 500;
-    if (status === 500) request.log.error({ err: error }, 'console page failed');
-    const message = status === 500 ? 'Something went wrong on the server; its log says what.' : error.message;
-    return html(reply.code(status), renderPage('error', { title: String(status), signedIn: request.access !== null }, { status, message }));
-  });
+  app.setErrorHandler(pageErrors);
 
   app.get('/', { schema: { hide: true, querystring: ListQuery }, config: { access: 'signed-in' } }, async (request, reply) => {
     const { before, ...filters } = request.query;
@@ -173,7 +189,14 @@ export const consolePages: FastifyPluginAsyncTypebox<ConsolePagesOptions> = asyn
         albumStatusFromDatabase(pool, album, key, { childOrder: albumProfileOf(album.source).childOrder }),
         attachmentDetails(pool, album.id),
       ]);
-      const model = albumPageModel({ album: status, details, version: version?.version ?? '', pollMs, temporalUi });
+      const model = albumPageModel({
+        album: status,
+        details,
+        version: version?.version ?? '',
+        pollMs,
+        temporalUi,
+        deliveries: await deliveriesShown(pool, album.workflowId, request.access),
+      });
       return html(reply, renderPage('album', { title: `Album ${key.albumId}`, signedIn: true }, model));
     },
   );

@@ -27,6 +27,12 @@ export const consolePaths = {
   albumVersion: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}/version`,
   media: mediaRoutePath,
   thumbnail: (workspace: string, sha256: string) => `${mediaRoutePath(workspace, sha256)}/thumbnail`,
+  /** Outbound delivery's endpoints the token reaches, and one endpoint's page with its deliveries. */
+  endpoints: `${consolePath}/endpoints`,
+  endpoint: (id: string) => `${consolePath}/endpoints/${e(id)}`,
+  /** The endpoint page's forms: turning it on or off, and sending one delivery again. */
+  endpointSwitch: (id: string, to: 'enable' | 'disable') => `${consolePath}/endpoints/${e(id)}/${to}`,
+  deliveryRetry: (endpointId: string, deliveryId: string) => `${consolePath}/endpoints/${e(endpointId)}/deliveries/${e(deliveryId)}/retry`,
   /** The operator actions (docs/api.md, "Operator actions"). */
   action: (key: AlbumKey, action: OperatorAction) => `/workspaces/${e(key.workspace)}/albums/${albumTail(key)}/actions/${action}`,
 };

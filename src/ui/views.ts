@@ -11,6 +11,8 @@ import type { AlbumKey, AlbumPhase } from '../domain/types.js';
 import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
 import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../tenants/schemas.js';
+import type { DeliveryInfo, EndpointInfo } from '../http/endpoints.js';
+import type { EndpointDisabledReason } from '../domain/endpoint-state.js';
 
 export const templatesDir = path.join(projectRoot, 'src/ui/templates');
 
@@ -25,7 +27,16 @@ export function bytes(value: number | null): string {
   return value === null ? '' : byteSize(value);
 }
 
-const helpers = { paths: consolePaths, time, bytes, reviewReasonText, triggerText };
+/** How long ago a time was, as people say it (`40 s ago`, `3 h ago`), as of the rendering. */
+function ago(iso: string): string {
+  const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  if (seconds < 120) return `${seconds} s ago`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min ago`;
+  if (seconds < 172_800) return `${Math.round(seconds / 3600)} h ago`;
+  return `${Math.round(seconds / 86_400)} days ago`;
+}
+
+const helpers = { paths: consolePaths, time, ago, bytes, reviewReasonText, triggerText };
 
 interface PageFrame {
   title: string;
@@ -99,7 +110,36 @@ export interface ErasurePage {
   counts: Array<{ name: string; label: string; value: string }>;
 }
 
+/** The outbound endpoints a token sees, of the workspace chosen or of all. */
+export interface EndpointsPage {
+  endpoints: EndpointInfo[];
+  /** The workspaces that have an endpoint, for the filter. */
+  workspaces: readonly string[];
+  /** The one chosen; '' for all. */
+  workspace: string;
+  disabledReasonText: Record<EndpointDisabledReason, string>;
+}
+
+/** Which of an endpoint's deliveries its page lists ('' for all). */
+export type DeliveryFilter = '' | 'pending' | 'failed' | 'held' | 'delivered';
+
+/** One endpoint: its state, its failed deliveries with their answers, and its deliveries as filtered. */
+export interface EndpointPage {
+  endpoint: EndpointInfo;
+  /** Why it is off; null while it is on. */
+  disabledBecause: string | null;
+  failed: DeliveryInfo[];
+  deliveries: DeliveryInfo[];
+  filter: DeliveryFilter;
+  /** The next (older) page of the list; null on the last. */
+  olderUrl: string | null;
+  /** What the last form did. */
+  message: string | null;
+}
+
 interface Pages {
+  endpoints: EndpointsPage;
+  endpoint: EndpointPage;
   erase: EraseConfirmPage;
   erasure: ErasurePage;
   tenants: TenantsPage;

@@ -135,6 +135,13 @@ describe('every route of the app', () => {
         'POST /workspaces/:workspace/albums/:provider/:account/:conversation/:album/actions/resolve-review',
         'GET /metrics',
         'GET /',
+        'POST /workspaces/:workspace/endpoints',
+        'PATCH /workspaces/:workspace/endpoints/:id',
+        'POST /workspaces/:workspace/endpoints/:id/deliveries/:deliveryId/retry',
+        'GET /workspaces/:workspace/events',
+        'GET /admin/endpoints',
+        'PATCH /admin/endpoints/:id',
+        'GET /ui/endpoints/:id',
       ]),
     );
     for (const route of guarded) {

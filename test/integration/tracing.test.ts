@@ -360,6 +360,8 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
       'trigger',
       'type',
       'worker_type',
+      'workspace',
+      'endpoint',
     ]);
     const queried = dashboard.panels.flatMap((panel) =>
       panel.targets.flatMap(({ expr }) =>

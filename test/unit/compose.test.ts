@@ -8,6 +8,8 @@ import { temporalDatabase } from '../../tools/cluster/database.js';
 import { serverConfigTemplate } from '../../tools/cluster/cluster.js';
 import { clusterImages, clusterTools, s3ServerTool } from '../../tools/cluster/versions.js';
 import { dynamicConfigFile, readDynamicConfig } from '../../src/temporal/dynamic-config.js';
+import { registry } from '../../src/common/metrics.js';
+import '../../src/delivery/metrics.js';
 
 interface Service {
   image?: string;
@@ -212,5 +214,30 @@ describe('docker-compose.yml', () => {
     expect(worker?.WORKER_METRICS_HOST).toBe('0.0.0.0');
     expect(services.worker?.ports).toBeUndefined();
     expect(targets).toContain(`worker:${worker?.WORKER_METRICS_PORT}`);
+  });
+
+  it('shows delivery on the dashboard: attempts by outcome, and each endpoint’s backlog and oldest undelivered age', () => {
+    const dashboard = JSON.parse(fs.readFileSync(path.join(projectRoot, 'deploy/grafana/albumflow.json'), 'utf8')) as {
+      panels: Array<{ id: number; title: string; gridPos: { y: number }; targets: Array<{ expr: string }> }>;
+    };
+    const delivery = dashboard.panels.find((panel) => panel.title === 'Delivery');
+    expect(delivery).toBeDefined();
+    expect(delivery!.targets.map((target) => target.expr)).toEqual([
+      'sum by (outcome) (rate(albumflow_delivery_attempts_total[$__rate_interval]))',
+      'max by (workspace, endpoint) (albumflow_delivery_backlog)',
+      'max by (workspace, endpoint) (albumflow_delivery_oldest_undelivered_seconds)',
+    ]);
+    // The series the engine and /metrics export under these names and labels.
+    for (const [name, labels] of [
+      ['albumflow_delivery_attempts_total', ['outcome']],
+      ['albumflow_delivery_backlog', ['workspace', 'endpoint']],
+      ['albumflow_delivery_oldest_undelivered_seconds', ['workspace', 'endpoint']],
+    ] as const) {
+      const metric = registry.getSingleMetric(name) as unknown as { labelNames: string[] } | undefined;
+      expect(metric, name).toBeDefined();
+      expect(metric!.labelNames).toEqual(labels);
+    }
+    expect(new Set(dashboard.panels.map((panel) => panel.id)).size).toBe(dashboard.panels.length);
+    expect(delivery!.gridPos.y).toBeGreaterThanOrEqual(Math.max(...dashboard.panels.filter((p) => p !== delivery).map((p) => p.gridPos.y)));
   });
 });
