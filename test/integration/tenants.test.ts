@@ -7,6 +7,8 @@ import type { Client } from '@temporalio/client';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/common/config.js';
+import { KeyRing, parseKeys } from '../../src/common/secret-key.js';
+import { endpointSecretPlace } from '../../src/db/endpoints.js';
 import type { Pool } from '../../src/db/pool.js';
 import { sessionCookie } from '../../src/http/access/session.js';
 import { createRegistry, withRegisteredBots, type TenantRegistry } from '../../src/tenants/registry.js';
@@ -566,6 +568,15 @@ describe('what albumflow keeps and says of the secrets', () => {
 describe('secrets rekey', () => {
   it('seals every stored secret under the new key: an instance that has only the new key opens them all', async () => {
     const { workspace, secret } = await addWorkspace(appA);
+    // An endpoint's whsec_ secret is a stored secret too.
+    const endpoint = await appA.inject({
+      method: 'POST',
+      url: `/workspaces/${workspace}/endpoints`,
+      headers: bearer(adminToken),
+      payload: { url: 'https://1.1.1.1/hooks' },
+    });
+    expect(endpoint.statusCode).toBe(201);
+    keep(endpoint.json<{ secret: string }>().secret);
     const fresh = keep(crypto.randomBytes(32).toString('hex'));
     const run = await runCli(['secrets', 'rekey'], { DATABASE_URL: databaseUrl, ALBUMFLOW_SECRET_KEY: `${fresh},${secretKey}` });
     expect([run.code, run.stderr]).toEqual([0, '']);
@@ -578,6 +589,12 @@ describe('secrets rekey', () => {
     const app = await buildApp({ config: { ...config, secretKey: fresh }, pool, temporal, wakeDispatcher: () => undefined, logger });
     try {
       expect((await signedEvent(app, workspace, secret)).statusCode).toBe(202);
+      const freshOnly = new KeyRing(parseKeys(fresh, 'the new key'));
+      const { rows } = await pool.query<{ endpoint_id: string; id: string; secret: Buffer }>(
+        `SELECT endpoint_id, id, secret FROM endpoint_secrets`,
+      );
+      expect(rows.length).toBeGreaterThan(0);
+      for (const row of rows) expect(freshOnly.open(row.secret, endpointSecretPlace(row.endpoint_id, row.id))).toMatch(/^whsec_/);
     } finally {
       await app.close();
       await pool.end();
