@@ -53,6 +53,9 @@ const Env = Type.Object({
   PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   NOTIFY_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   NOTIFY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
+  NOTIFY_ALLOW_PRIVATE_NETWORKS: Type.Boolean({ default: false }),
+  DELIVERY_SCHEDULE: Type.Optional(Type.String({ minLength: 1 })),
+  DELIVERY_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
   LOG_LEVEL: Type.String({ default: 'info' }),
   LOG_FORMAT: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('pretty')])),
   INGEST_BATCH_MAX_ROWS: Type.Integer({ minimum: 1, default: 128 }),
@@ -139,6 +142,20 @@ export interface LineConfig {
 export type TrustProxy = boolean | string[];
 
 /** MEDIA_STORE's bucket and the prefix of every key in it (without slashes at either end; '' for none). */
+/** Outbound delivery's settings as the environment gives them (src/delivery/config.ts reads what they mean). */
+export interface NotifyConfig {
+  /** NOTIFY_URL: the endpoint of every workspace's notifications. */
+  url: string | undefined;
+  /** NOTIFY_SECRET: its `whsec_` secret, or two space-separated while rotating. */
+  secret: string | undefined;
+  /** Endpoints added through the API may be private, loopback or link-local addresses. */
+  allowPrivateNetworks: boolean;
+  /** DELIVERY_SCHEDULE: the delay before each attempt (`0s,5s,5m,…`); unset: the default schedule. */
+  schedule: string | undefined;
+  /** DELIVERY_CONCURRENCY: requests in flight at once per endpoint. */
+  concurrency: number;
+}
+
 export interface MediaStoreLocation {
   bucket: string;
   prefix: string;
@@ -197,7 +214,7 @@ export interface Config {
   media: MediaConfig;
   /** PUBLIC_URL without a trailing slash: the base of the links albumflow hands out; unset: the listen address. */
   publicUrl: string | undefined;
-  notify: { url: string | undefined; secret: string | undefined };
+  notify: NotifyConfig;
   ingest: IngestLimits;
   telegram: TelegramConfig;
   line: LineConfig;
@@ -269,7 +286,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       urlLifetimeS: raw.MEDIA_URL_LIFETIME_S,
     },
     publicUrl: raw.PUBLIC_URL?.replace(/\/+$/, ''),
-    notify: { url: raw.NOTIFY_URL, secret: raw.NOTIFY_SECRET },
+    notify: {
+      url: raw.NOTIFY_URL,
+      secret: raw.NOTIFY_SECRET,
+      allowPrivateNetworks: raw.NOTIFY_ALLOW_PRIVATE_NETWORKS,
+      schedule: raw.DELIVERY_SCHEDULE,
+      concurrency: raw.DELIVERY_CONCURRENCY,
+    },
     ingest: {
       batchMaxRows: raw.INGEST_BATCH_MAX_ROWS,
       batchMaxWaitMs: raw.INGEST_BATCH_MAX_WAIT_MS,

@@ -28,7 +28,6 @@ import { adminRoutes } from '../http/admin.js';
 import { createRegistry, type TenantRegistry } from '../tenants/registry.js';
 import { openMediaStore, type MediaStore } from '../media/store.js';
 import { mediaLinksFor } from '../media/links.js';
-import type { DeliveryConfig } from '../delivery/config.js';
 import { endpointGuard } from '../delivery/engine.js';
 import { createFeedReader, type FeedReader } from '../delivery/feed.js';
 import { endpointManager } from '../delivery/manage.js';
@@ -72,11 +71,6 @@ export interface AppDeps {
    * console before the next request reads them again (default 30 s): a scrape does not count every table.
    */
   usageMaxAgeMs?: number;
-  /**
-   * Outbound delivery's settings the routes use: whether an endpoint added through the API may be a private,
-   * loopback or link-local address (NOTIFY_ALLOW_PRIVATE_NETWORKS; default: refused).
-   */
-  delivery?: Pick<DeliveryConfig, 'allowPrivateNetworks'>;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -178,7 +172,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       get keys() {
         return tokens.keys;
       },
-      guard: endpointGuard({ allowPrivateNetworks: deps.delivery?.allowPrivateNetworks ?? false }),
+      guard: endpointGuard(deps.config.notify),
     },
     knows: async (workspace) => (await tokens.find(() => tokens.knows(workspace) || undefined)) === true,
   });

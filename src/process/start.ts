@@ -104,7 +104,7 @@ export async function startService(config: Config, roles: Roles, logger: Logger,
 
   let fail: (err: Error) => void = () => undefined;
   const failed = new Promise<Error>((resolve) => (fail = resolve));
-  const startup: Startup = { config, delivery: deliveryConfig(process.env, config.notify), logger, closers, fail };
+  const startup: Startup = { config, delivery: deliveryConfig(config.notify), logger, closers, fail };
   const embedded: EmbeddedServer[] = [];
   const embed = <T extends EmbeddedServer>(server: T): T => {
     embedded.push(server);
@@ -315,7 +315,7 @@ async function startWorker(
 
 /** The HTTP server, listening: the webhooks, the API, the console and /metrics. Answers its address and the console's. */
 async function startHttp(
-  { config, delivery, logger, closers }: Startup,
+  { config, logger, closers }: Startup,
   parts: {
     pool: Pool;
     client: Client;
@@ -348,7 +348,6 @@ async function startHttp(
     consoleSessions,
     traced: parts.traced,
     store: parts.store,
-    delivery,
   });
   closers.push(() => app.close());
   await app.listen({ port: config.port, host: config.host });

@@ -29,6 +29,7 @@ export async function deliveryApp(
     ALBUMFLOW_SECRET_KEY: bed.secretKey,
     API_TOKENS: JSON.stringify(options.tokens),
     WORKSPACE_SECRETS: JSON.stringify(Object.fromEntries(options.workspaces.map((workspace) => [workspace, ['delivery-app-secret']]))),
+    NOTIFY_ALLOW_PRIVATE_NETWORKS: String(options.allowPrivateNetworks ?? true),
     ...options.env,
   });
   const temporal = await testClient(config);
@@ -38,7 +39,6 @@ export async function deliveryApp(
     temporal,
     wakeDispatcher: () => undefined,
     logger: testLogger(config),
-    delivery: { allowPrivateNetworks: options.allowPrivateNetworks ?? true },
   });
   await app.ready();
   return {

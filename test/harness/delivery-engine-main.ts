@@ -12,7 +12,7 @@ import { endpointGuard } from '../../src/delivery/engine.js';
 import { deliveryEngineReadyLine, mediaLinks } from './delivery.js';
 
 const config = loadConfig(process.env);
-const delivery = deliveryConfig(process.env, config.notify);
+const delivery = deliveryConfig(config.notify);
 const engine = createDeliveryEngine({
   pool: createPool(connectionConfig(config.databaseUrl), { max: 4 }),
   keys: new KeyRing(parseKeys(process.env.ALBUMFLOW_SECRET_KEY ?? '', 'ALBUMFLOW_SECRET_KEY')),

@@ -75,8 +75,8 @@ export async function deliveryTestbed(env: Record<string, string> = {}): Promise
     receiver,
     deps,
     async startEngine({ env: engineEnv = {}, ...options } = {}) {
-      const engineConfig = testConfig({ DATABASE_URL: databaseUrl, ...env, ...engineEnv });
-      const delivery = deliveryConfig({ NOTIFY_ALLOW_PRIVATE_NETWORKS: 'true', ...env, ...engineEnv }, engineConfig.notify);
+      const engineConfig = testConfig({ DATABASE_URL: databaseUrl, NOTIFY_ALLOW_PRIVATE_NETWORKS: 'true', ...env, ...engineEnv });
+      const delivery = deliveryConfig(engineConfig.notify);
       const enginePool = testPool(engineConfig, 4);
       const engine = createDeliveryEngine({
         pool: enginePool,

@@ -21,7 +21,7 @@ describe('loadConfig', () => {
     expect(config.media.store).toBeUndefined();
     expect(config.media.urlLifetimeS).toBe(86400);
     expect(config.publicUrl).toBeUndefined();
-    expect(config.notify).toEqual({ url: undefined, secret: undefined });
+    expect(config.notify).toEqual({ url: undefined, secret: undefined, allowPrivateNetworks: false, schedule: undefined, concurrency: 4 });
     expect(config.logFormat).toBeUndefined();
   });
 
@@ -121,7 +121,11 @@ describe('loadConfig', () => {
   });
 
   it('treats an empty variable as unset', () => {
-    expect(loadConfig({ NOTIFY_URL: '', NOTIFY_SECRET: '' }).notify).toEqual({ url: undefined, secret: undefined });
+    expect(loadConfig({ NOTIFY_URL: '', NOTIFY_SECRET: '', DELIVERY_SCHEDULE: '' }).notify).toMatchObject({
+      url: undefined,
+      secret: undefined,
+      schedule: undefined,
+    });
   });
 
   it.each([

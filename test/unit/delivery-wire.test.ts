@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/common/config.js';
+import { ConfigError, loadConfig } from '../../src/common/config.js';
 import { base32 } from '../../src/delivery/base32.js';
 import { deliveryConfig } from '../../src/delivery/config.js';
 import { withMediaLinks } from '../../src/delivery/materialize.js';
@@ -88,10 +88,11 @@ describe('the Standard Webhooks wire', () => {
 });
 
 describe('delivery configuration', () => {
-  const notify = { url: undefined, secret: undefined };
+  /** The configuration src/common/config.ts reads from these variables. */
+  const notifyOf = (env: Record<string, string>) => loadConfig(env).notify;
 
   it('has the documented defaults', () => {
-    expect(deliveryConfig({}, notify)).toEqual({
+    expect(deliveryConfig(notifyOf({}))).toEqual({
       schedule: defaultSchedule,
       concurrency: 4,
       allowPrivateNetworks: false,
@@ -102,8 +103,13 @@ describe('delivery configuration', () => {
   it('reads its variables and the environment endpoint', () => {
     const secret = generateSecret();
     const config = deliveryConfig(
-      { DELIVERY_SCHEDULE: '0s,1s', DELIVERY_CONCURRENCY: '2', NOTIFY_ALLOW_PRIVATE_NETWORKS: 'true', PORT: 'ignored' },
-      { url: 'https://ops.example/hook', secret },
+      notifyOf({
+        DELIVERY_SCHEDULE: '0s,1s',
+        DELIVERY_CONCURRENCY: '2',
+        NOTIFY_ALLOW_PRIVATE_NETWORKS: 'true',
+        NOTIFY_URL: 'https://ops.example/hook',
+        NOTIFY_SECRET: secret,
+      }),
     );
     expect(config).toEqual({
       schedule: [0, 1000],
@@ -114,10 +120,10 @@ describe('delivery configuration', () => {
   });
 
   it('names the variable that is wrong', () => {
-    expect(() => deliveryConfig({ DELIVERY_SCHEDULE: '1m' }, notify)).toThrow(ConfigError);
-    expect(() => deliveryConfig({ DELIVERY_SCHEDULE: '1m' }, notify)).toThrow(/DELIVERY_SCHEDULE must start with 0s/);
-    expect(() => deliveryConfig({ DELIVERY_CONCURRENCY: '0' }, notify)).toThrow(/DELIVERY_CONCURRENCY/);
-    expect(() => deliveryConfig({}, { url: 'https://ops.example/hook', secret: 'old-style-secret' })).toThrow(
+    expect(() => deliveryConfig(notifyOf({ DELIVERY_SCHEDULE: '1m' }))).toThrow(ConfigError);
+    expect(() => deliveryConfig(notifyOf({ DELIVERY_SCHEDULE: '1m' }))).toThrow(/DELIVERY_SCHEDULE must start with 0s/);
+    expect(() => notifyOf({ DELIVERY_CONCURRENCY: '0' })).toThrow(/DELIVERY_CONCURRENCY/);
+    expect(() => deliveryConfig(notifyOf({ NOTIFY_URL: 'https://ops.example/hook', NOTIFY_SECRET: 'old-style-secret' }))).toThrow(
       /^invalid configuration: NOTIFY_SECRET must be/,
     );
   });
