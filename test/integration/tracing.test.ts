@@ -180,8 +180,13 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
 
     // The notification's delivery continues its span, and carries the attempt's trace context: the receiver continues that trace.
     const notification = stack.receiver.requests().find((request) => request.body.type === 'album.ready')!;
-    const attempt = deliveryAttemptOf(notification.headers.traceparent);
-    expect(attempt).toMatchObject({ traceId: ready[0]!.traceId, parentSpanId: ready[0]!.spanId });
+    // Its span ends once the attempt is recorded, after the receiver answered: it is exported a moment later.
+    await eventually(() =>
+      expect(deliveryAttemptOf(notification.headers.traceparent)).toMatchObject({
+        traceId: ready[0]!.traceId,
+        parentSpanId: ready[0]!.spanId,
+      }),
+    );
     expect(signals.map((span) => span.traceId)).toContain(ready[0]!.traceId);
 
     // A log line written inside a span carries its ids.
@@ -285,10 +290,12 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
       );
       expect(updated).toHaveLength(1);
       const updatedRequest = stack.receiver.requests().find((request) => request.body.type === 'album.updated')!;
-      expect(deliveryAttemptOf(updatedRequest.headers.traceparent)).toMatchObject({
-        traceId: updated[0]!.traceId,
-        parentSpanId: updated[0]!.spanId,
-      });
+      await eventually(() =>
+        expect(deliveryAttemptOf(updatedRequest.headers.traceparent)).toMatchObject({
+          traceId: updated[0]!.traceId,
+          parentSpanId: updated[0]!.spanId,
+        }),
+      );
       // The LINE set: its one request, two downloads from the content API, one album.ready.
       const linePart = partOf(lineSpan!);
       expect(linePart).not.toBe(telegramPart);
