@@ -256,6 +256,15 @@ export async function claimDeliveries(
     }));
 }
 
+/**
+ * Hands back a claimed delivery whose attempt was not made (its endpoint went off, or the sender stopped, while
+ * it waited its turn): sendable again at once instead of when its lease runs out. A delivery settled meanwhile
+ * is left as it is.
+ */
+export async function releaseDelivery(db: Queryable, delivery: Pick<ClaimedDelivery, 'id' | 'attempts'>): Promise<void> {
+  await db.query(`UPDATE deliveries SET leased_until = NULL WHERE id = $1 AND attempts = $2`, [delivery.id, delivery.attempts]);
+}
+
 /** What an attempt does to its endpoint. */
 export type EndpointOutcome = 'succeeded' | 'failed' | Exclude<DisabledReason, 'operator'>;
 

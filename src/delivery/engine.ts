@@ -17,6 +17,7 @@ import {
   deliveriesChannel,
   leaseEndpoints,
   recordAttempt,
+  releaseDelivery,
   releaseEndpoint,
   renewEndpointLease,
   type ClaimedDelivery,
@@ -257,6 +258,11 @@ export function createDeliveryEngine(options: DeliveryEngineOptions): DeliveryEn
 
     async function attempt(secrets: string[], delivery: ClaimedDelivery): Promise<void> {
       await paced();
+      // Its turn came after the endpoint went off (a 410, disabled, the lease lost) or the sender stopped: no request.
+      if (lost || stopped) {
+        await releaseDelivery(pool, delivery).catch((err: unknown) => lanelog.warn({ err }, 'could not hand back a delivery'));
+        return;
+      }
       const at = new Date();
       const attributes = { 'albumflow.notification.type': delivery.type, 'albumflow.delivery.attempt': delivery.attempts + 1 };
       try {

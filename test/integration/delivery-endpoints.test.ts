@@ -70,6 +70,24 @@ describe('outbound delivery: endpoints', () => {
     );
   });
 
+  it('makes no attempt whose turn comes after its endpoint was disabled, and holds those deliveries at once', async () => {
+    bed = await deliveryTestbed({ DELIVERY_SCHEDULE: '0s,100ms', DELIVERY_CONCURRENCY: '4' });
+    // Two a second: the lane claims two deliveries together and paces the second half a second after the first.
+    const { endpoint } = await bed.endpoint('acme', 'paced', { rateLimit: 2 }, () => ({ status: 410 }));
+    for (const album of ['alb_a', 'alb_b', 'alb_c', 'alb_d']) await bed.record({ workspace: 'acme', album, seq: 1 });
+    await bed.startEngine();
+
+    await vi.waitFor(async () => expect((await getEndpoint(bed!.pool, endpoint.id))!.disabledReason).toBe('gone'), eventually);
+    await vi.waitFor(
+      async () => expect(Object.values(await deliveryStates(bed!, endpoint.id))).toEqual(['held', 'held', 'held', 'held']),
+      eventually,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(bed.receiver.received('paced')).toHaveLength(1);
+    const deliveries = await listDeliveries(bed.pool, endpoint.id, { limit: 10 });
+    expect(deliveries.map((delivery) => delivery.history.length).sort()).toEqual([0, 0, 0, 1]);
+  });
+
   it('disables an endpoint that has failed everything for five days, and an operator may disable and enable one', async () => {
     bed = await deliveryTestbed({ DELIVERY_SCHEDULE: '0s,1h' });
     let answer = 500;
