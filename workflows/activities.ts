@@ -26,8 +26,8 @@ const storeOptions = {
  * activity: `loadPrior` (local) reads the decisions in PostgreSQL, and when a worker dies before the
  * first workflow task completes, the task is replayed without its markers, so `loadPrior` would run
  * again, find the decision its own lost attempt recorded, and the run would treat its children as
- * already decided and never send `album.ready`. A notification's receiver may be down for hours; a
- * pending activity shows its attempts and last failure in the Temporal UI.
+ * already decided and never send `album.ready`. They only write to PostgreSQL: a receiver that is down never
+ * holds them (outbound delivery, src/delivery/, sends the notifications they record).
  */
 export const { recordDecision, notify, recordAndNotify } = proxyActivities<WorkflowActivities>(storeOptions);
 

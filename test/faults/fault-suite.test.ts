@@ -9,6 +9,15 @@ import { fillExpiredAlbums, workspaceLeftovers, type ExpiredAlbums } from '../ha
 import { unique } from '../harness/random.js';
 import { openMediaStore, type MediaStore } from '../../src/media/store.js';
 import { checkInvariants, isQuiet, type CheckReport } from './invariants.js';
+import { environmentEndpointId } from '../../src/db/endpoints.js';
+import {
+  addOutageEndpoints,
+  checkAlbumsNotHeld,
+  checkDeliveries,
+  endpointsToken,
+  leaseHolderPid,
+  type OutageEndpoints,
+} from './receiver-outage.js';
 import { formatTable, megabytes, seconds, waitFor } from './report.js';
 
 interface Fault {
@@ -30,12 +39,18 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<boole
   return true;
 }
 
-describe('fault suite: two ingresses and two workers under signed load while their dependencies break', () => {
+/** Shortened from §16's three days, so that the outage's notifications are still pending when it ends. */
+const deliverySchedule = '0s,1s,2s,4s,8s,15s,15s,15s,15s,15s,15s,15s';
+const deliveryConcurrency = 4;
+const receiverOutageMs = 40_000;
+
+describe('fault suite: two ingresses and two workers under signed load while their dependencies and receivers break', () => {
   let stack: ProcessStack;
   let load: LoadGenerator;
   let botApi: FakeBotApi;
   let store: MediaStore;
   let expired: ExpiredAlbums;
+  let endpoints: OutageEndpoints;
   const faults: Fault[] = [];
   let startedAt = 0;
   const bot = { id: '7000000042', token: `7000000042:AAH${crypto.randomBytes(16).toString('hex')}`, secretToken: 'faults-telegram-secret' };
@@ -51,10 +66,16 @@ describe('fault suite: two ingresses and two workers under signed load while the
       env: (workspace) => ({
         // Retention runs through the load and every fault, purging the expired workspace filled below.
         RETENTION_INTERVAL_S: '2',
+        // A workspace token adds two endpoints of its own beside NOTIFY_URL's, on the loopback address.
+        API_TOKENS: JSON.stringify({ [endpointsToken]: [workspace] }),
+        NOTIFY_ALLOW_PRIVATE_NETWORKS: 'true',
+        DELIVERY_SCHEDULE: deliverySchedule,
+        DELIVERY_CONCURRENCY: String(deliveryConcurrency),
         TELEGRAM_API_ROOT: botApi.url,
         TELEGRAM_BOTS: JSON.stringify({ [workspace]: { faults: { token: bot.token, secretToken: bot.secretToken } } }),
       }),
     });
+    endpoints = await addOutageEndpoints(stack);
     store = openMediaStore({ dir: path.join(stack.dir, 'media'), store: undefined });
     expired = await fillExpiredAlbums(stack.pool, store, { workspace: unique('ws-expired'), albums: 2_000, files: 100 });
     load = new LoadGenerator({
@@ -78,6 +99,7 @@ describe('fault suite: two ingresses and two workers under signed load while the
     load?.stop();
     store?.close();
     await stack?.teardown();
+    await endpoints?.close();
     await botApi?.close();
   }, 120_000);
 
@@ -141,6 +163,43 @@ describe('fault suite: two ingresses and two workers under signed load while the
       return `${answers.filter((a) => a.status === 503).length} answered 503`;
     });
 
+    let outage = { from: 0, to: 0 };
+    await inject(
+      `receivers down for ${seconds(receiverOutageMs)}: NOTIFY_URL answers 503 (1 in 5 hangs past the 15 s timeout), "gone" 410`,
+      async () => {
+        let answered = 0;
+        let hung = 0;
+        outage = { from: Date.now(), to: 0 };
+        stack.receiver.outage(() => {
+          if (Math.random() < 0.2) {
+            hung += 1;
+            return { status: 503, hang: true };
+          }
+          answered += 1;
+          return { status: 503 };
+        });
+        endpoints.goneNow();
+        const steadyBefore = endpoints.receiver.received('steady').length;
+        await pause(receiverOutageMs);
+        stack.receiver.recover();
+        outage.to = Date.now();
+        const steady = endpoints.receiver.received('steady').length - steadyBefore;
+        return `${answered} answered 503, ${hung} hung; "steady" took ${steady} meanwhile`;
+      },
+    );
+
+    await inject('kill -9 the worker sending the backlog, mid-delivery', async () => {
+      if (!(await until(() => stack.receiver.inFlight() > 0, 20_000))) return 'no notification was in flight';
+      const pid = await leaseHolderPid(stack.pool, environmentEndpointId);
+      const worker = stack.workers.find((candidate) => candidate.pid === pid);
+      if (!worker) return 'no worker held the NOTIFY_URL endpoint';
+      const inFlight = stack.receiver.inFlight();
+      await worker.kill9();
+      await pause(1_000);
+      await worker.start();
+      return `${inFlight} in flight from ${worker.name}`;
+    });
+
     load.phase = 'cool-down and redeliveries';
     await pause(5_000);
     load.stopGenerating();
@@ -148,6 +207,14 @@ describe('fault suite: two ingresses and two workers under signed load while the
     const quiet = await waitFor(async () => isQuiet(stack.pool, load), 360_000, 2_000);
     stack.memory.stop();
     const report: CheckReport = await checkInvariants({ stack, load, botApi });
+    const deliveries = await checkDeliveries({
+      pool: stack.pool,
+      environment: stack.receiver.requests(),
+      endpoints,
+      concurrency: deliveryConcurrency,
+    });
+    // Without a receiver to wait on, an album closes its late window after its last decision, its downloads settled.
+    const held = await checkAlbumsNotHeld({ pool: stack.pool, temporalAddress: stack.temporalAddress, outage, closeWithinMs: 25_000 });
     const expiredLeft = await workspaceLeftovers(stack.pool, expired.workspace);
     const expiredFilesLeft = (await Promise.all(expired.shas.map((sha) => store.stat(sha)))).filter((info) => info !== null).length;
     const elapsed = Date.now() - startedAt;
@@ -200,6 +267,16 @@ describe('fault suite: two ingresses and two workers under signed load while the
           `caption edits ${telegramChildren.filter((c) => c.editedCaption !== null).length}, getFile calls ${botApi.calls('getFile').length}`,
         `peak memory: ingress ${megabytes(stack.peakMemory('ingress'))}, worker ${megabytes(stack.peakMemory('worker'))}; ` +
           `unexpected process exits ${[...stack.ingresses, ...stack.workers].reduce((n, p) => n + p.unexpectedExits, 0)}`,
+        `receivers: ${deliveries.endpoints
+          .map(
+            (e) =>
+              `${e.name} ${e.delivered}/${e.recorded} delivered${e.held ? `, ${e.held} held` : ''}${e.lastAcceptedAt ? `, the last ${seconds(e.lastAcceptedAt - outage.to)} after the outage` : ''}`,
+          )
+          .join('; ')}; "gone" answered 410 ${deliveries.goneAnswers} time(s)`,
+        `albums decided during the receivers' outage ${held.decided}, closed before it ended ${held.closedDuringOutage}, ` +
+          `slowest close after its last decision ${seconds(held.slowestCloseMs)}`,
+        ...deliveries.violations.slice(0, 20).map((v) => `  [delivery] ${v}`),
+        ...held.violations.slice(0, 20).map((v) => `  [albums held] ${v}`),
         `retention through the load: the expired workspace's rows left ${JSON.stringify(expiredLeft)}, files left ${expiredFilesLeft} of ${expired.shas.length}`,
         ...report.violations.slice(0, 40).map((v) => `  [${v.phase}] ${v.message}`),
         '',
@@ -208,6 +285,11 @@ describe('fault suite: two ingresses and two workers under signed load while the
 
     expect(quiet.done, `never quiet: ${quiet.detail}`).toBe(true);
     expect(report.violations).toEqual([]);
+    expect(deliveries.violations).toEqual([]);
+    expect(held.violations).toEqual([]);
+    expect(held.decided).toBeGreaterThan(0);
+    expect(held.closedDuringOutage).toBeGreaterThan(0);
+    expect(faults.find((f) => f.name.startsWith('kill -9 the worker sending'))?.note).toMatch(/in flight from worker-/);
     expect(load.unacknowledged()).toBe(0);
     expect(report.checked.size).toBe(acknowledged);
     expect(acknowledged).toBe(load.children.size);

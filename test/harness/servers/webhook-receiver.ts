@@ -21,6 +21,8 @@ export interface ReceivedWebhook {
   receivedAt: number;
   /** Its number among the endpoint's verified requests, from 1. */
   n: number;
+  /** The status it was answered with; undefined while it waits for its answer, or when it never got one (hung). */
+  status: number | undefined;
 }
 
 export interface Answer {
@@ -102,6 +104,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       headers: req.headers,
       receivedAt: Date.now(),
       n: ++endpoint.verified,
+      status: undefined,
     };
     received.push(request);
     const key = `${name} ${webhookId}`;
@@ -114,6 +117,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       if (answer.hang) return await new Promise<void>((resolve) => res.once('close', resolve));
       if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
       res.writeHead(answer.status, answer.headers).end(answer.body ?? '');
+      request.status = answer.status;
     } finally {
       inFlightById.set(key, inFlightById.get(key)! - 1);
       endpoint.inFlight -= 1;
