@@ -28,6 +28,13 @@ export const signatureFailuresTotal = new Counter({
   registers: [registry],
 });
 
+export const tenantReloadsTotal = new Counter({
+  name: 'albumflow_tenant_reloads_total',
+  help: 'Reads of the tenant tables, by what asked: a change (its notification, or made here), the periodic backstop, or lookups that missed',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 export const ingestBatchSize = new Histogram({
   name: 'albumflow_ingest_batch_size',
   help: 'Webhook deliveries written in one group-commit transaction',

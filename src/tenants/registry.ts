@@ -4,6 +4,7 @@
 // backstop for a missed notification. A lookup never waits on the database.
 import type { Config, LineChannel, TelegramBot } from '../common/config.js';
 import type { Logger } from '../common/log.js';
+import { tenantReloadsTotal } from '../common/metrics.js';
 import { resolveSecretKey, type KeyRing } from '../common/secret-key.js';
 import { listen, type Listener } from '../db/listen.js';
 import { isUnavailable, type Pool } from '../db/pool.js';
@@ -98,6 +99,15 @@ export interface RegistryOptions {
 /** Beyond this many rows per table the registry still loads them all, and says the snapshot grew large. */
 const largeTable = 100_000;
 
+/**
+ * The least time between two reads that lookups which missed start: a flood of unknown workspaces, bad
+ * signatures or bad tokens reads the tables at most four times a second, however many requests it sends.
+ */
+const missReloadSpacingMs = 250;
+
+/** What asked for a read of the tables (albumflow_tenant_reloads_total's reason). */
+export type ReloadReason = 'change' | 'backstop' | 'miss';
+
 export class TenantRegistry implements Tokens {
   readonly #pool: Pool;
   #keys: KeyRing | (() => KeyRing);
@@ -111,6 +121,9 @@ export class TenantRegistry implements Tokens {
   #used = new Set<string>();
   #inFlight: Promise<void> | undefined;
   #queued: Promise<void> | undefined;
+  /** The read the misses of the moment share, and when the last one started. */
+  #missReload: Promise<void> | undefined;
+  #missReloadAt = 0;
   #listener: Listener | undefined;
   #timers: NodeJS.Timeout[] = [];
   #failing = false;
@@ -154,7 +167,7 @@ export class TenantRegistry implements Tokens {
       timer.unref();
       this.#timers.push(timer);
     };
-    every(this.#reloadIntervalMs, () => this.reload());
+    every(this.#reloadIntervalMs, () => this.reload('backstop'));
     every(this.#touchIntervalMs, () => this.#touch());
   }
 
@@ -200,13 +213,14 @@ export class TenantRegistry implements Tokens {
    * After a lookup missed (an unknown workspace, bot, channel or token, a signature no secret matches):
    * resolves once the snapshot was read by a query that started after `since` (ms since the epoch), so an
    * entry committed before then is found — in another process's registry too, before its notification
-   * arrives. A hit never waits; misses share one reload at a time, and wait for it at most `timeoutMs`.
+   * arrives. A hit never waits; misses share one read, started at most every 250 ms, and wait for it at
+   * most `timeoutMs`.
    */
   async refreshed(since: number, timeoutMs = 1_000): Promise<void> {
     if (this.#loadStartedAt > since) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      this.reload().catch(() => undefined),
+      this.#reloadForMisses().catch(() => undefined),
       new Promise<void>((resolve) => {
         timer = setTimeout(resolve, timeoutMs);
       }),
@@ -226,14 +240,28 @@ export class TenantRegistry implements Tokens {
     return look();
   }
 
+  /** A read for lookups that missed: the one they share, which starts no sooner than 250 ms after the last. */
+  #reloadForMisses(): Promise<void> {
+    if (!this.#missReload) {
+      const waitMs = Math.max(0, this.#missReloadAt + missReloadSpacingMs - Date.now());
+      this.#missReload = new Promise((resolve) => setTimeout(resolve, waitMs)).then(() => {
+        this.#missReload = undefined;
+        this.#missReloadAt = Date.now();
+        return this.reload('miss');
+      });
+    }
+    return this.#missReload;
+  }
+
   /**
    * Reads the tables again and swaps in the new snapshot. A call made while a load runs gets the load
    * after it (which sees every change committed before the call); calls made meanwhile share that one.
    */
-  reload(): Promise<void> {
+  reload(reason: ReloadReason = 'change'): Promise<void> {
     if (this.#closed) return Promise.resolve();
     if (this.#queued) return this.#queued;
     if (!this.#inFlight) {
+      tenantReloadsTotal.inc({ reason });
       this.#inFlight = this.#load().finally(() => (this.#inFlight = undefined));
       return this.#inFlight;
     }
@@ -241,7 +269,7 @@ export class TenantRegistry implements Tokens {
       .catch(() => undefined)
       .then(() => {
         this.#queued = undefined;
-        return this.reload();
+        return this.reload(reason);
       });
     return this.#queued;
   }
