@@ -131,6 +131,16 @@ describe('console pages', () => {
     expect(page).not.toContain(`media/${video}/thumbnail`);
   });
 
+  it('offer “Resolve review” only on an album that needs one', () => {
+    expect(renderAlbum(album())).toContain('>Resolve review</button>');
+    expect(renderAlbum(album({ review: { required: false, reasons: [] } }))).not.toContain('Resolve review');
+    const resolved = album({
+      review: { required: false, reasons: ['late_item'], resolved: { at: '2026-09-29T10:06:00.000Z', note: 'fine' } },
+    });
+    expect(renderAlbum(resolved)).toContain('review resolved');
+    expect(renderAlbum(resolved)).not.toContain('>Resolve review</button>');
+  });
+
   it('follow a closed album no more: its page carries no live-update URL', () => {
     expect(renderAlbum(album())).toContain('data-live-url=');
     expect(renderAlbum(album({ state: 'closed' }))).not.toContain('data-live-url=');
