@@ -269,8 +269,8 @@ describe('BENCHMARKS.md', () => {
   const file = fs.readFileSync(new URL('../../BENCHMARKS.md', import.meta.url), 'utf8');
   const prose = file.split(/^(?=## Run of )/m)[0]!;
 
-  it('reads in minutes: under 150 lines, one table of targets', () => {
-    expect(file.split('\n').length).toBeLessThan(150);
+  it('reads in minutes: under 165 lines, one table of targets', () => {
+    expect(file.split('\n').length).toBeLessThan(165);
     expect(tableHeaders(file).filter((header) => header.includes('target'))).toHaveLength(1);
   });
 
