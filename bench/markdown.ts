@@ -10,6 +10,8 @@ import {
   routeLabels,
   tracingSummary,
   type BenchReport,
+  type DeliveryCheck,
+  type DeliveryStep,
   type MediaStoreStep,
   type MediaStoreVariant,
   type TracingRun,
@@ -175,6 +177,49 @@ function mediaStoreSection(step: MediaStoreStep | null | undefined): string {
   ].join('\n');
 }
 
+/** What a receiver's check found wrong, or '' when nothing. */
+function checkProblems(what: string, check: DeliveryCheck): string {
+  const problems = [
+    check.arrived < check.notifications ? `${check.notifications - check.arrived} of ${check.notifications} never delivered` : '',
+    check.outOfOrder > 0 ? `${check.outOfOrder} requests before the one ahead in their album was delivered` : '',
+    check.unverified > 0 ? `${check.unverified} requests that did not verify` : '',
+  ].filter(Boolean);
+  return problems.length > 0 ? `${what}: ${problems.join(', ')}` : '';
+}
+
+/** Outbound delivery: the engine against a bare signed POST loop, and the drain of a backlog after an outage. */
+function deliverySection(step: DeliveryStep | null | undefined): string {
+  if (!step) return 'Outbound delivery was not measured (the delivery phase did not run).';
+  const { throughput: t, drain: d } = step;
+  const engineShare = t.engine.perS === null ? null : t.engine.perS / t.rateLimit;
+  const bound =
+    engineShare !== null && engineShare >= 0.9 ? 'the rate limit bounds it' : `${pct(engineShare)} of the rate limit: not the bound`;
+  const problems = [
+    checkProblems('the engine', t.check),
+    t.ceiling.delivered < t.notifications ? `the ceiling: ${t.notifications - t.ceiling.delivered} not answered 2xx` : '',
+    checkProblems('the drain', d.check),
+    d.withinRateLimit ? '' : `the drain's pace above the rate limit`,
+  ].filter(Boolean);
+  const times = (value: number | null) => (value === null ? '–' : `${value}×`);
+  return [
+    `${t.notifications} notifications of ${t.albums} albums to one endpoint (rate limit ${t.rateLimit}/s, the highest) of a receiver that ` +
+      `verifies each with standardwebhooks and answers 204 at once, ${step.concurrency} requests in flight; the ceiling signs the same ` +
+      `bodies with standardwebhooks and POSTs them over kept-alive connections. The engine: ${times(t.throughputRatio)} the ceiling's ` +
+      `notifications/s (${bound}) at ${times(t.cpuRatio)} its CPU per notification. After a ${d.outageS} s outage (503) a backlog of ` +
+      `${d.backlog} notifications drained at ${cell(d.drainPerS)}/s from the recovery, ${times(d.rateRatio)} the endpoint's rate limit ` +
+      `of ${d.rateLimit}/s (the first after ${cell(d.firstDeliveryS)} s, the schedule's wait; then attempts paced at ${cell(d.pacePerS)}/s). ` +
+      `Every notification delivered, in order per album, and the drain within the rate limit: ${step.ok ? 'yes.' : `**no** (${problems.join('; ')}).`}`,
+    '',
+    table(
+      ['sender', 'notifications/s', 'CPU ms per notification', 'PostgreSQL CPU ms per notification'],
+      [
+        ['the ceiling (a bare signed POST loop)', t.ceiling.perS, t.ceiling.cpuMsPerNotification, null],
+        ['the delivery engine', t.engine.perS, t.engine.cpuMsPerNotification, t.engine.postgresCpuMsPerNotification],
+      ],
+    ),
+  ].join('\n');
+}
+
 /** A phase's decisions: p50 / p99 of the albums with a total, p99 of those without (after their quiet period). */
 function decided(e: EndToEnd | undefined): Cell[] {
   if (!e) return [null, null, null, null];
@@ -252,6 +297,7 @@ export function renderMarkdown(report: BenchReport): string {
   section('The webhook routes', routesSection(report));
   section('Tracing', tracingSection(report));
   section('Media store: the directory against S3', mediaStoreSection(report.mediaStore));
+  section('Outbound delivery', deliverySection(report.delivery));
 
   section(
     'The whole app, phase by phase',

@@ -3,11 +3,23 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { maxRateLimit } from '../src/delivery/endpoints.js';
 import type { AlbumShape } from './workload.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export const phaseNames = ['ingest', 'routes', 'tracing', 'media-store', 'sustained', 'burst', 'baseline', 'knee', 'scale'] as const;
+export const phaseNames = [
+  'ingest',
+  'routes',
+  'tracing',
+  'media-store',
+  'delivery',
+  'sustained',
+  'burst',
+  'baseline',
+  'knee',
+  'scale',
+] as const;
 export type PhaseName = (typeof phaseNames)[number];
 
 export interface BenchOptions {
@@ -41,6 +53,20 @@ export interface BenchOptions {
    */
   mediaStoreRate: number;
   mediaStoreSeconds: number;
+  /**
+   * The delivery phase's throughput step: this many notifications (three per album) to one endpoint at the
+   * highest rate limit, sent by the delivery engine and then by the ceiling, each with deliveryConcurrency
+   * requests in flight (DELIVERY_CONCURRENCY).
+   */
+  deliveryNotifications: number;
+  deliveryConcurrency: number;
+  /**
+   * The delivery phase's drain: an endpoint at this rate limit (requests/s) answers 503 for deliveryOutageSeconds
+   * while deliveryBacklog notifications are recorded, then recovers.
+   */
+  deliveryRateLimit: number;
+  deliveryOutageSeconds: number;
+  deliveryBacklog: number;
   /** Albums kept open (late window) before memory is read; small albums are added to reach it. */
   openAlbums: number;
   /** Offered rate of the scale top-up, requests/s (below the pipeline's capacity, so memory is read at steady state). */
@@ -95,6 +121,11 @@ export const defaultOptions: BenchOptions = {
   kneeSeconds: 10,
   mediaStoreRate: 30,
   mediaStoreSeconds: 10,
+  deliveryNotifications: 3000,
+  deliveryConcurrency: 4,
+  deliveryRateLimit: 100,
+  deliveryOutageSeconds: 10,
+  deliveryBacklog: 1000,
   openAlbums: 5000,
   scaleRate: 100,
   quietPeriodMs: 1000,
@@ -132,6 +163,10 @@ export const tinyOptions: Partial<BenchOptions> = {
   kneeSeconds: 2,
   mediaStoreRate: 10,
   mediaStoreSeconds: 2,
+  deliveryNotifications: 150,
+  deliveryRateLimit: 50,
+  deliveryOutageSeconds: 2,
+  deliveryBacklog: 60,
   openAlbums: 100,
   quietPeriodMs: 300,
   maxWaitMs: 20_000,
@@ -139,14 +174,16 @@ export const tinyOptions: Partial<BenchOptions> = {
 };
 
 const usage =
-  'npm run bench -- [--tiny] [--phases ingest,routes,tracing,media-store,sustained,burst,baseline,knee,scale] [--rates 100,200,400]\n' +
+  'npm run bench -- [--tiny] [--phases ingest,routes,tracing,media-store,delivery,sustained,burst,baseline,knee,scale] [--rates 100,200,400]\n' +
   '  [--step-seconds 10] [--media-store-rate 30] [--media-store-seconds 10]\n' +
+  '  [--delivery-notifications 3000] [--delivery-concurrency 4] [--delivery-rate-limit 100] [--delivery-outage-seconds 10] [--delivery-backlog 1000]\n' +
   '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 15] [--sustained-rate 150] [--sustained-seconds 20]\n' +
   '  [--burst-albums-per-second 20] [--burst-seconds 10] [--knee-start-rate 100] [--knee-step-rate 25] [--knee-max-rate 400]\n' +
   '  [--knee-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
   '  [--no-media] [--media-first-byte-ms 60] [--media-mb-per-s 25] [--seed N] [--profile] [--no-benchmarks-md]\n' +
   "The sustained, burst and media-store phases download every child's attachment from a local media server (--no-media: none);\n" +
-  'the media-store phase runs an S3-compatible server of its own (npm run s3:install builds it).\n' +
+  'the media-store phase runs an S3-compatible server of its own (npm run s3:install builds it);\n' +
+  'the delivery phase runs the delivery engine and its ceiling (a bare signed POST loop) as processes of their own.\n' +
   'DATABASE_URL names the PostgreSQL server (fresh databases are created on it and dropped after; unset: an embedded one of the run);\n' +
   'TEMPORAL_ADDRESS, when set, is used instead of starting a dev server.\n' +
   '--profile writes CPU profiles of the Node processes (--cpu-prof) and, with `perf` on PATH, of the Temporal server.\n' +
@@ -174,6 +211,11 @@ export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
       'knee-seconds': { type: 'string' },
       'media-store-rate': { type: 'string' },
       'media-store-seconds': { type: 'string' },
+      'delivery-notifications': { type: 'string' },
+      'delivery-concurrency': { type: 'string' },
+      'delivery-rate-limit': { type: 'string' },
+      'delivery-outage-seconds': { type: 'string' },
+      'delivery-backlog': { type: 'string' },
       'open-albums': { type: 'string' },
       'scale-rate': { type: 'string' },
       'quiet-period-ms': { type: 'string' },
@@ -226,6 +268,21 @@ export function parseOptions(argv: string[]): Partial<BenchOptions> | null {
   if (options.kneeStepRate === 0) throw new Error('--knee-step-rate must be above 0');
   set('mediaStoreRate', number(values['media-store-rate'], 'media-store-rate'));
   set('mediaStoreSeconds', number(values['media-store-seconds'], 'media-store-seconds'));
+  set('deliveryNotifications', number(values['delivery-notifications'], 'delivery-notifications'));
+  set('deliveryConcurrency', number(values['delivery-concurrency'], 'delivery-concurrency'));
+  if (
+    options.deliveryConcurrency !== undefined &&
+    !(Number.isInteger(options.deliveryConcurrency) && options.deliveryConcurrency >= 1 && options.deliveryConcurrency <= 64)
+  )
+    throw new Error('--delivery-concurrency takes a whole number from 1 to 64 (DELIVERY_CONCURRENCY)');
+  set('deliveryRateLimit', number(values['delivery-rate-limit'], 'delivery-rate-limit'));
+  if (
+    options.deliveryRateLimit !== undefined &&
+    !(Number.isInteger(options.deliveryRateLimit) && options.deliveryRateLimit >= 1 && options.deliveryRateLimit <= maxRateLimit)
+  )
+    throw new Error(`--delivery-rate-limit takes a whole number of requests a second from 1 to ${maxRateLimit}`);
+  set('deliveryOutageSeconds', number(values['delivery-outage-seconds'], 'delivery-outage-seconds'));
+  set('deliveryBacklog', number(values['delivery-backlog'], 'delivery-backlog'));
   set('openAlbums', number(values['open-albums'], 'open-albums'));
   set('scaleRate', number(values['scale-rate'], 'scale-rate'));
   set('quietPeriodMs', number(values['quiet-period-ms'], 'quiet-period-ms'));

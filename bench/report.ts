@@ -349,6 +349,113 @@ export interface MediaStoreStep {
   ok: boolean;
 }
 
+/** A notification of the delivery phase: its webhook-id, its album, and its place among the album's notifications (from 0). */
+export interface SentNotification {
+  webhookId: string;
+  album: string;
+  index: number;
+}
+
+/** A request the receiver verified, in arrival order, and whether it was answered 2xx. */
+export interface Arrival {
+  webhookId: string;
+  delivered: boolean;
+}
+
+/** What a receiver got of the notifications sent to it. */
+export interface DeliveryCheck {
+  notifications: number;
+  /** Notifications whose webhook-id the receiver answered 2xx at least once. */
+  arrived: number;
+  /** Requests for a notification made before the one ahead of it in its album was answered 2xx. */
+  outOfOrder: number;
+  /** Requests the receiver could not verify with standardwebhooks. */
+  unverified: number;
+  ok: boolean;
+}
+
+/** Every notification arrived (at least once), none before the one ahead of it in its album was delivered. */
+export function deliveryCheck(sent: readonly SentNotification[], arrivals: readonly Arrival[], unverified: number): DeliveryCheck {
+  const byId = new Map(sent.map((n) => [n.webhookId, n]));
+  const idAt = new Map(sent.map((n) => [`${n.index} ${n.album}`, n.webhookId]));
+  const delivered = new Set<string>();
+  let outOfOrder = 0;
+  for (const arrival of arrivals) {
+    const notification = byId.get(arrival.webhookId);
+    if (!notification) continue;
+    const ahead = notification.index > 0 ? idAt.get(`${notification.index - 1} ${notification.album}`) : undefined;
+    if (ahead !== undefined && !delivered.has(ahead)) outOfOrder += 1;
+    if (arrival.delivered) delivered.add(arrival.webhookId);
+  }
+  return {
+    notifications: sent.length,
+    arrived: delivered.size,
+    outOfOrder,
+    unverified,
+    ok: delivered.size === sent.length && outOfOrder === 0 && unverified === 0,
+  };
+}
+
+/** One sender of the delivery phase's throughput step, the delivery engine or the ceiling. */
+export interface DeliverySender {
+  /** Requests the receiver answered 2xx. */
+  delivered: number;
+  /** From the start (the endpoint turned on; the ceiling told to send) to the receiver's last request, s. */
+  durationS: number;
+  perS: number | null;
+  /** The sender's process's CPU over the step per notification, ms. */
+  cpuMsPerNotification: number | null;
+}
+
+/** Outbound delivery: its throughput against a bare signed POST loop, and the drain of a backlog after an outage. */
+export interface DeliveryStep {
+  /** Requests in flight at once (DELIVERY_CONCURRENCY; the ceiling's too). */
+  concurrency: number;
+  throughput: {
+    notifications: number;
+    albums: number;
+    /** The endpoint's rate limit, requests/s: the highest an endpoint may have. */
+    rateLimit: number;
+    engine: DeliverySender & {
+      /** Every PostgreSQL process of the machine over the step, per notification. */
+      postgresCpuMsPerNotification: number | null;
+    };
+    ceiling: DeliverySender;
+    /** engine notifications/s ÷ ceiling notifications/s. */
+    throughputRatio: number | null;
+    /** engine CPU per notification ÷ ceiling CPU per notification. */
+    cpuRatio: number | null;
+    check: DeliveryCheck;
+  };
+  drain: {
+    notifications: number;
+    albums: number;
+    /** The endpoint's rate limit, requests/s. */
+    rateLimit: number;
+    outageS: number;
+    /** DELIVERY_SCHEDULE of the engine. */
+    schedule: string;
+    /** Attempts answered 503 during the outage. */
+    refused: number;
+    /** Notifications still undelivered when the receiver recovered. */
+    backlog: number;
+    /** From the recovery to the first attempt answered 2xx (the wait for the schedule's next attempt), s. */
+    firstDeliveryS: number | null;
+    /** From the recovery until every delivery was delivered, s. */
+    drainS: number | null;
+    /** The drain rate: the backlog ÷ drainS, deliveries/s. */
+    drainPerS: number | null;
+    /** drainPerS ÷ rateLimit. */
+    rateRatio: number | null;
+    /** The pace of the attempts after the recovery: (attempts − 1) ÷ the time from the first's start to the last's (the engine's clock). */
+    pacePerS: number | null;
+    /** The pace at most the rate limit (the rate limit bounds attempts, the drain rate is at most the pace). */
+    withinRateLimit: boolean;
+    check: DeliveryCheck;
+  };
+  ok: boolean;
+}
+
 export interface BenchReport {
   startedAt: string;
   finishedAt: string;
@@ -362,6 +469,8 @@ export interface BenchReport {
   tracing: TracingStep | null;
   /** Null when the media store phase did not run (absent from reports before it). */
   mediaStore?: MediaStoreStep | null;
+  /** Null when the delivery phase did not run (absent from reports before it). */
+  delivery?: DeliveryStep | null;
   endToEnd: EndToEnd[];
   /** The phase held to the end-to-end target. */
   sustainedPhase: string;
@@ -477,6 +586,7 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
   const baselineCounts = report.temporalCounts.find((c) => c.phase === report.baselinePhase);
   const sustainedMedia = sustained?.media != null;
   const memory = Object.entries(report.scale.processes).filter(([name]) => name === 'ingress' || name === 'worker');
+  const delivery = report.delivery;
   const sharedCores = 'The worker and the Temporal server work through the children on the same cores';
   const missed = (met: boolean | null, bound: () => string | null) => (met === false ? bound() : null);
 
@@ -674,6 +784,21 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
         : 'not measured',
       met: tracingMet,
       bound: missed(tracingMet, () => 'Not examined yet.'),
+    },
+    {
+      name: 'Backlog drain after an outage (delivery)',
+      target: "≤ the endpoint's rate limit; every notification delivered, in order per album",
+      measured: delivery
+        ? `${delivery.drain.drainPerS ?? '–'}/s at a rate limit of ${delivery.drain.rateLimit}/s (${delivery.drain.rateRatio ?? '–'}×; ` +
+          `attempts paced at ${delivery.drain.pacePerS ?? '–'}/s), a backlog of ${delivery.drain.backlog}; delivered in order: ` +
+          `${delivery.drain.check.ok && delivery.throughput.check.ok ? 'yes' : 'no'}`
+        : 'not measured',
+      met: delivery ? delivery.ok : null,
+      bound: missed(delivery?.ok ?? null, () =>
+        delivery!.drain.withinRateLimit
+          ? 'A defect: the Outbound delivery section names what is missing.'
+          : "A defect: the engine sent faster than the endpoint's rate limit.",
+      ),
     },
     {
       name: 'Correctness',

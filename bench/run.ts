@@ -1,5 +1,6 @@
 // `npm run bench`: starts the whole stack on this machine (bench/stack.ts), runs the phases
-// (bench/phases/: ingest, routes, tracing, the media store, sustained, burst, the cost baseline, the knee search, scale), checks correctness, and reports as JSON under
+// (bench/phases/: ingest, routes, tracing, the media store, outbound delivery, sustained, burst, the cost baseline, the knee search,
+// scale), checks correctness, and reports as JSON under
 // bench/results/ and as the run section of BENCHMARKS.md, in place of the previous run's. Everything it
 // started is stopped and its databases dropped, also on failure and Ctrl-C.
 import crypto from 'node:crypto';
@@ -12,6 +13,7 @@ import { endToEnd } from './end-to-end.js';
 import { defaultOptions, parseOptions, type BenchOptions } from './options.js';
 import { runBurst } from './phases/burst.js';
 import { PhaseContext } from './phases/context.js';
+import { runDelivery } from './phases/delivery.js';
 import { runIngest } from './phases/ingest.js';
 import { runKnee } from './phases/knee.js';
 import { runMediaStore } from './phases/media-store.js';
@@ -50,6 +52,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     const routes = await runRoutes(ctx);
     const tracing = await runTracing(ctx);
     const mediaStore = await runMediaStore(ctx);
+    const delivery = await runDelivery(ctx);
     const sustainedPhase = await runSustained(ctx);
     const burstPhase = await runBurst(ctx);
     const baselinePhase = await runBaseline(ctx);
@@ -75,6 +78,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
     await stack.worker.stop();
     countLogProblems(path.join(runDir, 'ingress.log'), appLogs);
     countLogProblems(path.join(runDir, 'worker.log'), appLogs);
+    countLogProblems(path.join(runDir, 'delivery-engine.log'), appLogs);
 
     const reportBody: Omit<BenchReport, 'targets'> = {
       startedAt: startedAt.toISOString(),
@@ -102,6 +106,13 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
           seconds: options.kneeSeconds,
         },
         mediaStore: { rate: options.mediaStoreRate, seconds: options.mediaStoreSeconds },
+        delivery: {
+          notifications: options.deliveryNotifications,
+          concurrency: options.deliveryConcurrency,
+          rateLimit: options.deliveryRateLimit,
+          outageSeconds: options.deliveryOutageSeconds,
+          backlog: options.deliveryBacklog,
+        },
         openAlbums: options.openAlbums,
         scaleRate: options.scaleRate,
         QUIET_PERIOD_MS: options.quietPeriodMs,
@@ -119,6 +130,7 @@ export async function runBench(overrides: Partial<BenchOptions> = {}): Promise<B
       routes,
       tracing,
       mediaStore,
+      delivery,
       endToEnd: endToEndFigures,
       sustainedPhase,
       temporalCost: ctx.appPhases.map((phase) => phase.cost),
@@ -168,6 +180,10 @@ async function main(): Promise<void> {
     }
     if (report.mediaStore && !report.mediaStore.unavailable && !report.mediaStore.ok) {
       process.stderr.write('bench: the media store check failed (see the Media store section)\n');
+      process.exitCode = 1;
+    }
+    if (report.delivery && !report.delivery.ok) {
+      process.stderr.write('bench: the delivery check failed (see the Outbound delivery section)\n');
       process.exitCode = 1;
     }
   } catch (err) {

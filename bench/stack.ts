@@ -78,6 +78,8 @@ export interface Stack {
   workerMetricsUrl: string;
   /** Starts a second app: the cost baseline's (bench/baseline/), or the main one's with other settings. */
   startVariant: (name: string, variant?: VariantOptions) => Promise<VariantApp>;
+  /** A migrated database of the run's own named after `slug`, dropped when the run ends. */
+  database: (slug: string) => Promise<pg.ClientConfig>;
 }
 
 async function getJson<T>(url: string): Promise<T> {
@@ -263,12 +265,16 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   sampler.start();
   closers.push('the memory sampler', async () => sampler.stop());
 
+  const database = async (slug: string): Promise<pg.ClientConfig> => {
+    const name = `${appDatabase}_${slug}`;
+    await admin.createDatabase(name);
+    closers.push(`database ${name}`, () => admin.dropDatabase(name));
+    return withDatabase(base, name);
+  };
+
   const startVariant = async (name: string, variant: VariantOptions = {}): Promise<VariantApp> => {
     const slug = name.replace(/[^a-z0-9]+/gi, '_').toLowerCase();
-    const database = `${appDatabase}_${slug}`;
-    await admin.createDatabase(database);
-    closers.push(`database ${database}`, () => admin.dropDatabase(database));
-    const db = withDatabase(base, database);
+    const db = await database(slug);
     const variantPool = createPool(db, { max: 3, applicationName: 'albumflow-bench' });
     closers.push(`the ${name} pool`, () => variantPool.end());
     const variantMedia = path.join(runDir, `${slug}-media`);
@@ -298,6 +304,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
 
   return {
     startVariant,
+    database,
     runDir,
     base,
     pool,

@@ -2,6 +2,7 @@
 // the workloads and load specs of the run, and the three servers a load is sent to (the app, with its
 // wait for every accepted child to be decided; the ceiling; the ingress alone). Each phase module
 // (ingest, sustained, burst, scale) is written with these.
+import type { Serializable } from 'node:child_process';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { outboxStats } from '../../src/db/outbox.js';
@@ -11,7 +12,7 @@ import { delta, scrape } from '../metrics.js';
 import { countPhase } from '../histories.js';
 import type { PhaseCounts } from '../temporal-counts.js';
 import type { BenchOptions, PhaseName } from '../options.js';
-import { cpuSeconds, machineCpu, postgresCpuSeconds } from '../../test/harness/processes.js';
+import { cpuSeconds, machineCpu, postgresCpuSeconds, type NodeProcess } from '../../test/harness/processes.js';
 import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type RecordedDecision } from '../../test/harness/rows.js';
 import { acceptedChildren, newChildren, undecided } from '../records.js';
 import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
@@ -32,6 +33,34 @@ export interface AppPhaseOptions {
   media: boolean;
   /** Count the Temporal histories of its workflows once it settled. */
   countHistories: boolean;
+}
+
+/** Sends a message to a process of the run over IPC and waits for its reply; rejects when it exits first, or on abort. */
+export function ask<Reply>(target: NodeProcess, message: unknown, signal?: AbortSignal): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const child = target.child();
+    const onMessage = (reply: Reply) => {
+      finish();
+      resolve(reply);
+    };
+    const onExit = () => {
+      finish();
+      reject(new Error(`${target.name} exited:\n${target.tail()}`));
+    };
+    const onAbort = () => {
+      finish();
+      reject(signal!.reason as Error);
+    };
+    const finish = () => {
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    child.send(message as Serializable);
+  });
 }
 
 export class PhaseContext {
@@ -66,34 +95,10 @@ export class PhaseContext {
   }
 
   /** Sends one phase to the load generator and waits for its records. */
-  runLoad(phase: LoadPhase): Promise<PhaseResult> {
-    const { signal } = this.options;
-    const generator = this.stack.load;
-    return new Promise((resolve, reject) => {
-      const child = generator.child();
-      const onMessage = (reply: LoadReply) => {
-        finish();
-        if (reply.type === 'result') resolve(reply.result);
-        else reject(new Error(`load generator: ${reply.message}`));
-      };
-      const onExit = () => {
-        finish();
-        reject(new Error(`the load generator exited:\n${generator.tail()}`));
-      };
-      const onAbort = () => {
-        finish();
-        reject(signal!.reason as Error);
-      };
-      const finish = () => {
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      child.on('message', onMessage);
-      child.once('exit', onExit);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      child.send({ type: 'run', phase } satisfies LoadMessage);
-    });
+  async runLoad(phase: LoadPhase): Promise<PhaseResult> {
+    const reply = await ask<LoadReply>(this.stack.load, { type: 'run', phase } satisfies LoadMessage, this.options.signal);
+    if (reply.type === 'result') return reply.result;
+    throw new Error(`load generator: ${reply.message}`);
   }
 
   private cpuSnapshot() {

@@ -11,14 +11,9 @@ import { createDeliveryEngine, endpointGuard, type DeliveryEngine, type Delivery
 import { addEndpoint, type EndpointDeps, type EndpointInput } from '../../src/delivery/endpoints.js';
 import { withMediaLinks } from '../../src/delivery/materialize.js';
 import type { NotificationType } from '../../src/domain/types.js';
-import { createMediaLinks } from '../../src/media/links.js';
+import { mediaLinks } from './delivery-engine.js';
 import { freshDatabase, testConfig, testLogger, testPool } from './env.js';
 import { startWebhookReceiver, type Answering, type WebhookReceiver } from './servers/webhook-receiver.js';
-
-/** What test/harness/delivery-engine-main.ts prints once its engine runs. */
-export const deliveryEngineReadyLine = 'delivery engine running';
-
-export const mediaLinks = createMediaLinks({ baseUrl: 'https://albums.example', lifetimeS: 3600, key: async () => Buffer.alloc(32, 7) });
 
 export interface Testbed {
   databaseUrl: string;

@@ -101,6 +101,38 @@ describe('npm run bench, tiny', () => {
     expect(mediaStore.variants[1]!.check.localObjects).toBe(0);
     expect(mediaStore.ok).toBe(true);
 
+    // Outbound delivery: every notification at the receiver, in order per album, from the engine and (the
+    // same bodies) from the ceiling; the backlog of the outage drained within the endpoint's rate limit.
+    const delivery = report.delivery!;
+    const { throughput, drain } = delivery;
+    expect(throughput.notifications).toBeGreaterThan(0);
+    expect(throughput.check).toEqual({
+      notifications: throughput.notifications,
+      arrived: throughput.notifications,
+      outOfOrder: 0,
+      unverified: 0,
+      ok: true,
+    });
+    expect(throughput.ceiling.delivered).toBe(throughput.notifications);
+    for (const sender of [throughput.engine, throughput.ceiling]) {
+      expect(isNumber(sender.perS) && sender.perS > 0).toBe(true);
+      expect(isNumber(sender.cpuMsPerNotification)).toBe(true);
+    }
+    expect(isNumber(throughput.throughputRatio) && isNumber(throughput.cpuRatio)).toBe(true);
+    expect(drain.check).toEqual({
+      notifications: drain.notifications,
+      arrived: drain.notifications,
+      outOfOrder: 0,
+      unverified: 0,
+      ok: true,
+    });
+    // The receiver refused the attempts of the outage; the whole backlog waited for the recovery.
+    expect(drain.refused).toBeGreaterThan(0);
+    expect(drain.backlog).toBe(drain.notifications);
+    expect(drain.withinRateLimit).toBe(true);
+    expect(isNumber(drain.pacePerS) && isNumber(drain.drainS)).toBe(true);
+    expect(delivery.ok).toBe(true);
+
     const sustained = report.endToEnd.find((e) => e.phase === report.sustainedPhase);
     expect(sustained).toBeDefined();
     const decidedAlbums = report.endToEnd.flatMap((e) => [e.withTotal, e.withoutTotal]).filter((side) => side.albums > 0);
@@ -159,6 +191,7 @@ describe('npm run bench, tiny', () => {
         'Billable Temporal actions per photo (sustained, with downloads)',
         'Completion p99 (total known): the knee',
         'Tracing on, every trace sampled out (ingest)',
+        'Backlog drain after an outage (delivery)',
         'Correctness',
       ]),
     );
@@ -180,6 +213,7 @@ describe('npm run bench, tiny', () => {
       '### The webhook routes',
       '### Tracing',
       '### Media store: the directory against S3',
+      '### Outbound delivery',
       '### The whole app, phase by phase',
       '### Temporal counts',
       '### Resident memory',

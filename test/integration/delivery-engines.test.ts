@@ -5,8 +5,9 @@ import { listDeliveries } from '../../src/db/deliveries.js';
 import { updateEndpoint } from '../../src/db/endpoints.js';
 import { withMediaLinks } from '../../src/delivery/materialize.js';
 import { webhookId } from '../../src/delivery/wire.js';
-import { deliveryEngineReadyLine, deliveryTestbed, mediaLinks, notificationIdOf, type Testbed } from '../harness/delivery.js';
-import { spawnNode, type NodeProcess } from '../harness/processes.js';
+import { deliveryTestbed, notificationIdOf, type Testbed } from '../harness/delivery.js';
+import { deliveryEngineProcess, mediaLinks } from '../harness/delivery-engine.js';
+import type { NodeProcess } from '../harness/processes.js';
 import { unique } from '../harness/random.js';
 import type { ReceivedWebhook } from '../harness/servers/webhook-receiver.js';
 
@@ -97,20 +98,17 @@ describe('outbound delivery: several engines', () => {
     const { endpoint } = await bed.endpoint('acme', 'hook', {}, () => (answered++ === 0 ? { status: 200, hang: true } : { status: 200 }));
     const timeoutMs = 3_000;
     const leaseMs = 1_000;
-    child = await spawnNode({
+    child = deliveryEngineProcess({
       name: 'delivery-engine',
-      script: 'test/harness/delivery-engine-main.ts',
-      env: {
-        ...process.env,
-        DATABASE_URL: bed.databaseUrl,
-        ALBUMFLOW_SECRET_KEY: bed.secretKey,
-        NOTIFY_ALLOW_PRIVATE_NETWORKS: 'true',
-        DELIVERY_TEST_TIMEOUT_MS: String(timeoutMs),
-        DELIVERY_TEST_LEASE_MS: String(leaseMs),
-      },
-      ready: new RegExp(deliveryEngineReadyLine),
+      env: { ...process.env, NOTIFY_ALLOW_PRIVATE_NETWORKS: 'true' },
+      databaseUrl: bed.databaseUrl,
+      secretKey: bed.secretKey,
+      timeoutMs,
+      leaseMs,
+      sweepIntervalMs: 100,
       logFile: path.join(os.tmpdir(), `${unique('delivery-engine')}.log`),
     });
+    await child.start();
     await bed.record({ workspace: 'acme', album: 'alb_a', seq: 1 });
     await vi.waitFor(() => expect(bed!.receiver.received('hook')).toHaveLength(1), eventually);
     const claimedAt = Date.now();

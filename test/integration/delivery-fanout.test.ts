@@ -5,7 +5,8 @@ import { environmentEndpointId } from '../../src/db/endpoints.js';
 import { addEndpoint, EndpointInputError } from '../../src/delivery/endpoints.js';
 import { generateSecret, webhookId } from '../../src/delivery/wire.js';
 import { endpointGuard } from '../../src/delivery/engine.js';
-import { arrivals, deliveryTestbed, mediaLinks, notificationIdOf, workflowIdOf, type Testbed } from '../harness/delivery.js';
+import { arrivals, deliveryTestbed, notificationIdOf, workflowIdOf, type Testbed } from '../harness/delivery.js';
+import { mediaLinks } from '../harness/delivery-engine.js';
 
 const eventually = { timeout: 20_000, interval: 50 };
 const sha256 = 'cd'.repeat(32);

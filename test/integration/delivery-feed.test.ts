@@ -4,7 +4,8 @@ import type { PoolClient } from '../../src/db/pool.js';
 import { createFeedReader, FeedCursorError, type FeedReader } from '../../src/delivery/feed.js';
 import { withMediaLinks } from '../../src/delivery/materialize.js';
 import { webhookId } from '../../src/delivery/wire.js';
-import { deliveryTestbed, mediaLinks, notificationIdOf, workflowIdOf, type Testbed } from '../harness/delivery.js';
+import { deliveryTestbed, notificationIdOf, workflowIdOf, type Testbed } from '../harness/delivery.js';
+import { mediaLinks } from '../harness/delivery-engine.js';
 import { testLogger, testConfig } from '../harness/env.js';
 
 let bed: Testbed | undefined;
