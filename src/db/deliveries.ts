@@ -112,15 +112,18 @@ export async function recordDecisionAndNotification(
 }
 
 /**
- * A delivery that may be attempted now (alias `d`): pending, due, not in flight, and no earlier delivery of
- * its order key to its endpoint still pending or held. That last condition alone decides the order; so that
- * the scans for due deliveries meet few that wait behind another, a pending delivery is kept from being due
- * before the pending one ahead of it (recordNotification, recordAttempt).
+ * A delivery that may be attempted now (alias `d`): pending, due, not in flight, and the first of its order
+ * key to its endpoint still pending or held. That last condition alone decides the order; so that the scans
+ * for due deliveries meet few that wait behind another, a pending delivery is kept from being due before the
+ * pending one ahead of it (recordNotification, recordAttempt). It is written as one lookup of the order index
+ * per candidate: as a NOT EXISTS, PostgreSQL planned it as a pass over every undelivered delivery of the
+ * endpoint whenever its statistics counted few (a fresh table, or a backlog built since the last ANALYZE),
+ * and each claim of a 1,500-delivery backlog took 1.3–2.3 s instead of milliseconds.
  */
 const sendable = `d.state = 'pending' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
-  AND NOT EXISTS (SELECT 1 FROM deliveries earlier
-                   WHERE earlier.endpoint_id = d.endpoint_id AND earlier.order_key = d.order_key
-                     AND earlier.position < d.position AND earlier.state IN ('pending', 'held'))`;
+  AND d.position = (SELECT min(earlier.position) FROM deliveries earlier
+                     WHERE earlier.endpoint_id = d.endpoint_id AND earlier.order_key = d.order_key
+                       AND earlier.state IN ('pending', 'held'))`;
 
 /** An endpoint a sender holds: where to send and how fast. */
 export interface LeasedEndpoint {
