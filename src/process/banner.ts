@@ -19,7 +19,8 @@ export function banner(urls: Service['urls'], config: Config): string {
     '',
     'albumflow is running',
     `  console           ${urls.console ?? ''}   ${generated ? `(a single-use sign-in link, valid for ${signInCodeLifetimeMs / 60_000} minutes)` : '(sign in with a token of API_TOKENS)'}`,
-    ...(workspaces.length > 0 || unconfigured ? [`  webhook      POST ${http}/webhooks/unifyport/${inPath(workspaces[0])}`] : []),
+    // The UnifyPort route serves every workspace that has a signing secret, also one added while it runs.
+    `  webhook      POST ${http}/webhooks/unifyport/${inPath(workspaces[0])}${workspaces.length > 0 ? '' : '   (a workspace with a signing secret: npx albumflow secret add <workspace>)'}`,
     ...telegramBots.map(
       ({ ws, bot }) =>
         `  Telegram     POST ${http}/webhooks/telegram/${inPath(ws)}/${encodeURIComponent(bot)}   (npx albumflow telegram set-webhook --workspace ${ws} --bot ${bot} …)`,

@@ -167,6 +167,17 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     const unsigned = await albumflow(['send', eventFile('p3', 2), '--workspace', stack.workspace, '--secret', 'wrong']);
     expect(unsigned.code).toBe(1);
     expect(unsigned.stderr).toContain('401 invalid_signature');
+    expect(unsigned.stderr).not.toContain('sent unsigned');
+
+    const noSecret = await albumflow(['send', eventFile('p3', 2), '--workspace', stack.workspace], {
+      ALBUMFLOW_SECRET: '',
+      WORKSPACE_SECRETS: '',
+    });
+    expect(noSecret.code).toBe(1);
+    expect(noSecret.stderr).toContain('401 missing_signature');
+    expect(noSecret.stderr).toContain(
+      `The event was sent unsigned: no --secret was given, nor ALBUMFLOW_SECRET, and WORKSPACE_SECRETS here names no secret of "${stack.workspace}"`,
+    );
 
     const down = await albumflow(['list', stack.workspace], { ALBUMFLOW_URL: 'http://127.0.0.1:9' });
     expect(down.code).toBe(1);

@@ -26,7 +26,13 @@ async function send(cli: CliContext, file: string): Promise<void> {
     body,
     headers,
   });
-  if (status >= 300) throw cli.api.refusal(status, answer);
+  if (status >= 300) {
+    const refused = cli.api.refusal(status, answer);
+    if (secret) throw refused;
+    // The server's missing_signature alone reads as if the CLI had signed wrongly.
+    refused.message += `. The event was sent unsigned: no --secret was given, nor ALBUMFLOW_SECRET, and WORKSPACE_SECRETS here names no secret of "${cli.workspace}" (a workspace added at runtime has its secrets in the database: pass one with --secret)`;
+    throw refused;
+  }
   cli.say(`${status} ${terminalJson(answer, 0)}`);
 }
 
