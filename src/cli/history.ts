@@ -3,6 +3,7 @@
 
 import type { Client } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
+import { locateTemporalCli } from '../embedded/temporal-cli.js';
 import { runningDevServer } from '../embedded/temporal.js';
 import { connectClient, temporalConnectOptions } from '../temporal/connection.js';
 import { temporalWorkflowUrl } from '../ui/paths.js';
@@ -58,20 +59,31 @@ export function temporalTarget(): TemporalTarget {
   };
 }
 
+/**
+ * The Temporal CLI as a command that runs as printed: `temporal` when it is on PATH, else the full path of the
+ * one albumflow uses (TEMPORAL_CLI_PATH, the tool cache); undefined when none is installed here.
+ */
+async function temporalCommand(): Promise<string | undefined> {
+  const cli = await locateTemporalCli({ allowBuild: false }).catch(() => undefined);
+  if (cli?.kind !== 'binary') return undefined;
+  return cli.source === 'PATH' ? 'temporal' : shellQuoted(cli.path);
+}
+
 /** The runs of one workflow: the Temporal CLI commands that show it, its Temporal UI page, and its runs. */
 export async function printRuns(workflowId: string): Promise<void> {
   const target = temporalTarget();
   // The id holds what senders chose: on a line of its own making, escaped like every other value.
   const shown = terminalText(workflowId);
   const quoted = shellQuoted(workflowId);
+  const temporal = await temporalCommand();
   say(
     [
       `workflow id: ${shown}`,
       '',
-      'Inspect it with the Temporal CLI:',
-      `  temporal workflow describe --workflow-id ${quoted}${target.cliFlags}`,
-      `  temporal workflow show --workflow-id ${quoted}${target.cliFlags}`,
-      `  temporal workflow query --workflow-id ${quoted} --name status${target.cliFlags}`,
+      temporal ? 'Inspect it with the Temporal CLI:' : 'Inspect it with the Temporal CLI (not installed here: npm run temporal:install):',
+      `  ${temporal ?? 'temporal'} workflow describe --workflow-id ${quoted}${target.cliFlags}`,
+      `  ${temporal ?? 'temporal'} workflow show --workflow-id ${quoted}${target.cliFlags}`,
+      `  ${temporal ?? 'temporal'} workflow query --workflow-id ${quoted} --name status${target.cliFlags}`,
       '',
       target.uiUrl
         ? `Temporal UI: ${temporalWorkflowUrl(target.uiUrl, target.namespace, workflowId)}`

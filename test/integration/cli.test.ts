@@ -1,3 +1,5 @@
+import { exec } from 'node:child_process';
+import { promisify } from 'node:util';
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
@@ -19,6 +21,7 @@ import { albumEvent } from '../harness/events.js';
 let stack: Stack;
 let media: MediaServer;
 let url: string;
+const run = promisify(exec);
 const conversation = unique('conv');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-cli-'));
 /** The instance's data directory, holding the admin token as `npm start` generates it. */
@@ -127,8 +130,15 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     const history = await albumflow(['history', ...keyArgs]);
     expect(history.code).toBe(0);
     expect(history.stdout).toContain(`workflow id: ${json.workflowId}`);
-    expect(history.stdout).toContain(`temporal workflow query --workflow-id '${json.workflowId}' --name status`);
+    expect(history.stdout).toContain(`workflow query --workflow-id '${json.workflowId}' --name status`);
     expect(history.stdout).toMatch(/Runs on .*:\n\s+\S+\s+(RUNNING|COMPLETED)/);
+    // The query line works as printed, in a shell whose PATH has no Temporal CLI: it names the one albumflow uses.
+    const queryLine = history.stdout
+      .split('\n')
+      .find((line) => line.includes('workflow query'))!
+      .trim();
+    const queried = await run(queryLine, { shell: '/bin/sh', env: { ...process.env, PATH: '/usr/bin:/bin' }, timeout: 30_000 });
+    expect(queried.stdout).toContain('distinctChildren');
   });
 
   it('status prints a caption that holds terminal controls escaped, in the table and in JSON', async () => {
