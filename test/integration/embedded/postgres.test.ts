@@ -123,6 +123,21 @@ describe('the embedded PostgreSQL', () => {
     await outside.end().catch(() => undefined);
   }, 60_000);
 
+  it('keeps its port for its data across a clean stop and start, so the URL it printed goes on working', async () => {
+    const dataDir = path.join(root, 'kept-port');
+    const first = await startEmbeddedPostgres({ dataDir, log });
+    const url = first.url;
+    await first.stop();
+    const second = await startEmbeddedPostgres({ dataDir, log });
+    try {
+      expect(second.ports).toEqual(first.ports);
+      expect(second.url).toBe(url);
+      await ensureDatabase(connectionConfig(url));
+    } finally {
+      await second.stop();
+    }
+  }, 120_000);
+
   it('stops the server an owner killed with kill -9 left running, and starts on the same data', async () => {
     const dataDir = path.join(root, 'orphan');
     const { owner, orphan } = await leaveOrphan('startEmbeddedPostgres', { dataDir }, `${dataDir}.pid`);
