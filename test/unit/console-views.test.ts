@@ -4,7 +4,9 @@ import type { AttachmentDetails } from '../../src/db/console.js';
 import type { AlbumView } from '../../src/domain/types.js';
 import { albumPageModel } from '../../src/ui/album-page.js';
 import { consolePaths } from '../../src/ui/paths.js';
+import { tenantsPagePaths } from '../../src/ui/tenants-page.js';
 import { renderPage, templatesDir } from '../../src/ui/views.js';
+import type { WorkspaceInfo } from '../../src/tenants/schemas.js';
 
 const hostile = '<img src=x onerror=alert(1)>"\'&';
 const escaped = '&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;';
@@ -139,6 +141,45 @@ describe('console pages', () => {
     });
     expect(renderAlbum(resolved)).toContain('review resolved');
     expect(renderAlbum(resolved)).not.toContain('>Resolve review</button>');
+  });
+
+  it('say per route what a workspace takes on the Tenants page', () => {
+    const workspace = (name: string, fields: Partial<WorkspaceInfo>): WorkspaceInfo => ({
+      name,
+      source: 'environment',
+      createdAt: null,
+      unifyport: true,
+      secrets: [],
+      telegramBots: [],
+      lineChannels: [],
+      ...fields,
+    });
+    const page = renderPage(
+      'tenants',
+      { title: 'Tenants', signedIn: true },
+      {
+        workspaces: [
+          workspace('bots-only', {
+            unifyport: false,
+            telegramBots: [{ name: 'sales', botId: '7000000001', source: 'environment', createdAt: null }],
+          }),
+          workspace('open', {}),
+          workspace('runtime', { source: 'database', createdAt: '2026-09-29T10:00:00.000Z' }),
+        ],
+        tokens: [],
+        audit: [],
+        paths: tenantsPagePaths,
+        message: null,
+        error: null,
+        createdToken: null,
+      },
+    );
+    const section = (name: string) => page.slice(page.indexOf(`<h3>${name} `), page.indexOf('</article>', page.indexOf(`<h3>${name} `)));
+    expect(section('bots-only')).toContain('UnifyPort webhooks: not served (answered 404)');
+    expect(section('bots-only')).not.toContain('unsigned');
+    expect(section('bots-only')).toContain('sales (bot id 7000000001');
+    expect(section('open')).toContain('WORKSPACE_SECRETS lists it with none: unsigned UnifyPort webhooks accepted');
+    expect(section('runtime')).toContain('its UnifyPort webhooks are refused until it has one');
   });
 
   it('follow a closed album no more: its page carries no live-update URL', () => {
