@@ -63,11 +63,18 @@ function apiCredential(): ApiCredential {
   }
 }
 
-/** What to set when the server refused the token. */
+/** Where API tokens come from: the environment, or the admin API at runtime. */
+const tokenSources = "one of the server's API_TOKENS, or one made with `albumflow token create`";
+
+/**
+ * What to set when the server refused the token. A 403's own message says what the route needs (this
+ * workspace, or every workspace: `*`); the hint says where such a token comes from.
+ */
 function accessHint(status: number, { token, source }: ApiCredential): string {
-  if (token === undefined) return `Set ALBUMFLOW_TOKEN to a token of the server's API_TOKENS (there is no ${source}).`;
-  if (status === 401) return `The token from ${source} is not accepted: set ALBUMFLOW_TOKEN to a token of the server's API_TOKENS.`;
-  return `The token from ${source} does not reach this workspace: set ALBUMFLOW_TOKEN to a token that API_TOKENS gives it.`;
+  if (token === undefined) return `Set ALBUMFLOW_TOKEN to an API token, ${tokenSources} (there is no ${source}).`;
+  if (status === 401)
+    return `The token from ${source} is not accepted (unknown, revoked or expired): set ALBUMFLOW_TOKEN to ${tokenSources}.`;
+  return `The token from ${source} does not reach what this asks for: set ALBUMFLOW_TOKEN to one whose workspaces include it, ${tokenSources} (\`*\` for every workspace).`;
 }
 
 /** Requests to albumflow's HTTP API at `baseUrl`; a refusal or an unreachable server becomes a CliError. */

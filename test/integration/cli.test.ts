@@ -430,10 +430,17 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
       [{ DATA_DIR: noDataDir }, /^albumflow: 401 missing_token: .*Set ALBUMFLOW_TOKEN .*no-data\/admin-token/],
       [
         { ALBUMFLOW_TOKEN: unique('cli-unknown-token') },
-        /^albumflow: 401 invalid_token: .*from ALBUMFLOW_TOKEN is not accepted: set ALBUMFLOW_TOKEN/,
+        /^albumflow: 401 invalid_token: .*from ALBUMFLOW_TOKEN is not accepted \(unknown, revoked or expired\): set ALBUMFLOW_TOKEN/,
       ],
-      [{ ALBUMFLOW_TOKEN: elsewhereToken }, /^albumflow: 403 workspace_not_allowed: .*does not reach this workspace: set ALBUMFLOW_TOKEN/],
+      [
+        { ALBUMFLOW_TOKEN: elsewhereToken },
+        /^albumflow: 403 workspace_not_allowed: the token does not reach this workspace\. The token from ALBUMFLOW_TOKEN does not reach what this asks for: set ALBUMFLOW_TOKEN to one whose workspaces include it, one of the server's API_TOKENS, or one made with `albumflow token create`/,
+      ],
     ];
+    // A route of every workspace: the server says it needs "*", the hint does not speak of "this workspace".
+    const everyWorkspace = await albumflow(['workspace', 'list'], { ALBUMFLOW_TOKEN: elsewhereToken });
+    expect(everyWorkspace.stderr).toContain('this route needs a token that reaches every workspace ("*")');
+    expect(everyWorkspace.stderr).not.toContain('this workspace');
     for (const [env, message] of refusals) {
       const refused = await albumflow(list, env);
       expect(refused.code).toBe(1);
