@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { addCounts, noCounts } from '../src/domain/lifetime.js';
 import { erasureTargets, purgeWorkflowRows, recordErasureProgress, workflowIdsOf } from '../src/db/erasures.js';
 import { collectObject, mediaGarbage } from '../src/db/media-collector.js';
-import { purgeRows } from '../src/db/purge.js';
+import { amendAlbums, purgeRows, resumeStoredAlbums } from '../src/db/purge.js';
 import { expiredAlbums, expiredMessages, purgeAged } from '../src/db/retention.js';
 import { openMediaStore } from '../src/media/store.js';
 import type { LifetimeActivities } from '../workflows/lifetime-types.js';
@@ -87,11 +87,24 @@ export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities
       const workflowIds = await workflowIdsOf(pool, targets);
       // The workflows first: a running one must not record or notify anything of what goes next.
       const workflows = await deleteWorkflows(temporalClient(), workflowIds);
-      const purged = await purgeRows(pool, targets, { tombstone: true });
+      const purged = await purgeRows(pool, targets, { tombstone: true, notices: true });
       const counts = addCounts(purged.counts, { workflows });
       // A conversation is erased in batches; an album or a message in one.
       const more = subject.scope === 'conversation' && (targets.albumPks.length === limit || targets.messagePks.length === limit);
-      return { counts, more, workflowIds: [...new Set([...workflowIds, ...purged.workflowIds])] };
+      return { counts, more, workflowIds: purged.workflowIds, ...(purged.amended.length > 0 ? { amended: purged.amended } : {}) };
+    },
+
+    async resumeAlbums({ albums }) {
+      await deleteWorkflows(
+        temporalClient(),
+        albums.map((album) => album.workflowId),
+      );
+      const counts = await amendAlbums(pool, albums);
+      await resumeStoredAlbums(
+        pool,
+        albums.map((album) => album.workflowId),
+      );
+      return counts;
     },
 
     async forgetWorkflows({ workflowIds }) {

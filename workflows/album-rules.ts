@@ -53,6 +53,8 @@ export interface DecisionRulesState {
   lastDecisionAt: number | null;
   /** The notices of the latest decision whose media settled (or found settled on restore). */
   mediaSettled: MediaSettledNotices | null;
+  /** The last decision seq of an earlier album under this workflow id that a purge removed: decisions number after it. */
+  seqFloor?: number;
 }
 
 export type AlbumEvent =
@@ -232,6 +234,7 @@ export function restoreState(prior: PriorAlbum, now: number, timings: AlbumTimin
       last && prior.mediaSettledNotices > 0
         ? { seq: last.seq, sent: prior.mediaSettledNotices, reopened: !mediaSettled(known, last) }
         : null,
+    ...(prior.seqFloor !== undefined ? { seqFloor: prior.seqFloor } : {}),
   };
   const unnotifiedEdits: AlbumCommand[] = last
     ? known.flatMap((child) =>
@@ -482,7 +485,7 @@ function decide(
     .sort(compareChildren(profile.childOrder))
     .map((child) => child.messageId);
   const decision: DecisionView = {
-    seq: (previous?.seq ?? 0) + 1,
+    seq: Math.max(previous?.seq ?? 0, state.seqFloor ?? 0) + 1,
     trigger,
     childMessageIds,
     decidedAt: new Date(now).toISOString(),

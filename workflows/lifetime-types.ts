@@ -1,6 +1,12 @@
 // What the retention and erasure workflows ask of their activities (activities/lifetime.ts).
 import type { ErasureSubject, PurgeCounts } from '../src/domain/lifetime.js';
 
+/** An album that stays, less the children an erasure removed. */
+export interface AmendedAlbum {
+  workflowId: string;
+  messageIds: string[];
+}
+
 /** Rows (or media objects) per batch: one transaction each, short enough never to hold locks for long. */
 export const purgeBatch = 200;
 
@@ -18,6 +24,8 @@ export interface PurgeStep {
 export interface ErasureStep extends PurgeStep {
   /** The workflows of what this batch removed (deleted from Temporal already). */
   workflowIds: string[];
+  /** Albums that stay, less erased children (their workflows deleted already, to be run again: resumeAlbums). */
+  amended?: AmendedAlbum[];
 }
 
 export interface LifetimeActivities {
@@ -29,6 +37,12 @@ export interface LifetimeActivities {
   eraseStep: (input: { erasureId: string; subject: ErasureSubject; limit: number }) => Promise<ErasureStep>;
   /** Deletes these workflows again (a run started meanwhile) and the rows they wrote after their albums went. */
   forgetWorkflows: (input: { workflowIds: string[] }) => Promise<Partial<PurgeCounts>>;
+  /**
+   * Albums that stay, less erased children: each workflow deleted again (a run started meanwhile may hold
+   * what went), the children taken out again of what it recorded, and the album run again from what is
+   * stored, as it was (collecting, decided, or in its late window); a closed album is not run again.
+   */
+  resumeAlbums: (input: { albums: AmendedAlbum[] }) => Promise<Partial<PurgeCounts>>;
   /** Records the erasure's counts so far, and, when `done`, that it finished. */
   recordErasure: (input: { erasureId: string; counts: PurgeCounts; done: boolean }) => Promise<void>;
 }

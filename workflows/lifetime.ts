@@ -13,7 +13,7 @@ const batchesPerRun = 100;
  */
 export const settleTime = '5 seconds';
 
-const { purgeExpired, collectMedia, eraseStep, forgetWorkflows, recordErasure } = proxyActivities<LifetimeActivities>({
+const { purgeExpired, collectMedia, eraseStep, forgetWorkflows, resumeAlbums, recordErasure } = proxyActivities<LifetimeActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
@@ -51,18 +51,25 @@ export async function retentionWorkflow(input: RetentionWorkflowInput = {}): Pro
 
 /**
  * One erasure: batch by batch, the workflows of the next albums and messages are deleted and then their
- * rows (each child tombstoned), then, after a pause, once more what arrived meanwhile, then the media.
+ * rows (each child tombstoned), then, after a pause, once more what arrived meanwhile; an album that
+ * stays, less an erased message, is run again from what is stored; then the media.
  * Its counts are recorded with the receipt after every batch.
  */
 export async function erasureWorkflow({ erasureId, subject }: ErasureWorkflowInput): Promise<PurgeCounts> {
   const counts = noCounts();
   const workflowIds = new Set<string>();
+  const amended = new Map<string, Set<string>>();
   const show = (phase: string) => setCurrentDetails(`**erasure** of a ${subject.scope} · ${phase} · removed ${describeCounts(counts)}`);
   const erase = async () => {
     for (let more = true; more;) {
       const step = await eraseStep({ erasureId, subject, limit: purgeBatch });
       addCounts(counts, step.counts);
       for (const id of step.workflowIds) workflowIds.add(id);
+      for (const album of step.amended ?? []) {
+        const erased = amended.get(album.workflowId) ?? new Set<string>();
+        for (const id of album.messageIds) erased.add(id);
+        amended.set(album.workflowId, erased);
+      }
       more = step.more;
       await recordErasure({ erasureId, counts, done: false });
       show('removing rows and workflows');
@@ -75,6 +82,11 @@ export async function erasureWorkflow({ erasureId, subject }: ErasureWorkflowInp
   const forgotten = await forgetWorkflows({ workflowIds: [...workflowIds] });
   // The same workflow deleted twice is counted once.
   addCounts(counts, { ...forgotten, workflows: 0 });
+  if (amended.size > 0) {
+    show('resuming the albums that stay');
+    const resumed = await resumeAlbums({ albums: [...amended].map(([workflowId, ids]) => ({ workflowId, messageIds: [...ids] })) });
+    addCounts(counts, { ...resumed, workflows: 0 });
+  }
   show('removing media');
   for (let more = true; more;) {
     const step = await collectMedia({ limit: purgeBatch });

@@ -1,5 +1,5 @@
 import type { AttachmentStatus, AttachmentView, DownloadResult, MessageKey } from '../domain/types.js';
-import { mediaLockStatement } from './media-collector.js';
+import { mediaLockStatement, queueForCollection } from './media-collector.js';
 import type { Pool, Queryable } from './pool.js';
 import { withTransaction } from './transaction.js';
 
@@ -159,7 +159,11 @@ export async function recordDownloadResult(
     for (const sha256 of objects) await client.query(mediaLockStatement, [sha256]);
     const { rows } = await client.query<{ sha256: string }>(`SELECT sha256 FROM media_removals WHERE sha256 = ANY($1::text[])`, [objects]);
     for (const { sha256 } of rows) if (!(await stillStored(sha256))) return 'object_removed';
-    return record(client);
+    const outcome = await record(client);
+    // Written for a row that is gone (erased, purged) or now holds another file (an edit): the collector
+    // removes the objects unless another attachment references them.
+    if (outcome === 'replaced') await queueForCollection(client, objects);
+    return outcome;
   });
 }
 

@@ -28,6 +28,11 @@ export interface NotificationToRecord {
   recordedAt: Date;
   /** The span that recorded it (tracing on and sampled): every attempt continues its trace. */
   traceparent?: string;
+  /**
+   * Recorded only while its album (by workflow id) or standalone message (by the data's `message.key`) is
+   * stored: a workflow that runs on after an erasure removed its rows records nothing (DESIGN.md §14).
+   */
+  whileStored?: boolean;
 }
 
 export interface RecordedNotification {
@@ -47,9 +52,19 @@ export interface RecordedNotification {
  */
 function notificationStatement(first: number): string {
   const $ = (n: number) => `$${first + n - 1}`;
-  return `recorded AS (
+  return `stored_album AS (
+       -- Locked, so that a purge of the album or message waits for this statement, or this one sees it gone.
+       SELECT 1 FROM albums WHERE workflow_id = ${$(2)} FOR KEY SHARE
+     ), stored_message AS (
+       SELECT 1 FROM messages m, jsonb_to_record(${$(5)}::jsonb->'message'->'key')
+                                   AS k (workspace text, provider text, "accountId" text, "conversationId" text, "messageId" text)
+        WHERE m.workspace = k.workspace AND m.provider = k.provider AND m.account_id = k."accountId"
+          AND m.conversation_id = k."conversationId" AND m.message_id = k."messageId"
+          FOR KEY SHARE OF m
+     ), recorded AS (
        INSERT INTO notifications (id, workflow_id, workspace, type, payload, created_at, traceparent)
-       VALUES (${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}::jsonb, ${$(6)}, ${$(7)})
+       SELECT ${$(1)}::text, ${$(2)}::text, ${$(3)}::text, ${$(4)}::text, ${$(5)}::jsonb, ${$(6)}::timestamptz, ${$(7)}::text
+        WHERE NOT ${$(8)}::boolean OR EXISTS (SELECT 1 FROM stored_album) OR EXISTS (SELECT 1 FROM stored_message)
        ON CONFLICT (id) DO NOTHING
        RETURNING id, workflow_id, workspace, position
      ), subscribed AS (
@@ -75,7 +90,7 @@ function notificationStatement(first: number): string {
 }
 
 function notificationParameters(n: NotificationToRecord): unknown[] {
-  return [n.id, n.workflowId, n.workspace, n.type, JSON.stringify(n.data), n.recordedAt, n.traceparent ?? null];
+  return [n.id, n.workflowId, n.workspace, n.type, JSON.stringify(n.data), n.recordedAt, n.traceparent ?? null, n.whileStored ?? false];
 }
 
 const recordedColumns = `(SELECT position::text FROM fed) AS feed_position, (SELECT count(*)::int FROM queued) AS deliveries`;

@@ -4,7 +4,7 @@ import { messageWorkflowId } from '../domain/keys.js';
 import type { ErasureSubject, PurgeCounts } from '../domain/lifetime.js';
 import type { ConversationScope } from '../domain/types.js';
 import type { Pool, Queryable } from './pool.js';
-import { messageKeyOf, type TargetMessage } from './purge.js';
+import { countersStatement, messageKeyOf, type TargetMessage } from './purge.js';
 
 const scopeValues = (key: ConversationScope) => [key.workspace, key.provider, key.accountId, key.conversationId];
 const inScope = (alias: string) =>
@@ -25,11 +25,17 @@ export async function erasureTargets(
     return { albumPks: rows.map((row) => row.id), messagePks: [] };
   }
   if (subject.scope === 'message') {
-    const { rows } = await db.query<{ id: string }>(`SELECT id FROM messages m WHERE ${inScope('m')} AND message_id = $5`, [
-      ...scopeValues(key),
-      subject.key.messageId,
-    ]);
-    return { albumPks: [], messagePks: rows.map((row) => row.id) };
+    // The last child of an album takes the album with it: an album of no children does not stay.
+    const { rows } = await db.query<{ id: string; album_pk: string | null; alone: boolean }>(
+      `SELECT id, album_pk, NOT EXISTS (SELECT 1 FROM messages o WHERE o.album_pk = m.album_pk AND o.id <> m.id) AS alone
+         FROM messages m WHERE ${inScope('m')} AND message_id = $5`,
+      [...scopeValues(key), subject.key.messageId],
+    );
+    const lastOfAlbum = rows.filter((row) => row.album_pk !== null && row.alone);
+    return {
+      albumPks: lastOfAlbum.map((row) => row.album_pk!),
+      messagePks: rows.filter((row) => !lastOfAlbum.includes(row)).map((row) => row.id),
+    };
   }
   const albums = await db.query<{ id: string }>(`SELECT id FROM albums a WHERE ${inScope('a')} ORDER BY id LIMIT $5`, [
     ...scopeValues(key),
@@ -44,13 +50,17 @@ export async function erasureTargets(
 
 /**
  * The rows a workflow writes by its id (decisions, notifications, operator actions): an erasure removes
- * those an album workflow wrote after its rows went and before it was deleted.
+ * those an album workflow wrote after its rows went and before it was deleted, keeping its last decision
+ * seq (notification_counters) and the erasure's own notices.
  */
 export async function purgeWorkflowRows(pool: Pool, workflowIds: readonly string[]): Promise<Partial<PurgeCounts>> {
   if (workflowIds.length === 0) return {};
   const { rows } = await pool.query<{ decisions: number; notifications: number }>(
-    `WITH decisions_gone AS (DELETE FROM decisions WHERE workflow_id = ANY($1::text[]) RETURNING 1),
-          notifications_gone AS (DELETE FROM notifications WHERE workflow_id = ANY($1::text[]) RETURNING 1),
+    `WITH counted AS (${countersStatement('$1')}),
+          decisions_gone AS (DELETE FROM decisions WHERE workflow_id = ANY($1::text[]) RETURNING 1),
+          notifications_gone AS (
+            DELETE FROM notifications WHERE workflow_id = ANY($1::text[]) AND type NOT IN ('album.erased', 'message.erased') RETURNING 1
+          ),
           actions_gone AS (DELETE FROM operator_actions WHERE workflow_id = ANY($1::text[]) RETURNING 1)
      SELECT (SELECT count(*)::int FROM decisions_gone) AS decisions, (SELECT count(*)::int FROM notifications_gone) AS notifications`,
     [workflowIds],

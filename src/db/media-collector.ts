@@ -13,6 +13,31 @@ export async function mediaGarbage(db: Queryable, limit: number): Promise<string
   return rows.map((row) => row.sha256);
 }
 
+/**
+ * Queues objects for the collector (it keeps those an attachment references). Called under their locks
+ * (mediaLockStatement) by what wrote them for a row that may be gone: a download's record, a thumbnail.
+ */
+export async function queueForCollection(db: Queryable, objects: readonly string[]): Promise<void> {
+  await db.query(`INSERT INTO media_garbage (sha256) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT (sha256) DO NOTHING`, [objects]);
+}
+
+/**
+ * Queues an object whose thumbnail was just written when no attachment references it any more: a
+ * collector pass that removed the file and its thumbnails meanwhile left this one behind.
+ */
+export async function queueThumbnailIfUnreferenced(pool: Pool, sha256: string): Promise<boolean> {
+  return withTransaction(pool, async (client) => {
+    await client.query(mediaLockStatement, [sha256]);
+    const { rowCount } = await client.query(
+      `INSERT INTO media_garbage (sha256)
+       SELECT $1 WHERE NOT EXISTS (SELECT 1 FROM attachments WHERE sha256 = $1) AND NOT EXISTS (SELECT 1 FROM attachments WHERE still_sha256 = $1)
+       ON CONFLICT (sha256) DO NOTHING`,
+      [sha256],
+    );
+    return rowCount === 1;
+  });
+}
+
 /** The transaction-scoped lock of one media object: the collector and a download's record take it. */
 export const mediaLockStatement = `SELECT pg_advisory_xact_lock(hashtextextended('albumflow-media:' || $1::text, 0))`;
 

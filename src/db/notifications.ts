@@ -36,3 +36,11 @@ export async function editNotices(pool: Pool, workflowId: string): Promise<Recor
   );
   return Object.fromEntries(rows.map((row) => [row.message_id, row.version]));
 }
+
+/** The last decision seq of an earlier album under this workflow id that a purge removed; null when there was none. */
+export async function lastPurgedSeq(pool: Pool, workflowId: string): Promise<number | null> {
+  const { rows } = await pool.query<{ last_seq: number }>(`SELECT last_seq FROM notification_counters WHERE workflow_id = $1`, [
+    workflowId,
+  ]);
+  return rows[0]?.last_seq ?? null;
+}

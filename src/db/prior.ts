@@ -4,7 +4,7 @@ import { albumWorkflowId, messageWorkflowId } from '../domain/keys.js';
 import { attachmentViewOf, type AttachmentOutcomeColumns } from './attachments.js';
 import { loadChildren } from './children.js';
 import { decisionsOf } from './decisions.js';
-import { editNotices, mediaSettledNotices, unsentNotices } from './notifications.js';
+import { editNotices, lastPurgedSeq, mediaSettledNotices, unsentNotices } from './notifications.js';
 import type { Pool, PoolClient } from './pool.js';
 import { findAlbum } from './status.js';
 
@@ -55,6 +55,7 @@ export async function readPrior(pool: Pool, scope: StoredScope): Promise<PriorAl
   const notices = last ? await mediaSettledNotices(pool, workflowId, last.seq) : 0;
   const edits = last && scope.kind === 'album' ? await editNotices(pool, workflowId) : {};
   const withdrawals = last && scope.kind === 'album' ? await unsentNotices(pool, workflowId) : [];
+  const seqFloor = scope.kind === 'album' ? await lastPurgedSeq(pool, workflowId) : null;
   const client = await pool.connect();
   try {
     const messagePks = await storedMessagePks(client, scope, album?.id ?? null);
@@ -72,6 +73,7 @@ export async function readPrior(pool: Pool, scope: StoredScope): Promise<PriorAl
       mediaSettledNotices: notices,
       editNotices: edits,
       ...(withdrawals.length > 0 ? { unsentNotices: withdrawals } : {}),
+      ...(seqFloor !== null ? { seqFloor } : {}),
     };
   } finally {
     client.release();

@@ -3,19 +3,29 @@
 // finds what is left; the media objects they leave unreferenced are queued for the collector
 // (media-collector.ts).
 import { messageWorkflowId } from '../domain/keys.js';
-import { noCounts, type PurgeCounts } from '../domain/lifetime.js';
-import type { MessageKey } from '../domain/types.js';
-import type { Pool, PoolClient } from './pool.js';
+import { addCounts, noCounts, type PurgeCounts } from '../domain/lifetime.js';
+import type { AlbumKey, MessageKey } from '../domain/types.js';
+import { recordNotification, type NotificationToRecord } from './deliveries.js';
+import type { Pool, PoolClient, Queryable } from './pool.js';
 import { withTransaction } from './transaction.js';
 
 /** How long a tombstone keeps an erased child from being stored again: past every provider's redelivery horizon. */
 export const tombstoneDays = 30;
+
+/** An album that stays, less some of its children (a message's erasure): its rows are amended, not removed. */
+export interface AmendedAlbum {
+  workflowId: string;
+  /** The erased children's message ids. */
+  messageIds: string[];
+}
 
 /** A purge's batch: the rows it removed, and the workflows whose histories name them. */
 export interface PurgedBatch {
   counts: PurgeCounts;
   /** Album and standalone-message workflow ids of what was removed. */
   workflowIds: string[];
+  /** Albums that stay, less the erased children: their workflows are run again from what is stored (resumeAlbums). */
+  amended: AmendedAlbum[];
 }
 
 /** A message a purge removes, as it reads it: its row, its identity and its album. */
@@ -29,24 +39,37 @@ export interface TargetMessage {
   album_pk: string | null;
 }
 
+interface TargetAlbum {
+  id: string;
+  workflow_id: string;
+  workspace: string;
+  provider: string;
+  account_id: string;
+  conversation_id: string;
+  album_id: string;
+}
+
 /**
  * Removes these albums (with every child of theirs) and these messages, in one transaction: their raw
  * events, outbox rows, earlier versions, attachments, decisions, notifications and operator actions.
  * Each downloaded object they referenced is queued for the collector (collectObject), which removes it
  * once no kept attachment references it. With `tombstone`, every removed child's identity gets a
- * tombstone (an erasure). A message of an album that stays (a message's erasure) leaves the album's
- * decisions naming the album's other children, and closes the album: its notifications and workflow go
- * (they hold the message's caption), so the caller deletes that workflow too.
+ * tombstone (an erasure). A message of an album that stays (a message's erasure) is taken out of the
+ * album's decisions and notifications; the album keeps its other children, its decisions and its actions
+ * (amendAlbums). The last decision seq of each removed workflow is kept (notification_counters), so a
+ * later album under the same id never reuses a notification id. With `notices`, receivers are told what
+ * went, without content: `album.erased`, `message.erased`, or `album.updated` (`"change": "erased"`).
  */
 export async function purgeRows(
   pool: Pool,
   targets: { albumPks: readonly string[]; messagePks: readonly string[] },
-  options: { tombstone: boolean },
+  options: { tombstone: boolean; notices?: boolean },
 ): Promise<PurgedBatch> {
-  if (targets.albumPks.length === 0 && targets.messagePks.length === 0) return { counts: noCounts(), workflowIds: [] };
+  if (targets.albumPks.length === 0 && targets.messagePks.length === 0) return { counts: noCounts(), workflowIds: [], amended: [] };
   return withTransaction(pool, async (client) => {
-    const albums = await client.query<{ id: string; workflow_id: string }>(
-      `SELECT id, workflow_id FROM albums WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
+    const albums = await client.query<TargetAlbum>(
+      `SELECT id, workflow_id, workspace, provider, account_id, conversation_id, album_id FROM albums
+        WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
       [targets.albumPks],
     );
     const messages = await client.query<TargetMessage>(
@@ -55,15 +78,16 @@ export async function purgeRows(
       [targets.messagePks, albums.rows.map((row) => row.id)],
     );
     const purgedAlbums = new Set(albums.rows.map((row) => row.id));
-    // Albums that stay, minus one child: their decisions forget it, their notifications and workflow go.
-    const strippedAlbums = await strippedAlbumsOf(
+    const amended = await amendedAlbumsOf(
       client,
       messages.rows.filter((row) => row.album_pk !== null && !purgedAlbums.has(row.album_pk)),
     );
-    const workflowIds = [
-      ...albums.rows.map((row) => row.workflow_id),
-      ...messages.rows.filter((row) => row.album_pk === null).map((row) => messageWorkflowId(messageKeyOf(row))),
-    ];
+    const standalone = messages.rows.filter((row) => row.album_pk === null);
+    const workflowIds = [...albums.rows.map((row) => row.workflow_id), ...standalone.map((row) => messageWorkflowId(messageKeyOf(row)))];
+    // Receivers are told only of what they may have been sent.
+    const notified = options.notices
+      ? await notifiedWorkflows(client, [...workflowIds, ...amended.map((album) => album.workflowId)])
+      : new Set();
     const { rows } = await client.query<
       Pick<PurgeCounts, 'albums' | 'messages' | 'attachments' | 'events' | 'decisions' | 'notifications' | 'tombstones'>
     >(purgeStatement, [
@@ -71,13 +95,22 @@ export async function purgeRows(
       albums.rows.map((row) => row.id),
       workflowIds,
       options.tombstone ? tombstoneDays : null,
-      strippedAlbums.map((album) => album.workflowId),
-      JSON.stringify(strippedAlbums.map((album) => ({ workflow_id: album.workflowId, message_ids: album.messageIds }))),
+      albums.rows.map((row) => row.workflow_id),
     ]);
-    return {
-      counts: { ...noCounts(), ...rows[0]! },
-      workflowIds: [...workflowIds, ...strippedAlbums.map((album) => album.workflowId)],
-    };
+    const counts = { ...noCounts(), ...rows[0]! };
+    addCounts(counts, await amendAlbums(client, amended));
+    const now = new Date();
+    for (const album of albums.rows.filter((row) => notified.has(row.workflow_id))) {
+      await recordNotification(client, erasedAlbumNotice(album, now));
+    }
+    for (const message of standalone) {
+      const workflowId = messageWorkflowId(messageKeyOf(message));
+      if (notified.has(workflowId)) await recordNotification(client, erasedMessageNotice(workflowId, messageKeyOf(message), now));
+    }
+    for (const album of amended.filter((row) => notified.has(row.workflowId))) {
+      await recordNotification(client, erasedChildrenNotice(album, now));
+    }
+    return { counts, workflowIds, amended: amended.map(({ workflowId, messageIds }) => ({ workflowId, messageIds })) };
   });
 }
 
@@ -89,25 +122,144 @@ export const messageKeyOf = (row: TargetMessage): MessageKey => ({
   messageId: row.message_id,
 });
 
-async function strippedAlbumsOf(
+async function amendedAlbumsOf(
   client: PoolClient,
   children: readonly TargetMessage[],
-): Promise<Array<{ workflowId: string; messageIds: string[] }>> {
+): Promise<Array<AmendedAlbum & { workspace: string; key: AlbumKey }>> {
   if (children.length === 0) return [];
-  const { rows } = await client.query<{ id: string; workflow_id: string }>(
-    `SELECT id, workflow_id FROM albums WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
+  const { rows } = await client.query<TargetAlbum>(
+    `SELECT id, workflow_id, workspace, provider, account_id, conversation_id, album_id FROM albums
+      WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
     [[...new Set(children.map((child) => child.album_pk!))]],
   );
   return rows.map((album) => ({
     workflowId: album.workflow_id,
+    workspace: album.workspace,
+    key: albumKeyOf(album),
     messageIds: children.filter((child) => child.album_pk === album.id).map((child) => child.message_id),
   }));
 }
 
+const albumKeyOf = (row: TargetAlbum): AlbumKey => ({
+  workspace: row.workspace,
+  provider: row.provider,
+  accountId: row.account_id,
+  conversationId: row.conversation_id,
+  albumId: row.album_id,
+});
+
+/** The erasure notices: what receivers may have been sent is gone; their data names it, with no content. */
+const erasureNoticeTypes = ['album.erased', 'message.erased'] as const;
+
+/** Of these workflows, those that recorded a notification (receivers may hold what it carried). */
+async function notifiedWorkflows(client: PoolClient, workflowIds: readonly string[]): Promise<Set<string>> {
+  const { rows } = await client.query<{ workflow_id: string }>(
+    `SELECT DISTINCT workflow_id FROM notifications WHERE workflow_id = ANY($1::text[]) AND type <> ALL($2::text[])`,
+    [workflowIds, erasureNoticeTypes],
+  );
+  return new Set(rows.map((row) => row.workflow_id));
+}
+
+/** `album.erased`: the album is gone. Its id goes after the album's last decision (a later album under the id numbers after it). */
+function erasedAlbumNotice(album: TargetAlbum, recordedAt: Date): NotificationToRecord {
+  return {
+    id: `${album.workflow_id}/erased/${recordedAt.getTime()}`,
+    workflowId: album.workflow_id,
+    workspace: album.workspace,
+    type: 'album.erased',
+    data: { album: { workflowId: album.workflow_id, key: albumKeyOf(album) } },
+    recordedAt,
+  };
+}
+
+/** `message.erased`: a standalone message is gone. */
+function erasedMessageNotice(workflowId: string, key: MessageKey, recordedAt: Date): NotificationToRecord {
+  return {
+    id: `${workflowId}/erased`,
+    workflowId,
+    workspace: key.workspace,
+    type: 'message.erased',
+    data: { message: { workflowId, key } },
+    recordedAt,
+  };
+}
+
+/** `album.updated` (`"change": "erased"`): these children of an album that stays are gone. */
+function erasedChildrenNotice(album: AmendedAlbum & { workspace: string; key: AlbumKey }, recordedAt: Date): NotificationToRecord {
+  const ids = [...album.messageIds].sort();
+  return {
+    id: `${album.workflowId}/erased/${ids.map(encodeURIComponent).join(',')}`,
+    workflowId: album.workflowId,
+    workspace: album.workspace,
+    type: 'album.updated',
+    data: { change: 'erased', album: { workflowId: album.workflowId, key: album.key }, erased: { messageIds: ids } },
+    recordedAt,
+  };
+}
+
 /**
- * $1 message ids, $2 album ids, $3 their workflow ids, $4 tombstone days (null: none), $5 workflow ids
- * of the albums that lose a child and stay, $6 those albums' removed message ids. Children before their
- * parents; the foreign keys are checked at the statement's end.
+ * Takes erased children out of albums that stay: out of their decisions, and out of their notifications
+ * (the album view's children and every list of message ids; the counts stay as they were sent); the
+ * notifications about an erased child itself (its edits, its withdrawal) go. Idempotent.
+ */
+export async function amendAlbums(db: Queryable, albums: readonly AmendedAlbum[]): Promise<Pick<PurgeCounts, 'notifications'>> {
+  if (albums.length === 0) return { notifications: 0 };
+  const { rows } = await db.query<{ notifications: number }>(
+    `WITH amended AS (
+       SELECT s.workflow_id, ARRAY(SELECT jsonb_array_elements_text(s.message_ids)) AS erased
+         FROM jsonb_to_recordset($1::jsonb) AS s (workflow_id text, message_ids jsonb)
+     ), decisions_amended AS (
+       UPDATE decisions d
+          SET child_message_ids = ARRAY(SELECT u.id FROM unnest(d.child_message_ids) WITH ORDINALITY AS u (id, n)
+                                         WHERE u.id <> ALL (a.erased) ORDER BY u.n)
+         FROM amended a
+        WHERE d.workflow_id = a.workflow_id AND d.child_message_ids && a.erased
+     ), notices_gone AS (
+       DELETE FROM notifications n USING amended a
+        WHERE n.workflow_id = a.workflow_id AND n.type <> ALL($2::text[])
+          AND (n.payload->'edit'->>'messageId' = ANY (a.erased)
+               OR n.payload->(n.payload->>'change')->>'messageId' = ANY (a.erased))
+       RETURNING 1
+     ), notifications_amended AS (
+       UPDATE notifications n SET payload = notification_without_children(n.payload, a.erased)
+         FROM amended a
+        WHERE n.workflow_id = a.workflow_id AND n.type <> ALL($2::text[])
+          AND (n.payload->'edit'->>'messageId' = ANY (a.erased)
+               OR n.payload->(n.payload->>'change')->>'messageId' = ANY (a.erased)) IS NOT TRUE
+     )
+     SELECT (SELECT count(*)::int FROM notices_gone) AS notifications`,
+    [JSON.stringify(albums.map((album) => ({ workflow_id: album.workflowId, message_ids: album.messageIds }))), erasureNoticeTypes],
+  );
+  return rows[0]!;
+}
+
+/**
+ * Runs these albums' workflows again from what is stored: one child of each album that is not closed is
+ * queued in the outbox, and the dispatcher starts the workflow, which loads the album's stored state.
+ */
+export async function resumeStoredAlbums(db: Queryable, workflowIds: readonly string[]): Promise<void> {
+  await db.query(
+    `INSERT INTO outbox (message_pk)
+     SELECT DISTINCT ON (a.id) m.id FROM albums a JOIN messages m ON m.album_pk = a.id
+      WHERE a.workflow_id = ANY($1::text[]) AND a.state <> 'closed'
+      ORDER BY a.id, m.id`,
+    [workflowIds],
+  );
+}
+
+/**
+ * A CTE's statement that keeps the last decision seq of the album workflows `$n` names (text[]) before
+ * their decisions go: a later album under the same workflow id numbers its decisions after it.
+ */
+export const countersStatement = (ids: string) => `INSERT INTO notification_counters (workflow_id, last_seq)
+  SELECT workflow_id, max(seq) FROM decisions WHERE workflow_id = ANY(${ids}::text[]) GROUP BY workflow_id
+  ON CONFLICT (workflow_id) DO UPDATE SET last_seq = GREATEST(notification_counters.last_seq, EXCLUDED.last_seq)
+  RETURNING 1`;
+
+/**
+ * $1 message ids, $2 album ids, $3 their workflow ids, $4 tombstone days (null: none), $5 the albums' workflow
+ * ids (their last decision seq is kept). Children before
+ * their parents; the foreign keys are checked at the statement's end.
  */
 // Every data-modifying CTE runs to completion whether or not the final SELECT reads it.
 const purgeStatement = `
@@ -137,21 +289,14 @@ WITH target AS (
   RETURNING 1
 ), messages_gone AS (
   DELETE FROM messages WHERE id IN (SELECT id FROM target) RETURNING 1
+), counted AS (
+  ${countersStatement('$5')}
 ), decisions_gone AS (
   DELETE FROM decisions WHERE workflow_id = ANY($3::text[]) RETURNING 1
-), decisions_stripped AS (
-  UPDATE decisions d
-     SET child_message_ids = ARRAY(SELECT u.id FROM unnest(d.child_message_ids) WITH ORDINALITY AS u (id, n)
-                                    WHERE u.id NOT IN (SELECT jsonb_array_elements_text(s.message_ids)) ORDER BY u.n)
-    FROM jsonb_to_recordset($6::jsonb) AS s (workflow_id text, message_ids jsonb)
-   WHERE d.workflow_id = s.workflow_id
-  RETURNING 1
 ), notifications_gone AS (
-  DELETE FROM notifications WHERE workflow_id = ANY($3::text[]) OR workflow_id = ANY($5::text[]) RETURNING 1
+  DELETE FROM notifications WHERE workflow_id = ANY($3::text[]) RETURNING 1
 ), actions_gone AS (
   DELETE FROM operator_actions WHERE workflow_id = ANY($3::text[]) RETURNING 1
-), albums_closed AS (
-  UPDATE albums SET state = 'closed', updated_at = now() WHERE workflow_id = ANY($5::text[]) RETURNING 1
 ), albums_gone AS (
   DELETE FROM albums WHERE id = ANY($2::bigint[]) RETURNING 1
 )

@@ -56,7 +56,7 @@ export async function notificationOf(
   const id = notificationId(workflowId, input.seq, type, input.notice, input.edit, input.unsent);
   if (input.type === 'message.ready') {
     const { message } = input;
-    return { id, workflowId, workspace: message.key.workspace, type, data: { message, decision }, recordedAt };
+    return { id, workflowId, workspace: message.key.workspace, type, data: { message, decision }, recordedAt, whileStored: true };
   }
   // A withdrawal is told under its platform's word (LINE: unsent, Telegram: deleted), the child under the same key.
   const withdrawn = input.unsent && {
@@ -73,5 +73,5 @@ export async function notificationOf(
     ...(input.edit ? { edit: input.edit } : {}),
     ...(withdrawn ? { [withdrawn.change]: { messageId: withdrawn.messageId, withdrawnAt: withdrawn.withdrawnAt } } : {}),
   };
-  return { id, workflowId, workspace: album.key.workspace, type, data, recordedAt };
+  return { id, workflowId, workspace: album.key.workspace, type, data, recordedAt, whileStored: true };
 }

@@ -201,4 +201,6 @@ export interface PriorAlbum {
   editNotices: Record<string, number>;
   /** The message ids whose withdrawal an `album.updated` notified (absent from runs before LINE). */
   unsentNotices?: string[];
+  /** The last decision seq of an earlier album under this workflow id that a purge removed (absent when there was none). */
+  seqFloor?: number;
 }

@@ -4,6 +4,7 @@ import fastifyStatic from '@fastify/static';
 import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../common/config.js';
+import { queueThumbnailIfUnreferenced } from '../db/media-collector.js';
 import type { Pool } from '../db/pool.js';
 import type { UsageReader } from '../db/usage.js';
 import type { MediaStore } from '../media/store.js';
@@ -67,7 +68,7 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
   // `/` is where people type the address: it leads to the albums (behind sign-in, like every page).
   app.get('/', { schema: { hide: true }, config: { access: 'signed-in' } }, (_request, reply) => reply.redirect(consolePaths.albums, 302));
 
-  const thumbnailer = createThumbnailer(options.store, app.log);
+  const thumbnailer = createThumbnailer(options.store, app.log, (sha256) => queueThumbnailIfUnreferenced(options.pool, sha256));
   await app.register(consolePages, {
     prefix: consolePaths.albums,
     pool: options.pool,

@@ -147,7 +147,15 @@ export interface Thumbnailer {
   readonly variant: string;
 }
 
-export function createThumbnailer(store: MediaStore, logger: FastifyBaseLogger): Thumbnailer {
+/**
+ * `written` runs after a thumbnail was put into the store: the wiring queues the file for the collector
+ * when no attachment references it any more (a collector pass may have removed the file meanwhile).
+ */
+export function createThumbnailer(
+  store: MediaStore,
+  logger: FastifyBaseLogger,
+  written?: (sha256: string) => Promise<unknown>,
+): Thumbnailer {
   const limits = thumbnailLimits;
   // Memory stays bounded by the images being made: libvips keeps no cache of earlier operations,
   // and each image is processed on one thread (the concurrency limit is the parallelism).
@@ -191,6 +199,7 @@ export function createThumbnailer(store: MediaStore, logger: FastifyBaseLogger):
         return { icon: 'unreadable' };
       }
       await admitted(cost, () => render(source, key));
+      await written?.(sha256);
       return { key };
     } catch (err) {
       logger.warn({ err, sha256, type: sniffed.mime }, 'no thumbnail for this image');

@@ -18,6 +18,7 @@ import {
   leaseHolderPid,
   type OutageEndpoints,
 } from './receiver-outage.js';
+import { checkErasures, eraseUnderLoad, type ErasuresUnderLoad } from './erasures-under-load.js';
 import { formatTable, megabytes, seconds, waitFor } from './report.js';
 
 interface Fault {
@@ -163,6 +164,13 @@ describe('fault suite: two ingresses and two workers under signed load while the
       return `${answers.filter((a) => a.status === 503).length} answered 503`;
     });
 
+    let erasures: ErasuresUnderLoad = { erased: [], inFlightAtErasure: 0 };
+    await inject('erasures with their downloads in flight: two conversations, an album, one message of an album', async () => {
+      erasures = await eraseUnderLoad(stack);
+      const rows = erasures.erased.map((e) => `${e.what}: ${e.counts.messages ?? 0} messages, ${e.counts.mediaObjects ?? 0} files`);
+      return `${erasures.inFlightAtErasure} downloads in flight; ${rows.join('; ')}`;
+    });
+
     let outage = { from: 0, to: 0 };
     await inject(
       `receivers down for ${seconds(receiverOutageMs)}: NOTIFY_URL answers 503 (1 in 5 hangs past the 15 s timeout), "gone" 410`,
@@ -215,6 +223,12 @@ describe('fault suite: two ingresses and two workers under signed load while the
     });
     // Without a receiver to wait on, an album closes its late window after its last decision, its downloads settled.
     const held = await checkAlbumsNotHeld({ pool: stack.pool, temporalAddress: stack.temporalAddress, outage, closeWithinMs: 25_000 });
+    const erased = await checkErasures({
+      pool: stack.pool,
+      mediaDir: path.join(stack.dir, 'media'),
+      erasures,
+      received: [...stack.receiver.requests(), ...endpoints.receiver.received()],
+    });
     const expiredLeft = await workspaceLeftovers(stack.pool, expired.workspace);
     const expiredFilesLeft = (await Promise.all(expired.shas.map((sha) => store.stat(sha)))).filter((info) => info !== null).length;
     const elapsed = Date.now() - startedAt;
@@ -277,6 +291,9 @@ describe('fault suite: two ingresses and two workers under signed load while the
           `slowest close after its last decision ${seconds(held.slowestCloseMs)}`,
         ...deliveries.violations.slice(0, 20).map((v) => `  [delivery] ${v}`),
         ...held.violations.slice(0, 20).map((v) => `  [albums held] ${v}`),
+        `erasures: ${erasures.erased.length} done, ${erased.objects} objects in the store checked for a reference, ` +
+          `${erased.checkedRequests} requests taken after an erasure checked for its content`,
+        ...erased.violations.slice(0, 20).map((v) => `  [erasure] ${v}`),
         `retention through the load: the expired workspace's rows left ${JSON.stringify(expiredLeft)}, files left ${expiredFilesLeft} of ${expired.shas.length}`,
         ...report.violations.slice(0, 40).map((v) => `  [${v.phase}] ${v.message}`),
         '',
@@ -287,6 +304,10 @@ describe('fault suite: two ingresses and two workers under signed load while the
     expect(report.violations).toEqual([]);
     expect(deliveries.violations).toEqual([]);
     expect(held.violations).toEqual([]);
+    expect(erased.violations).toEqual([]);
+    expect(erasures.erased.map((e) => e.what)).toHaveLength(4);
+    expect(erasures.inFlightAtErasure).toBeGreaterThan(0);
+    expect(erased.checkedRequests).toBeGreaterThan(0);
     expect(held.decided).toBeGreaterThan(0);
     expect(held.closedDuringOutage).toBeGreaterThan(0);
     expect(faults.find((f) => f.name.startsWith('kill -9 the worker sending'))?.note).toMatch(/in flight from worker-/);

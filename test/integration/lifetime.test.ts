@@ -21,7 +21,10 @@ import { startStack, type Stack } from '../harness/stack.js';
 const run = promisify(execFile);
 const sha256 = (body: Buffer) => crypto.createHash('sha256').update(body).digest('hex');
 
-/** Every row anything of these children or workflows left, by table (an empty object: nothing). */
+/**
+ * Every row anything of these children or workflows left, by table (an empty object: nothing). The
+ * erasure notices (ids only) are what an erasure leaves on purpose: receivers erase their copies by them.
+ */
 async function leftovers(stack: Stack, keys: readonly MessageKey[], workflowIds: readonly string[]): Promise<Record<string, number>> {
   const tuples = JSON.stringify(keys.map((k) => [k.workspace, k.provider, k.accountId, k.conversationId, k.messageId]));
   const { rows } = await stack.pool.query<{ table: string; count: number }>(
@@ -32,7 +35,8 @@ async function leftovers(stack: Stack, keys: readonly MessageKey[], workflowIds:
      UNION ALL SELECT 'events', (SELECT count(*)::int FROM events JOIN k ON child_identity = child_identity(w, p, a, c, m))
      UNION ALL SELECT 'albums', (SELECT count(*)::int FROM albums WHERE workflow_id = ANY($2::text[]))
      UNION ALL SELECT 'decisions', (SELECT count(*)::int FROM decisions WHERE workflow_id = ANY($2::text[]))
-     UNION ALL SELECT 'notifications', (SELECT count(*)::int FROM notifications WHERE workflow_id = ANY($2::text[]))`,
+     UNION ALL SELECT 'notifications', (SELECT count(*)::int FROM notifications WHERE workflow_id = ANY($2::text[])
+                                          AND type NOT IN ('album.erased', 'message.erased'))`,
     [tuples, workflowIds],
   );
   return Object.fromEntries(rows.filter((row) => row.count > 0).map((row) => [row.table, row.count]));
@@ -232,6 +236,22 @@ describe('data lifetime', () => {
     const keys = [childKey(album.key, 'm0'), childKey(album.key, 'm1'), standalone];
     const workflowIds = [albumWorkflowId(album.key), messageWorkflowId(standalone)];
     expect(await leftovers(stack, keys, workflowIds)).toEqual({});
+    const notices = await stack.pool.query<{ type: string; payload: unknown }>(
+      `SELECT type, payload FROM notifications WHERE workflow_id = ANY($1::text[]) ORDER BY type`,
+      [workflowIds],
+    );
+    expect(notices.rows).toEqual([
+      { type: 'album.erased', payload: { album: { workflowId: workflowIds[0], key: album.key } } },
+      {
+        type: 'message.erased',
+        payload: {
+          message: {
+            workflowId: workflowIds[1],
+            key: { workspace: keptWorkspace, provider: 'whatsapp', accountId: 'acc_1', conversationId, messageId: 'note' },
+          },
+        },
+      },
+    ]);
     expect(await store.stat(sha256(files.erased))).toBeNull();
     expect(await store.stat(sha256(files.shared))).not.toBeNull();
     expect(await leftovers(stack, [childKey(other.key, 'm0')], [])).toMatchObject({ messages: 1, attachments: 1 });

@@ -13,6 +13,7 @@ import { deliveryTestbed, type Testbed } from '../harness/delivery.js';
 import { testConfig, testLogger } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 import { notifications } from '../harness/rows.js';
+import type { Pool } from '../../src/db/pool.js';
 
 const attachment = (status: 'downloaded' | 'pending', sha256: string | null) => ({
   position: 0,
@@ -23,8 +24,8 @@ const attachment = (status: 'downloaded' | 'pending', sha256: string | null) => 
   error: null,
 });
 
-/** An album.ready of two children, one with its file downloaded. */
-function albumReady(workspace: string) {
+/** An album.ready of two children, one with its file downloaded, of an album stored (notifications are recorded only while it is). */
+async function albumReady(pool: Pool, workspace: string) {
   const workflowId = `album:${workspace}:whatsapp:acc_1:conv_1:alb_1`;
   const sha256 = crypto.randomBytes(32).toString('hex');
   const album = {
@@ -44,6 +45,10 @@ function albumReady(workspace: string) {
     decidedAt: '2026-09-29T10:00:00.000Z',
   };
   const input: NotifyInput = { workflowId, seq: 1, type: 'album.ready', album, decision };
+  await pool.query(
+    `INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id) VALUES ($1, 'whatsapp', 'acc_1', 'conv_1', 'alb_1', $2)`,
+    [workspace, workflowId],
+  );
   return { id: `${workflowId}/1`, workflowId, sha256, album, decision, input };
 }
 
@@ -68,7 +73,7 @@ describe('the notify activity records for outbound delivery, and the engine deli
 
   it('records it once, without links; the engine sends it signed, its media_url minted at the attempt', async () => {
     const workspace = unique('ws');
-    const n = albumReady(workspace);
+    const n = await albumReady(bed.pool, workspace);
     await bed.endpoint(workspace, `${workspace}-hook`);
     const before = await recordedCount('recorded');
 
@@ -100,7 +105,7 @@ describe('the notify activity records for outbound delivery, and the engine deli
 
   it('does not wait for a receiver that is down: recorded at once, delivered once it answers, under one webhook-id', async () => {
     const workspace = unique('ws');
-    const n = albumReady(workspace);
+    const n = await albumReady(bed.pool, workspace);
     const answers = [503, 503];
     await bed.endpoint(workspace, `${workspace}-down`, {}, () => ({ status: answers.shift() ?? 204 }));
 
@@ -110,7 +115,7 @@ describe('the notify activity records for outbound delivery, and the engine deli
   });
 
   it('records it with its feed entry and no delivery when no endpoint takes its workspace', async () => {
-    const n = albumReady(unique('ws'));
+    const n = await albumReady(bed.pool, unique('ws'));
     expect(await notify(n.input)).toEqual({ id: n.id, outcome: 'recorded' });
     const { rows } = await bed.pool.query<{ feed: number; deliveries: number }>(
       `SELECT (SELECT count(*) FROM feed WHERE notification_id = $1)::int AS feed,

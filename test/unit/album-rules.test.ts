@@ -506,6 +506,25 @@ describe('album rules: restore from PostgreSQL', () => {
     expect(redelivered.state).toBe(state);
   });
 
+  it('numbers the decisions of an album after the last seq of an earlier album under its id that a purge removed', () => {
+    const { commands } = restoreState(
+      {
+        decisions: [],
+        children: [stored(a), stored(b)],
+        reviewReasons: [],
+        reviewResolved: null,
+        mediaSettledNotices: 0,
+        editNotices: {},
+        seqFloor: 3,
+      },
+      t0,
+      timings,
+      unifyport,
+    );
+    // Both children are there (index and total agree): the album is decided at once, as its fourth decision.
+    expect(decisionsOf(commands).map((d) => d.decision.seq)).toEqual([4]);
+  });
+
   it('treats a stored child no decision includes as late and resumes pending downloads', () => {
     const c = child('c', { index: 2, urls: ['https://x/c'] });
     const { state, commands } = restoreState(
