@@ -44,7 +44,9 @@ export interface PurgeTargets {
 /**
  * Removes these albums (with every child of theirs) and these messages, in one transaction: their raw
  * events (every event linked to one of the children, event_links: an event that names several children
- * goes with the first of them removed, as it holds that child's content), outbox rows, earlier versions, attachments, decisions, notifications and operator actions.
+ * goes with the first of them removed, as it holds that child's content), outbox rows, earlier
+ * versions, attachments, decisions, notifications and operator actions; and the raw events and
+ * quarantined bodies given by id.
  * Each downloaded object they referenced is queued for the collector (collectObject), which removes it
  * once no kept attachment references it. With `tombstone`, every removed child's identity gets a
  * tombstone (an erasure). A message of an album that stays (a message's erasure) leaves the album's
