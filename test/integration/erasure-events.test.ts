@@ -237,8 +237,30 @@ describe('an erasure finds every raw event and quarantined body of its scope', (
     expect([answer.statusCode, answer.body]).toEqual([200, '']);
     expect(await eventIds()).toEqual(expect.arrayContaining([`${bot.id}:1`, `${bot.id}:2`]));
 
+    // A deletion in a business chat is linked to each message it names.
+    const deletion = { update_id: 3, deleted_business_messages: { business_connection_id: 'bc', chat: { id: 77 }, message_ids: [5, 6] } };
+    const deleted = await stack.app.inject({
+      method: 'POST',
+      url: `/webhooks/telegram/${workspace}/shop`,
+      headers: telegramHeaders(bot.secretToken),
+      payload: JSON.stringify(deletion),
+    });
+    expect([deleted.statusCode, deleted.body]).toEqual([200, '']);
+    const links = await stack.pool.query<{ conversation_id: string; message_id: string }>(
+      `SELECT l.conversation_id, l.message_id FROM event_links l JOIN events e ON e.id = l.event_pk
+        WHERE e.workspace = $1 AND e.event_id = $2 ORDER BY l.message_id`,
+      [workspace, `${bot.id}:3`],
+    );
+    expect(links.rows).toEqual([
+      { conversation_id: 'bc:77', message_id: '5' },
+      { conversation_id: 'bc:77', message_id: '6' },
+    ]);
+
     const counts = await erase(`conversations/telegram/${bot.id}/${chat}`);
     expect(counts).toMatchObject({ messages: 0, events: 2 });
+    expect(await eventIds()).toContain(`${bot.id}:3`);
+    expect(await erase(`conversations/telegram/${bot.id}/bc:77`)).toMatchObject({ events: 1 });
+    expect(await eventIds()).not.toContain(`${bot.id}:3`);
     expect(await eventIds()).not.toEqual(expect.arrayContaining([`${bot.id}:1`]));
     expect((await eventIds()).filter((id) => id.startsWith(`${bot.id}:`))).toEqual([]);
   });
