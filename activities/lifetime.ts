@@ -90,7 +90,9 @@ export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities
       const purged = await purgeRows(pool, targets, { tombstone: true, notices: true });
       const counts = addCounts(purged.counts, { workflows });
       // A conversation is erased in batches; an album or a message in one.
-      const more = subject.scope === 'conversation' && (targets.albumPks.length === limit || targets.messagePks.length === limit);
+      const more =
+        subject.scope === 'conversation' &&
+        [targets.albumPks, targets.messagePks, targets.eventPks ?? [], targets.quarantinePks ?? []].some((pks) => pks.length === limit);
       return { counts, more, workflowIds: purged.workflowIds, ...(purged.amended.length > 0 ? { amended: purged.amended } : {}) };
     },
 

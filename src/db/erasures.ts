@@ -10,12 +10,16 @@ const scopeValues = (key: ConversationScope) => [key.workspace, key.provider, ke
 const inScope = (alias: string) =>
   `${alias}.workspace = $1 AND ${alias}.provider = $2 AND ${alias}.account_id = $3 AND ${alias}.conversation_id = $4`;
 
-/** The next batch of what an erasure removes: album ids, and message ids outside those albums. */
+/**
+ * The next batch of what an erasure removes: album ids, and message ids outside those albums; for a
+ * conversation, also the ids of raw events linked to it (those that name no child too) and of the
+ * quarantined bodies that name it (conversationQuarantine).
+ */
 export async function erasureTargets(
   db: Queryable,
   subject: ErasureSubject,
   limit: number,
-): Promise<{ albumPks: string[]; messagePks: string[] }> {
+): Promise<{ albumPks: string[]; messagePks: string[]; eventPks?: string[]; quarantinePks?: string[] }> {
   const key = subject.key;
   if (subject.scope === 'album') {
     const { rows } = await db.query<{ id: string }>(`SELECT id FROM albums a WHERE ${inScope('a')} AND album_id = $5`, [
@@ -45,8 +49,43 @@ export async function erasureTargets(
     `SELECT id FROM messages m WHERE ${inScope('m')} AND album_pk IS NULL ORDER BY id LIMIT $5`,
     [...scopeValues(key), limit],
   );
-  return { albumPks: albums.rows.map((row) => row.id), messagePks: messages.rows.map((row) => row.id) };
+  const events = await db.query<{ id: string }>(
+    `SELECT DISTINCT l.event_pk AS id FROM event_links l WHERE ${inScope('l')} ORDER BY 1 LIMIT $5`,
+    [...scopeValues(key), limit],
+  );
+  const quarantined = await db.query<{ id: string }>(conversationQuarantine, [key.workspace, key.provider, key.conversationId, limit]);
+  return {
+    albumPks: albums.rows.map((row) => row.id),
+    messagePks: messages.rows.map((row) => row.id),
+    eventPks: events.rows.map((row) => row.id),
+    quarantinePks: quarantined.rows.map((row) => row.id),
+  };
 }
+
+/**
+ * The workspace's quarantined bodies (they could not be parsed, so nothing links them) whose bytes name
+ * the conversation ($1 workspace, $2 provider, $3 conversation id, $4 limit): its id as a JSON string,
+ * or, for a numeric id, as a JSON number; a Telegram business chat (`<connection>:<chat id>`) by both
+ * its connection id and its chat id. Bytes are compared in PostgreSQL's `escape` encoding, which keeps
+ * ASCII as it is, so a body that is not UTF-8 is read too.
+ */
+const conversationQuarantine = `
+WITH id AS (
+  SELECT $3::text AS whole, substring($3::text from '^(.+):-?[0-9]+$') AS connection, substring($3::text from ':(-?[0-9]+)$') AS chat
+), forms AS (
+  SELECT encode(convert_to(to_jsonb(whole)::text, 'UTF8'), 'escape') AS quoted,
+         CASE WHEN whole ~ '^-?[0-9]+$' THEN '[,:[][[:space:]]*' || whole || '[[:space:]]*[],}]' END AS number,
+         CASE WHEN $2 = 'telegram' AND chat IS NOT NULL THEN encode(convert_to(to_jsonb(connection)::text, 'UTF8'), 'escape') END
+           AS connection_quoted,
+         '[,:[][[:space:]]*' || chat || '[[:space:]]*[],}]' AS chat_number
+    FROM id
+)
+SELECT q.id FROM quarantine q, forms f, LATERAL (SELECT encode(q.raw, 'escape') AS body) b
+ WHERE q.workspace = $1
+   AND (strpos(b.body, f.quoted) > 0
+        OR b.body ~ f.number
+        OR (strpos(b.body, f.connection_quoted) > 0 AND b.body ~ f.chat_number))
+ ORDER BY q.id LIMIT $4`;
 
 /**
  * The rows a workflow writes by its id (decisions, notifications, operator actions): an erasure removes

@@ -27,6 +27,8 @@ export interface EventRecord {
   eventId: string;
   type: string;
   raw: string;
+  /** The children it names besides the one it delivers (a withdrawal's): linked to it (event_links). */
+  names?: readonly MessageKey[];
 }
 
 /** What one webhook request stores. */
@@ -57,7 +59,8 @@ export async function ingestChild(db: Queryable, delivery: ChildDelivery): Promi
 /**
  * Stores deliveries with one statement, atomic on its own (or part of the caller's transaction), with
  * the outcome each would have had stored one after the other in this order: every event is recorded
- * (a redelivered id counts a delivery), every album is created on its first child and touched on the
+ * (a redelivered id counts a delivery; a new one is linked to the children and the conversation it
+ * names, event_links), every album is created on its first child and touched on the
  * next, every child is stored once (its redeliveries counted, a caption or sent_at missing so far filled
  * in, never erased), every attachment position once (a position without a URL takes the URL of a later
  * delivery and becomes pending again), and each child that is new or gained a URL is queued in the
@@ -107,8 +110,11 @@ interface StoredRow {
 
 /** What one statement writes: each event, album, child and attachment position once. */
 interface MergedDeliveries {
-  /** With the key of the child each delivered, if any (its raw events go when the child is erased or purged). */
-  events: Array<EventRecord & { deliveries: number; child: MessageKey | null }>;
+  /**
+   * With the key of the child each delivered, if any (not stored again once erased), and every child it
+   * names, that one included (its raw events go when any of them is erased or purged).
+   */
+  events: Array<EventRecord & { deliveries: number; child: MessageKey | null; named: readonly MessageKey[] }>;
   /** By workflow id, with the route of its first child and every child that named it. */
   albums: Map<string, { key: AlbumKey; source: EventSource; children: Set<string> }>;
   /** By child key string, in the order of first delivery. */
@@ -142,7 +148,7 @@ interface MergedChild {
  * delivered later with the values missing so far. Pure.
  */
 function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): MergedDeliveries {
-  const events = new Map<string, EventRecord & { deliveries: number; child: MessageKey | null }>();
+  const events = new Map<string, EventRecord & { deliveries: number; child: MessageKey | null; named: readonly MessageKey[] }>();
   const albums = new Map<string, { key: AlbumKey; source: EventSource; children: Set<string> }>();
   const children = new Map<string, MergedChild>();
   const childKeys: Array<string | null> = [];
@@ -151,7 +157,10 @@ function mergeDeliveries(deliveries: readonly (Delivery | EditDelivery)[]): Merg
     const eventKey = JSON.stringify([event.workspace, event.source, event.eventId]);
     const seen = events.get(eventKey);
     if (seen) seen.deliveries += 1;
-    else events.set(eventKey, { ...event, deliveries: 1, child: 'child' in delivery ? delivery.child.key : null });
+    else {
+      const child = 'child' in delivery ? delivery.child.key : null;
+      events.set(eventKey, { ...event, deliveries: 1, child, named: [...(child ? [child] : []), ...(event.names ?? [])] });
+    }
     if (!('child' in delivery)) {
       childKeys.push(null);
       return;
@@ -223,6 +232,7 @@ function statementValues({ events, albums, children }: MergedDeliveries): [strin
         raw: e.raw,
         deliveries: e.deliveries,
         child: e.child && [e.child.workspace, e.child.provider, e.child.accountId, e.child.conversationId, e.child.messageId],
+        named: e.named.map((key) => [key.provider, key.accountId, key.conversationId, key.messageId]),
       })),
     ),
     JSON.stringify(
@@ -312,14 +322,28 @@ WITH children_in AS (
 ), events_in AS (
   SELECT e.*, CASE WHEN e.child IS NULL THEN NULL ELSE child_identity(e.child->>0, e.child->>1, e.child->>2, e.child->>3, e.child->>4) END AS identity
     FROM jsonb_to_recordset($1::jsonb)
-      AS e (workspace text, source text, event_id text, type text, raw text, deliveries int, child jsonb)
+      AS e (workspace text, source text, event_id text, type text, raw text, deliveries int, child jsonb, named jsonb)
 ), stored_events AS (
-  INSERT INTO events (workspace, source, event_id, type, raw, delivery_count, child_identity)
-  SELECT e.workspace, e.source, e.event_id, e.type, e.raw::jsonb, e.deliveries, e.identity FROM events_in e
+  INSERT INTO events (workspace, source, event_id, type, raw, delivery_count)
+  SELECT e.workspace, e.source, e.event_id, e.type, e.raw::jsonb, e.deliveries FROM events_in e
    WHERE e.identity IS NULL OR e.identity NOT IN (SELECT identity FROM erased)
    ORDER BY e.workspace, e.source, e.event_id
   ON CONFLICT (workspace, source, event_id) DO UPDATE
     SET delivery_count = events.delivery_count + EXCLUDED.delivery_count, last_received_at = now()
+  RETURNING id, (xmax = 0) AS inserted, workspace, source, event_id, raw
+), stored_links AS (
+  -- A new event is linked to what its body names (event_names, migration 1766400000000) and to the
+  -- children its parser named: its conversation even when it names no child.
+  INSERT INTO event_links (event_pk, workspace, provider, account_id, conversation_id, message_id)
+  SELECT DISTINCT s.id, s.workspace, l.provider, l.account_id, l.conversation_id, l.message_id
+    FROM stored_events s JOIN events_in e USING (workspace, source, event_id)
+   CROSS JOIN LATERAL (
+     SELECT n.provider, n.account_id, n.conversation_id, n.message_id FROM event_names(s.source, s.event_id, s.raw) n
+      UNION
+     SELECT k->>0, k->>1, k->>2, k->>3 FROM jsonb_array_elements(e.named) k
+   ) l
+   WHERE s.inserted
+  ON CONFLICT DO NOTHING
 ), stored_albums AS (
   INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id, source)
   SELECT a.workspace, a.provider, a.account_id, a.conversation_id, a.album_id, a.workflow_id, a.source

@@ -50,8 +50,23 @@ interface TargetAlbum {
 }
 
 /**
+ * What a purge removes: albums (with every child of theirs) and messages by id; and, for a
+ * conversation's erasure, raw events and quarantined bodies by id (erasureTargets picks those of the
+ * conversation that no child's removal takes with it).
+ */
+export interface PurgeTargets {
+  albumPks: readonly string[];
+  messagePks: readonly string[];
+  eventPks?: readonly string[];
+  quarantinePks?: readonly string[];
+}
+
+/**
  * Removes these albums (with every child of theirs) and these messages, in one transaction: their raw
- * events, outbox rows, earlier versions, attachments, decisions, notifications and operator actions.
+ * events (every event linked to one of the children, event_links: an event that names several children
+ * goes with the first of them removed, as it holds that child's content), outbox rows, earlier
+ * versions, attachments, decisions, notifications and operator actions; and the raw events and
+ * quarantined bodies given by id.
  * Each downloaded object they referenced is queued for the collector (collectObject), which removes it
  * once no kept attachment references it. With `tombstone`, every removed child's identity gets a
  * tombstone (an erasure). A message of an album that stays (a message's erasure) is taken out of the
@@ -62,10 +77,14 @@ interface TargetAlbum {
  */
 export async function purgeRows(
   pool: Pool,
-  targets: { albumPks: readonly string[]; messagePks: readonly string[] },
+  targets: PurgeTargets,
   options: { tombstone: boolean; notices?: boolean },
 ): Promise<PurgedBatch> {
-  if (targets.albumPks.length === 0 && targets.messagePks.length === 0) return { counts: noCounts(), workflowIds: [], amended: [] };
+  const eventPks = targets.eventPks ?? [];
+  const quarantinePks = targets.quarantinePks ?? [];
+  if ([targets.albumPks, targets.messagePks, eventPks, quarantinePks].every((pks) => pks.length === 0)) {
+    return { counts: noCounts(), workflowIds: [], amended: [] };
+  }
   return withTransaction(pool, async (client) => {
     const albums = await client.query<TargetAlbum>(
       `SELECT id, workflow_id, workspace, provider, account_id, conversation_id, album_id FROM albums
@@ -89,13 +108,15 @@ export async function purgeRows(
       ? await notifiedWorkflows(client, [...workflowIds, ...amended.map((album) => album.workflowId)])
       : new Set();
     const { rows } = await client.query<
-      Pick<PurgeCounts, 'albums' | 'messages' | 'attachments' | 'events' | 'decisions' | 'notifications' | 'tombstones'>
+      Pick<PurgeCounts, 'albums' | 'messages' | 'attachments' | 'events' | 'decisions' | 'notifications' | 'tombstones' | 'quarantine'>
     >(purgeStatement, [
       messages.rows.map((row) => row.id),
       albums.rows.map((row) => row.id),
       workflowIds,
       options.tombstone ? tombstoneDays : null,
       albums.rows.map((row) => row.workflow_id),
+      eventPks,
+      quarantinePks,
     ]);
     const counts = { ...noCounts(), ...rows[0]! };
     addCounts(counts, await amendAlbums(client, amended));
@@ -258,8 +279,8 @@ export const countersStatement = (ids: string) => `INSERT INTO notification_coun
 
 /**
  * $1 message ids, $2 album ids, $3 their workflow ids, $4 tombstone days (null: none), $5 the albums' workflow
- * ids (their last decision seq is kept). Children before
- * their parents; the foreign keys are checked at the statement's end.
+ * ids (their last decision seq is kept), $6 ids of further raw events and $7 of quarantined bodies (a
+ * conversation's erasure). Children before their parents; the foreign keys are checked at the statement's end.
  */
 // Every data-modifying CTE runs to completion whether or not the final SELECT reads it.
 const purgeStatement = `
@@ -273,7 +294,15 @@ WITH target AS (
   ON CONFLICT (identity) DO UPDATE SET expires_at = GREATEST(tombstones.expires_at, EXCLUDED.expires_at)
   RETURNING 1
 ), events_gone AS (
-  DELETE FROM events WHERE child_identity IN (SELECT identity FROM target) RETURNING 1
+  -- Every raw event linked to a removed child (its links go with it), and the further ones asked for.
+  DELETE FROM events WHERE id IN (
+    SELECT l.event_pk FROM messages m JOIN event_links l USING (workspace, provider, account_id, conversation_id, message_id)
+     WHERE m.id IN (SELECT id FROM target)
+     UNION ALL
+    SELECT unnest($6::bigint[]))
+  RETURNING 1
+), quarantine_gone AS (
+  DELETE FROM quarantine WHERE id = ANY($7::bigint[]) RETURNING 1
 ), outbox_gone AS (
   DELETE FROM outbox WHERE message_pk IN (SELECT id FROM target) RETURNING 1
 ), history_gone AS (
@@ -304,6 +333,7 @@ SELECT (SELECT count(*)::int FROM albums_gone) AS albums,
        (SELECT count(*)::int FROM messages_gone) AS messages,
        (SELECT count(*)::int FROM attachments_gone) AS attachments,
        (SELECT count(*)::int FROM events_gone) AS events,
+       (SELECT count(*)::int FROM quarantine_gone) AS quarantine,
        (SELECT count(*)::int FROM decisions_gone) AS decisions,
        (SELECT count(*)::int FROM notifications_gone) AS notifications,
        (SELECT count(*)::int FROM tombstoned) AS tombstones`;

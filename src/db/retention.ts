@@ -35,14 +35,17 @@ export async function expiredMessages(db: Queryable, defaultDays: number | null,
 
 /**
  * What retention removes besides albums and messages, one bounded batch of each: raw events that name
- * no child (other event types, and those stored before events named their child) and quarantined
- * bodies older than their workspace's retention; expired tombstones; the collector's old memory.
+ * no stored child (other event types, withdrawals of children never stored; an event linked to a
+ * stored child goes with it, purge.ts) and quarantined bodies older than their workspace's retention; expired tombstones; the collector's old memory.
  */
 export async function purgeAged(pool: Pool, defaultDays: number | null, limit: number): Promise<Partial<PurgeCounts>> {
   const events = await pool.query(
     `DELETE FROM events WHERE id IN (
        SELECT e.id FROM events e LEFT JOIN workspace_retention r ON r.workspace = e.workspace
-        WHERE e.child_identity IS NULL AND ${expiredBefore('e.last_received_at')} LIMIT $2)`,
+        WHERE ${expiredBefore('e.last_received_at')}
+          AND NOT EXISTS (SELECT 1 FROM event_links l JOIN messages m USING (workspace, provider, account_id, conversation_id, message_id)
+                           WHERE l.event_pk = e.id)
+        LIMIT $2)`,
     [defaultDays, limit],
   );
   const quarantine = await pool.query(

@@ -35,12 +35,13 @@ export async function storeWithdrawals(
   withdrawals: readonly Withdrawal[],
 ): Promise<StoredWithdrawals> {
   return withTransaction(pool, async (client) => {
-    const records: EventRecord[] = withdrawals.map(({ workspace, source, eventId, type, raw }) => ({
+    const records: EventRecord[] = withdrawals.map(({ workspace, source, eventId, type, raw, keys }) => ({
       workspace,
       source,
       eventId,
       type,
       raw,
+      names: keys,
     }));
     const stored = await storeDeliveries(client, [...deliveries, ...records]);
     const { rows } = await client.query<{ id: string }>(

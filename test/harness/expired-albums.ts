@@ -45,10 +45,17 @@ export async function fillExpiredAlbums(
               ($3::text[])[1 + (m.id % cardinality($3::text[]))]
          FROM new_messages m
      ), new_events AS (
-       INSERT INTO events (workspace, source, event_id, type, raw, child_identity, first_received_at, last_received_at)
-       SELECT $1, 'unifyport', 'evt-' || m.message_id, 'message.received', '{}',
-              child_identity($1, 'whatsapp', 'acc', m.conversation_id, m.message_id), '2020-01-01', '2020-01-01'
+       INSERT INTO events (workspace, source, event_id, type, raw, first_received_at, last_received_at)
+       SELECT $1, 'unifyport', 'evt-' || m.message_id, 'message.received',
+              jsonb_build_object('provider', 'whatsapp', 'account_id', 'acc', 'data',
+                                 jsonb_build_object('conversation', jsonb_build_object('id', m.conversation_id),
+                                                    'message', jsonb_build_object('id', m.message_id))),
+              '2020-01-01', '2020-01-01'
          FROM new_messages m
+       RETURNING id, raw
+     ), new_links AS (
+       INSERT INTO event_links (event_pk, workspace, provider, account_id, conversation_id, message_id)
+       SELECT e.id, $1, 'whatsapp', 'acc', e.raw #>> '{data,conversation,id}', e.raw #>> '{data,message,id}' FROM new_events e
      ), new_decisions AS (
        INSERT INTO decisions (workflow_id, seq, trigger, child_message_ids, decided_at)
        SELECT a.workflow_id, 1, 'expected_count_reached', ARRAY[a.album_id || '-m0', a.album_id || '-m1'], '2020-01-01' FROM new_albums a

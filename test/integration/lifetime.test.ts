@@ -32,7 +32,8 @@ async function leftovers(stack: Stack, keys: readonly MessageKey[], workflowIds:
           ms AS (SELECT id FROM messages JOIN k ON workspace = w AND provider = p AND account_id = a AND conversation_id = c AND message_id = m)
      SELECT 'messages' AS table, (SELECT count(*)::int FROM ms) AS count
      UNION ALL SELECT 'attachments', (SELECT count(*)::int FROM attachments WHERE message_pk IN (SELECT id FROM ms))
-     UNION ALL SELECT 'events', (SELECT count(*)::int FROM events JOIN k ON child_identity = child_identity(w, p, a, c, m))
+     UNION ALL SELECT 'events', (SELECT count(DISTINCT event_pk)::int FROM event_links
+                                  JOIN k ON workspace = w AND provider = p AND account_id = a AND conversation_id = c AND message_id = m)
      UNION ALL SELECT 'albums', (SELECT count(*)::int FROM albums WHERE workflow_id = ANY($2::text[]))
      UNION ALL SELECT 'decisions', (SELECT count(*)::int FROM decisions WHERE workflow_id = ANY($2::text[]))
      UNION ALL SELECT 'notifications', (SELECT count(*)::int FROM notifications WHERE workflow_id = ANY($2::text[])
