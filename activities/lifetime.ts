@@ -115,7 +115,11 @@ export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities
           );
           if (!collected.failure.refused) {
             // The store is down: the rest of the batch waits for its retry time, not for the store.
-            counts.mediaFailed += await setAsideMedia(pool, queued.slice(index + 1), `not tried, the store was down: ${collected.failure.error}`);
+            counts.mediaFailed += await setAsideMedia(
+              pool,
+              queued.slice(index + 1),
+              `not tried, the store was down: ${collected.failure.error}`,
+            );
             return { counts, more: false };
           }
         }
