@@ -86,9 +86,10 @@ describe('a store that refuses to delete an object', () => {
       args: [{}],
     }) as Promise<PurgeCounts>;
 
-  async function closedAlbum(album: TestAlbum, body: Buffer): Promise<void> {
+  /** An album of one photo, closed; `messageId` unique within its conversation. */
+  async function closedAlbum(album: TestAlbum, messageId: string, body: Buffer): Promise<void> {
     const attachments = [{ type: 'image', url: media.file(body, 'image/jpeg'), mime_type: 'image/jpeg' }];
-    await album.send({ messageId: 'm0', index: 0, total: 1, attachments });
+    await album.send({ messageId, index: 0, total: 1, attachments });
     await album.until((status) => {
       settled(status);
       expect(status.state).toBe('closed');
@@ -104,8 +105,8 @@ describe('a store that refuses to delete an object', () => {
     const [refusedBody, removedBody] = [...bodies].sort((a, b) => (sha256(a) < sha256(b) ? -1 : 1)) as [Buffer, Buffer];
     const refused = sha256(refusedBody);
     const removed = sha256(removedBody);
-    await closedAlbum(testAlbum(inbox, unique('alb-refused'), conversationId), refusedBody);
-    await closedAlbum(testAlbum(inbox, unique('alb-removed'), conversationId), removedBody);
+    await closedAlbum(testAlbum(inbox, unique('alb-refused'), conversationId), 'm-refused', refusedBody);
+    await closedAlbum(testAlbum(inbox, unique('alb-removed'), conversationId), 'm-removed', removedBody);
     expect(await direct.stat(refused)).not.toBeNull();
     expect(await direct.stat(removed)).not.toBeNull();
     proxy.refuseDeletes((key) => key.includes(refused));
@@ -166,7 +167,7 @@ describe('a store that refuses to delete an object', () => {
     expect(await queued(refused)).toBeUndefined();
     expect(await deleteFailuresMetric()).toBe(0);
     expect(await albumsPage(adminToken)).not.toContain('media-delete-failures');
-  });
+  }, 180_000);
 
   it('tells a refusal (403) from a store that does not answer (503), and sets the latter aside only after the grace', async () => {
     const body = crypto.randomBytes(3000);
