@@ -6,14 +6,26 @@ import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { addCounts, noCounts } from '../src/domain/lifetime.js';
 import { erasureTargets, purgeWorkflowRows, recordErasureProgress, workflowIdsOf } from '../src/db/erasures.js';
-import { collectObject, mediaGarbage } from '../src/db/media-collector.js';
+import { collectObject, mediaGarbage, setAsideMedia, type Collected, type RemovalFailure } from '../src/db/media-collector.js';
 import { amendAlbums, purgeRows, resumeStoredAlbums } from '../src/db/purge.js';
 import { expiredAlbums, expiredMessages, purgeAged } from '../src/db/retention.js';
-import { openMediaStore } from '../src/media/store.js';
+import { MediaStoreError, openMediaStore } from '../src/media/store.js';
 import type { LifetimeActivities } from '../workflows/lifetime-types.js';
 import type { ActivityDeps } from './deps.js';
 
 const grpcNotFound = 5;
+
+/**
+ * How long the collector waits for a store that does not answer (for one object, across passes) before
+ * it sets that object, and the rest of its batch, aside: a restart or a blip passes within it, an outage
+ * does not hold an erasure or the retention Schedule.
+ */
+const storeOutageGraceMs = 2 * 60_000;
+
+/** The store's failure of a removal; null for anything else (a bug, the database), which the activity's retry meets. */
+function storeFailure(err: unknown): RemovalFailure | null {
+  return err instanceof MediaStoreError ? { refused: err.refused, error: err.message } : null;
+}
 
 export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities {
   const { pool, config, logger } = deps;
@@ -49,6 +61,22 @@ export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities
     return deleted;
   }
 
+  /**
+   * Collects one object; while the store does not answer for it (and has not for storeOutageGraceMs),
+   * tries again with back-off (1 s doubling to 15 s). Answers a failure only once the object is set aside.
+   */
+  async function collectOne(sha256: string): Promise<Collected | null> {
+    for (let waitMs = 1_000; ; waitMs = Math.min(waitMs * 2, 15_000)) {
+      const collected = await collectObject(pool, sha256, () => store.remove(sha256), {
+        failureOf: storeFailure,
+        outageGraceMs: storeOutageGraceMs,
+      });
+      if (!collected || !('failure' in collected) || collected.setAside) return collected;
+      Context.current().heartbeat();
+      await Context.current().sleep(waitMs);
+    }
+  }
+
   function temporalClient(): Client {
     if (!deps.temporal)
       throw ApplicationFailure.nonRetryable('this worker has no Temporal client to delete workflows with', 'NoTemporalClient');
@@ -74,9 +102,27 @@ export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities
     async collectMedia({ limit }) {
       const queued = await mediaGarbage(pool, limit);
       const counts = noCounts();
-      for (const sha256 of queued) {
-        const collected = await collectObject(pool, sha256, () => store.remove(sha256));
+      for (const [index, sha256] of queued.entries()) {
+        const collected = await collectOne(sha256);
         if (collected?.removed) addCounts(counts, { mediaObjects: 1, mediaBytes: collected.bytes });
+        if (collected && 'failure' in collected) {
+          counts.mediaFailed += 1;
+          logger.warn(
+            { sha256, error: collected.failure.error },
+            collected.failure.refused
+              ? 'the media store refused to delete an object: set aside, tried again by a later collector pass'
+              : 'the media store did not answer: the object and the rest of its batch are set aside, tried again by a later collector pass',
+          );
+          if (!collected.failure.refused) {
+            // The store is down: the rest of the batch waits for its retry time, not for the store.
+            counts.mediaFailed += await setAsideMedia(
+              pool,
+              queued.slice(index + 1),
+              `not tried, the store was down: ${collected.failure.error}`,
+            );
+            return { counts, more: false };
+          }
+        }
         Context.current().heartbeat();
       }
       return { counts, more: queued.length === limit };

@@ -28,7 +28,8 @@ export interface RetentionWorkflowInput {
 
 /** One purge: every expired album and message, then every media object they left unreferenced. */
 export async function retentionWorkflow(input: RetentionWorkflowInput = {}): Promise<PurgeCounts> {
-  const counts = input.carried ?? noCounts();
+  // A run an older albumflow continued from may carry fewer counts.
+  const counts = addCounts(noCounts(), input.carried ?? {});
   let collecting = input.collecting ?? false;
   const show = () =>
     setCurrentDetails(`**retention** · ${collecting ? 'collecting media' : 'purging rows'} · removed ${describeCounts(counts)}`);

@@ -140,6 +140,12 @@ export const workspaceMediaBytes = new Gauge({
   registers: [registry],
 });
 
+export const mediaDeleteFailures = new Gauge({
+  name: 'albumflow_media_delete_failures',
+  help: 'Media objects the store did not delete (it refused, or was down), set aside and tried again later; counted at each scrape',
+  registers: [registry],
+});
+
 /** Sets the workspace gauges to `usage` alone: a workspace no longer in it leaves them (one synchronous step, so no scrape sees them half set). */
 export function setWorkspaceUsage(
   usage: ReadonlyArray<{ workspace: string; rows: Readonly<Record<string, number>>; media: { objects: number; bytes: number } }>,

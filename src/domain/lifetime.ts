@@ -19,6 +19,8 @@ export interface PurgeCounts {
   workflows: number;
   mediaObjects: number;
   mediaBytes: number;
+  /** Media objects the store did not remove (it refused, or was down): set aside, tried again by retention. */
+  mediaFailed: number;
 }
 
 export const noCounts = (): PurgeCounts => ({
@@ -33,6 +35,7 @@ export const noCounts = (): PurgeCounts => ({
   workflows: 0,
   mediaObjects: 0,
   mediaBytes: 0,
+  mediaFailed: 0,
 });
 
 /** `into` with `more` added to it (returned, changed in place). */
@@ -55,6 +58,7 @@ export const purgeCountLabels: ReadonlyArray<readonly [Exclude<keyof PurgeCounts
   ['tombstones', 'tombstones (a redelivery is not stored)'],
   ['workflows', 'workflows deleted from Temporal'],
   ['mediaObjects', 'media files'],
+  ['mediaFailed', 'media files the store did not delete (set aside, retried later)'],
 ];
 
 /** The counts that are not zero, as a person reads them: `3 albums, 12 messages`. */

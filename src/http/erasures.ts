@@ -26,7 +26,8 @@ const ErasureParams = Type.Object({
 
 const countsDescription =
   'What was removed so far: albums, messages, attachments, events, decisions, notifications, quarantine, tombstones, ' +
-  'workflows (deleted from Temporal), mediaObjects and mediaBytes (files no kept album still uses)';
+  'workflows (deleted from Temporal), mediaObjects and mediaBytes (files no kept album still uses), mediaFailed (files the ' +
+  'store refused to delete or did not answer for: set aside, removed by a later retention run)';
 
 const Started = Type.Object(
   { id: Type.String({ description: 'The erasure id: GET /workspaces/:workspace/erasures/:id' }), state: Type.Literal('running') },

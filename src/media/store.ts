@@ -12,9 +12,19 @@ import type { ByteRange, ObjectBackend, ObjectInfo } from './backend.js';
 import { directoryBackend } from './directory.js';
 import { s3Backend } from './s3.js';
 
-/** The store refused or did not answer: another attempt may succeed. Its message names no credential. */
+/**
+ * The store refused or did not answer: another attempt may succeed. Its message names no credential.
+ * `refused` when the store answered that it will not do it (isRefusal): the same request is refused
+ * again until someone changes the store's permissions or locks.
+ */
 export class MediaStoreError extends Error {
   override name = 'MediaStoreError';
+  constructor(
+    message: string,
+    readonly refused = false,
+  ) {
+    super(message);
+  }
 }
 
 /** The source sent more than the size limit allows. */
@@ -79,8 +89,24 @@ async function guarded<T>(what: string, run: () => Promise<T>): Promise<T> {
     return await run();
   } catch (err) {
     if (err instanceof MediaStoreError) throw err;
-    throw new MediaStoreError(`the media store could not ${what}: ${describeError(err)}`);
+    throw new MediaStoreError(`the media store could not ${what}: ${describeError(err)}`, isRefusal(err));
   }
+}
+
+/** HTTP answers of a store that are not refusals: not found, a timeout, a conflict with another request, throttling. */
+const passingStatuses = new Set([404, 408, 409, 429]);
+
+/**
+ * Whether a back end's failure is the store refusing (it answered, and will answer the same again): S3's
+ * 4xx answers (403 AccessDenied for a missing permission or an object lock, 400 InvalidRequest, 405),
+ * or a directory the process may not change (EACCES, EPERM, EROFS). Not answering, a 5xx, throttling
+ * (429, 503 SlowDown) and a timeout are not: the store may answer in a moment.
+ */
+export function isRefusal(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return true;
+  const status = (err as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+  return status !== undefined && status >= 400 && status < 500 && !passingStatuses.has(status);
 }
 
 function describeError(err: unknown): string {

@@ -9,7 +9,8 @@ import type { Config } from '../common/config.js';
 import type { Pool } from '../db/pool.js';
 import type { EmbeddedServer } from '../embedded/server.js';
 import type { Logger } from '../common/log.js';
-import { httpRequestDuration, registry, reviewQueue, setWorkspaceUsage } from '../common/metrics.js';
+import { httpRequestDuration, mediaDeleteFailures, registry, reviewQueue, setWorkspaceUsage } from '../common/metrics.js';
+import { countSetAsideMedia } from '../db/media-collector.js';
 import { countReviewQueue } from '../db/status.js';
 import { cachedWorkspaceUsage } from '../db/usage.js';
 import { accessControl, documentAccess, markRoutesOpen, securitySchemes } from '../http/access/plugin.js';
@@ -220,6 +221,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       reviewQueue.set(await countReviewQueue(deps.pool));
     } catch (err) {
       request.log.warn({ err }, 'review queue not counted');
+    }
+    try {
+      mediaDeleteFailures.set(await countSetAsideMedia(deps.pool));
+    } catch (err) {
+      request.log.warn({ err }, 'set-aside media objects not counted');
     }
     try {
       setWorkspaceUsage((await usage.read()).usage);

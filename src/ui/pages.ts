@@ -8,6 +8,7 @@ import { albumVersion, albumWorkspaces, attachmentDetails } from '../db/console.
 import { deliveriesOf } from '../db/deliveries.js';
 import { getEndpoint, type StoredEndpoint } from '../db/endpoints.js';
 import { findErasure } from '../db/erasures.js';
+import { countSetAsideMedia } from '../db/media-collector.js';
 import type { Pool } from '../db/pool.js';
 import { emptyUsage, type UsageReader } from '../db/usage.js';
 import { albumStatusFromDatabase, findAlbum, listAlbums } from '../db/status.js';
@@ -83,6 +84,17 @@ async function usageInView(
   return { workspaces, at };
 }
 
+/** The media objects the store did not delete, for a token that reaches every workspace (the store is theirs together); 0 otherwise. */
+async function mediaDeleteFailuresInView(pool: Pool, request: FastifyRequest, reachable: readonly string[] | 'all'): Promise<number> {
+  if (reachable !== 'all') return 0;
+  try {
+    return await countSetAsideMedia(pool);
+  } catch (err) {
+    request.log.warn({ err }, 'set-aside media objects not counted');
+    return 0;
+  }
+}
+
 /** The albums page, or the review queue: the albums the filters select among those the token reaches, a page at a time. */
 async function albumList(
   { pool, usage }: Pick<ConsolePagesOptions, 'pool' | 'usage'>,
@@ -98,6 +110,7 @@ async function albumList(
   }
   // Read beside the list (it is usually the reading /metrics made, so no query at all).
   const usageFigures = reviewQueue ? Promise.resolve(null) : usageInView(usage, request, filters.workspace, reachable);
+  const mediaDeleteFailures = reviewQueue ? Promise.resolve(0) : mediaDeleteFailuresInView(pool, request, reachable);
   const rows = await listAlbums(pool, {
     workspaces: filters.workspace !== '' ? [filters.workspace] : reachable,
     ...(filters.state !== '' ? { state: filters.state } : {}),
@@ -127,6 +140,7 @@ async function albumList(
         albums,
         olderUrl,
         usage: await usageFigures,
+        mediaDeleteFailures: await mediaDeleteFailures,
       },
     ),
   );

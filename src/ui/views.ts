@@ -68,6 +68,8 @@ export interface AlbumListPage {
    * last read (`at`, ISO); null on the review queue, and `unavailable` when it could not be read.
    */
   usage: { workspaces: readonly WorkspaceUsage[]; at: string } | 'unavailable' | null;
+  /** Media objects the store did not delete, set aside (shown to a token that reaches every workspace); 0 when none. */
+  mediaDeleteFailures: number;
 }
 
 export interface ErrorPage {

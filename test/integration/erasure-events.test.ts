@@ -145,7 +145,8 @@ describe('an erasure finds every raw event and quarantined body of its scope', (
       await db.end();
     }
     // The upgrade.
-    expect(await migrate(connectionConfig(url))).toEqual([linksMigration]);
+    // The upgrade applies the links migration first (and those after it).
+    expect((await migrate(connectionConfig(url)))[0]).toBe(linksMigration);
 
     stack = await startStack({
       DATABASE_URL: url,
