@@ -8,6 +8,7 @@ import { addCounts, noCounts } from '../src/domain/lifetime.js';
 import { erasureTargets, purgeWorkflowRows, recordErasureProgress, workflowIdsOf } from '../src/db/erasures.js';
 import { collectObject, mediaGarbage } from '../src/db/media-collector.js';
 import { purgeRows } from '../src/db/purge.js';
+import { purgeWorkspaceRemainder } from '../src/db/workspace-erasure.js';
 import { expiredAlbums, expiredMessages, purgeAged } from '../src/db/retention.js';
 import { openMediaStore } from '../src/media/store.js';
 import type { LifetimeActivities } from '../workflows/lifetime-types.js';
@@ -87,16 +88,22 @@ export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities
       const workflowIds = await workflowIdsOf(pool, targets);
       // The workflows first: a running one must not record or notify anything of what goes next.
       const workflows = await deleteWorkflows(temporalClient(), workflowIds);
-      const purged = await purgeRows(pool, targets, { tombstone: true });
+      // A workspace's name is freed, not guarded: its children get no tombstones (and its old ones go).
+      const purged = await purgeRows(pool, targets, { tombstone: subject.scope !== 'workspace' });
       const counts = addCounts(purged.counts, { workflows });
-      // A conversation is erased in batches; an album or a message in one.
-      const more = subject.scope === 'conversation' && (targets.albumPks.length === limit || targets.messagePks.length === limit);
+      // A conversation or a workspace is erased in batches; an album or a message in one.
+      const batched = subject.scope === 'conversation' || subject.scope === 'workspace';
+      const more = batched && (targets.albumPks.length === limit || targets.messagePks.length === limit);
       return { counts, more, workflowIds: [...new Set([...workflowIds, ...purged.workflowIds])] };
     },
 
     async forgetWorkflows({ workflowIds }) {
       const workflows = await deleteWorkflows(temporalClient(), workflowIds);
       return { ...(await purgeWorkflowRows(pool, workflowIds)), workflows };
+    },
+
+    async eraseWorkspaceRemainder({ workspace, limit }) {
+      return purgeWorkspaceRemainder(pool, workspace, limit);
     },
 
     async recordErasure({ erasureId, counts, done }) {

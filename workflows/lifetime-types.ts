@@ -29,6 +29,8 @@ export interface LifetimeActivities {
   eraseStep: (input: { erasureId: string; subject: ErasureSubject; limit: number }) => Promise<ErasureStep>;
   /** Deletes these workflows again (a run started meanwhile) and the rows they wrote after their albums went. */
   forgetWorkflows: (input: { workflowIds: string[] }) => Promise<Partial<PurgeCounts>>;
+  /** One bounded batch of what a workspace's erasure removes after its albums and messages: every other row of the workspace. */
+  eraseWorkspaceRemainder: (input: { workspace: string; limit: number }) => Promise<PurgeStep>;
   /** Records the erasure's counts so far, and, when `done`, that it finished. */
   recordErasure: (input: { erasureId: string; counts: PurgeCounts; done: boolean }) => Promise<void>;
 }
