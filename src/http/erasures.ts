@@ -149,7 +149,9 @@ export const erasureRoutes: FastifyPluginAsyncTypebox<ErasureOptions> = async (a
     async (request, reply) => {
       const { ws } = request.params;
       const caller = callerOf(request);
-      // Erasing implies removing: nothing new arrives for what the erasure removes.
+      // Erasing implies removing: nothing new arrives for what the erasure removes. A workspace added by
+      // another process a moment ago is in this one's registry once a read after now has run.
+      if (!tenants.knows(ws)) await tenants.refreshed(Date.now());
       await service.removeWorkspace(caller, ws).catch((err: unknown) => {
         if (!(err instanceof TenantError && err.kind === 'not_found')) throw err;
       });
