@@ -8,6 +8,7 @@ import { addCounts, noCounts } from '../src/domain/lifetime.js';
 import { erasureTargets, purgeWorkflowRows, recordErasureProgress, workflowIdsOf } from '../src/db/erasures.js';
 import { collectObject, mediaGarbage, setAsideMedia, type Collected, type RemovalFailure } from '../src/db/media-collector.js';
 import { amendAlbums, purgeRows, resumeStoredAlbums } from '../src/db/purge.js';
+import { purgeWorkspaceRemainder } from '../src/db/workspace-erasure.js';
 import { expiredAlbums, expiredMessages, purgeAged } from '../src/db/retention.js';
 import { MediaStoreError, openMediaStore } from '../src/media/store.js';
 import type { LifetimeActivities } from '../workflows/lifetime-types.js';
@@ -133,11 +134,14 @@ export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities
       const workflowIds = await workflowIdsOf(pool, targets);
       // The workflows first: a running one must not record or notify anything of what goes next.
       const workflows = await deleteWorkflows(temporalClient(), workflowIds);
-      const purged = await purgeRows(pool, targets, { tombstone: true, notices: true });
+      // A workspace's name is freed, not guarded: its children get no tombstones (and its old ones go), and
+      // its receivers, whose endpoints go with it, are told nothing.
+      const whole = subject.scope === 'workspace';
+      const purged = await purgeRows(pool, targets, { tombstone: !whole, notices: !whole });
       const counts = addCounts(purged.counts, { workflows });
-      // A conversation is erased in batches; an album or a message in one.
+      // A conversation or a workspace is erased in batches; an album or a message in one.
       const more =
-        subject.scope === 'conversation' &&
+        (subject.scope === 'conversation' || whole) &&
         [targets.albumPks, targets.messagePks, targets.eventPks ?? [], targets.quarantinePks ?? []].some((pks) => pks.length === limit);
       return { counts, more, workflowIds: purged.workflowIds, ...(purged.amended.length > 0 ? { amended: purged.amended } : {}) };
     },
@@ -158,6 +162,10 @@ export function createLifetimeActivities(deps: ActivityDeps): LifetimeActivities
     async forgetWorkflows({ workflowIds }) {
       const workflows = await deleteWorkflows(temporalClient(), workflowIds);
       return { ...(await purgeWorkflowRows(pool, workflowIds)), workflows };
+    },
+
+    async eraseWorkspaceRemainder({ workspace, limit }) {
+      return purgeWorkspaceRemainder(pool, workspace, limit);
     },
 
     async recordErasure({ erasureId, counts, done }) {

@@ -23,6 +23,7 @@ Usage:
   albumflow erase album        <workspace> <provider> <account> <conversation> <album>    [--no-wait] [--json]
   albumflow erase message      <workspace> <provider> <account> <conversation> <message>  [--no-wait] [--json]
   albumflow erase conversation <workspace> <provider> <account> <conversation>            [--no-wait] [--json]
+  albumflow erase workspace    <workspace>                                                 [--no-wait] [--json]
   albumflow erasure <workspace> <erasure id> [--json]
 
   albumflow endpoint add <workspace> <url> [--types T,T] [--description D] [--rate-limit N] [--json]
@@ -77,6 +78,8 @@ ep_environment there (albumflow endpoint enable '*' ep_environment). events prin
 of JSON, and the cursor to go on from on stderr.
 erase removes an album, a message or a whole conversation for good (rows, raw events, media no other album
 keeps, and the workflows whose histories hold them); a redelivery of it is acknowledged and not stored.
+erase workspace (a "*" token) offboards a customer: it removes the workspace, then everything of it
+(also its endpoints, deliveries and feed); once it is done the name can be added again.
 history reaches Temporal as albumflow does: TEMPORAL_ADDRESS with TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
 TEMPORAL_TLS_* or TEMPORAL_PROFILE, else the embedded dev server of the albumflow running on DATA_DIR (else
 127.0.0.1:TEMPORAL_PORT); its Temporal UI link is TEMPORAL_UI_URL, else that embedded server's.

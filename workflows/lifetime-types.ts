@@ -43,6 +43,8 @@ export interface LifetimeActivities {
    * stored, as it was (collecting, decided, or in its late window); a closed album is not run again.
    */
   resumeAlbums: (input: { albums: AmendedAlbum[] }) => Promise<Partial<PurgeCounts>>;
+  /** One bounded batch of what a workspace's erasure removes after its albums and messages: every other row of the workspace. */
+  eraseWorkspaceRemainder: (input: { workspace: string; limit: number }) => Promise<PurgeStep>;
   /** Records the erasure's counts so far, and, when `done`, that it finished. */
   recordErasure: (input: { erasureId: string; counts: PurgeCounts; done: boolean }) => Promise<void>;
 }

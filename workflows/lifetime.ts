@@ -13,11 +13,12 @@ const batchesPerRun = 100;
  */
 export const settleTime = '5 seconds';
 
-const { purgeExpired, collectMedia, eraseStep, forgetWorkflows, resumeAlbums, recordErasure } = proxyActivities<LifetimeActivities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { purgeExpired, collectMedia, eraseStep, forgetWorkflows, resumeAlbums, eraseWorkspaceRemainder, recordErasure } =
+  proxyActivities<LifetimeActivities>({
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: '30 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  });
 
 export interface RetentionWorkflowInput {
   /** The counts of the runs this purge continued from. */
@@ -52,8 +53,9 @@ export async function retentionWorkflow(input: RetentionWorkflowInput = {}): Pro
 
 /**
  * One erasure: batch by batch, the workflows of the next albums and messages are deleted and then their
- * rows (each child tombstoned), then, after a pause, once more what arrived meanwhile; an album that
- * stays, less an erased message, is run again from what is stored; then the media.
+ * rows (each child tombstoned, but a workspace's), then, after a pause, once more what arrived meanwhile;
+ * an album that stays, less an erased message, is run again from what is stored; for a workspace every
+ * other row of its own goes (src/db/workspace-erasure.ts); then the media.
  * Its counts are recorded with the receipt after every batch.
  */
 export async function erasureWorkflow({ erasureId, subject }: ErasureWorkflowInput): Promise<PurgeCounts> {
@@ -87,6 +89,15 @@ export async function erasureWorkflow({ erasureId, subject }: ErasureWorkflowInp
     show('resuming the albums that stay');
     const resumed = await resumeAlbums({ albums: [...amended].map(([workflowId, ids]) => ({ workflowId, messageIds: [...ids] })) });
     addCounts(counts, { ...resumed, workflows: 0 });
+  }
+  if (subject.scope === 'workspace') {
+    show("removing the workspace's other rows");
+    for (let more = true; more;) {
+      const step = await eraseWorkspaceRemainder({ workspace: subject.key.workspace, limit: purgeBatch });
+      addCounts(counts, step.counts);
+      more = step.more;
+    }
+    await recordErasure({ erasureId, counts, done: false });
   }
   show('removing media');
   for (let more = true; more;) {

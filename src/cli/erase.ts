@@ -13,19 +13,25 @@ const words = {
   album: ['<workspace>', '<provider>', '<account>', '<conversation>', '<album>'],
   message: ['<workspace>', '<provider>', '<account>', '<conversation>', '<message>'],
   conversation: ['<workspace>', '<provider>', '<account>', '<conversation>'],
+  workspace: ['<workspace>'],
 } as const;
 
 type Scope = keyof typeof words;
 
 const isScope = (word: string | undefined): word is Scope => word !== undefined && Object.hasOwn(words, word);
 
-/** The DELETE route of what is erased: `/workspaces/<ws>/<albums|messages|conversations>/<provider>/…`. */
+/**
+ * The DELETE route of what is erased: `/workspaces/<ws>/<albums|messages|conversations>/<provider>/…`, or a
+ * whole workspace's `/admin/workspaces/<ws>/data` (a "*" token's).
+ */
 function erasurePath(scope: Scope, parts: string[]): string {
   const expected = words[scope];
   if (parts.length !== expected.length) {
-    throw misuse(`erase ${scope} takes ${expected.length} arguments (${expected.join(' ')}), got ${parts.length}`);
+    const noun = expected.length === 1 ? 'argument' : 'arguments';
+    throw misuse(`erase ${scope} takes ${expected.length} ${noun} (${expected.join(' ')}), got ${parts.length}`);
   }
   const [workspace, ...rest] = parts.map((part) => encodeURIComponent(part));
+  if (scope === 'workspace') return `/admin/workspaces/${workspace}/data`;
   return `/workspaces/${workspace}/${scope}s/${rest.join('/')}`;
 }
 
@@ -44,12 +50,16 @@ async function waitForErasure(api: Api, workspace: string, id: string): Promise<
   }
 }
 
-/** `albumflow erase album|message|conversation …` */
+/** `albumflow erase album|message|conversation|workspace …` */
 export async function eraseCommand(api: Api, values: Values, rest: string[]): Promise<void> {
   const [scope, ...parts] = rest;
-  if (scope === undefined) throw misuse('erase takes what to erase: erase album, erase message or erase conversation');
+  if (scope === undefined) {
+    throw misuse('erase takes what to erase: erase album, erase message, erase conversation or erase workspace');
+  }
   if (!isScope(scope)) {
-    throw misuse(`unknown erase command "${terminalText(rest.join(' '))}" (there are: erase album, erase message, erase conversation)`);
+    throw misuse(
+      `unknown erase command "${terminalText(rest.join(' '))}" (there are: erase album, erase message, erase conversation, erase workspace)`,
+    );
   }
   const workspace = parts[0] ?? '';
   const started = await api.expect<{ id: string; state: 'running' }>('DELETE', erasurePath(scope, parts));

@@ -126,7 +126,7 @@ export interface ErasureProgress {
   id: string;
   state: 'running' | 'done';
   counts: Record<string, number>;
-  scope: 'album' | 'message' | 'conversation';
+  scope: 'album' | 'message' | 'conversation' | 'workspace';
   requestedAt: string;
   requestedBy: string;
   finishedAt: string | null;

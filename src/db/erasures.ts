@@ -20,6 +20,17 @@ export async function erasureTargets(
   subject: ErasureSubject,
   limit: number,
 ): Promise<{ albumPks: string[]; messagePks: string[]; eventPks?: string[]; quarantinePks?: string[] }> {
+  if (subject.scope === 'workspace') {
+    const albums = await db.query<{ id: string }>(`SELECT id FROM albums WHERE workspace = $1 ORDER BY id LIMIT $2`, [
+      subject.key.workspace,
+      limit,
+    ]);
+    const messages = await db.query<{ id: string }>(
+      `SELECT id FROM messages WHERE workspace = $1 AND album_pk IS NULL ORDER BY id LIMIT $2`,
+      [subject.key.workspace, limit],
+    );
+    return { albumPks: albums.rows.map((row) => row.id), messagePks: messages.rows.map((row) => row.id) };
+  }
   const key = subject.key;
   if (subject.scope === 'album') {
     const { rows } = await db.query<{ id: string }>(`SELECT id FROM albums a WHERE ${inScope('a')} AND album_id = $5`, [

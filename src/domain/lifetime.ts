@@ -2,9 +2,12 @@
 // a purge (retention or an erasure) removed, counted.
 import type { AlbumKey, ConversationScope, MessageKey } from './types.js';
 
-/** What an erasure names: one album, one message, or everything of one conversation. */
+/** What an erasure names: one album, one message, everything of one conversation, or everything of one workspace. */
 export type ErasureSubject =
-  { scope: 'album'; key: AlbumKey } | { scope: 'message'; key: MessageKey } | { scope: 'conversation'; key: ConversationScope };
+  | { scope: 'album'; key: AlbumKey }
+  | { scope: 'message'; key: MessageKey }
+  | { scope: 'conversation'; key: ConversationScope }
+  | { scope: 'workspace'; key: { workspace: string } };
 
 export interface PurgeCounts {
   albums: number;
@@ -17,6 +20,8 @@ export interface PurgeCounts {
   tombstones: number;
   /** Workflow executions deleted from Temporal (an erasure's). */
   workflows: number;
+  /** A workspace's outbound endpoints (a workspace's erasure), with their deliveries. */
+  endpoints: number;
   mediaObjects: number;
   mediaBytes: number;
   /** Media objects the store did not remove (it refused, or was down): set aside, tried again by retention. */
@@ -33,6 +38,7 @@ export const noCounts = (): PurgeCounts => ({
   quarantine: 0,
   tombstones: 0,
   workflows: 0,
+  endpoints: 0,
   mediaObjects: 0,
   mediaBytes: 0,
   mediaFailed: 0,
@@ -57,6 +63,7 @@ export const purgeCountLabels: ReadonlyArray<readonly [Exclude<keyof PurgeCounts
   ['quarantine', 'quarantined events'],
   ['tombstones', 'tombstones (a redelivery is not stored)'],
   ['workflows', 'workflows deleted from Temporal'],
+  ['endpoints', 'endpoints (with their deliveries)'],
   ['mediaObjects', 'media files'],
   ['mediaFailed', 'media files the store did not delete (set aside, retried later)'],
 ];

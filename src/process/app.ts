@@ -211,7 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(statusRoutes, { pool: deps.pool, temporal: deps.temporal });
   await app.register(actionRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
-  await app.register(erasureRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal });
+  await app.register(erasureRoutes, { config: deps.config, pool: deps.pool, temporal: deps.temporal, tenants });
   await app.register(consolePlugin, { config: deps.config, pool: deps.pool, tenants, store, usage, temporal: deps.temporal, endpoints });
   await app.register(adminRoutes, { pool: deps.pool, tenants });
   await app.register(endpointRoutes, { endpoints });

@@ -8,6 +8,7 @@ import { projectRoot } from '../common/paths.js';
 import type { AlbumListRow } from '../db/status.js';
 import type { WorkspaceUsage } from '../db/usage.js';
 import type { AlbumKey, AlbumPhase } from '../domain/types.js';
+import type { ErasureSubject } from '../domain/lifetime.js';
 import { reviewReasonText, triggerText, type AlbumPageModel } from './album-page.js';
 import { consolePaths } from './paths.js';
 import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../tenants/schemas.js';
@@ -103,7 +104,7 @@ export interface EraseConfirmPage {
 export interface ErasurePage {
   id: string;
   state: 'running' | 'done';
-  scope: 'album' | 'message' | 'conversation';
+  scope: ErasureSubject['scope'];
   /** The ids the erasure named (workspace, provider, account, conversation, album or message). */
   subject: Array<{ name: string; value: string }>;
   requestedAt: string;

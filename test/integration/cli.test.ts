@@ -394,6 +394,38 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
     expect(usage.stderr).toContain('erase album takes 5 arguments');
   }, 120_000);
 
+  it('erase workspace removes the workspace and everything of it, waits and prints the counts; the name can then be added again', async () => {
+    const workspace = unique('cli-offboarded');
+    const secret = 'cli-offboarded-signing-secret';
+    expect((await albumflow(['workspace', 'add', workspace])).code).toBe(0);
+    expect((await albumflow(['secret', 'add', workspace, '--secret', secret])).code).toBe(0);
+    const event = albumEvent({ conversationId: unique('c'), messageId: 'note', text: 'a caption to forget', attachments: [] });
+    const sent = await albumflow(['send', writeEvent(event), '--workspace', workspace, '--secret', secret]);
+    expect(sent.code, sent.stderr).toBe(0);
+    await eventually(async () => {
+      const { rows } = await stack.pool.query(`SELECT 1 FROM messages WHERE workspace = $1`, [workspace]);
+      expect(rows).toHaveLength(1);
+    });
+
+    const refused = await albumflow(['erase', 'workspace', workspace], { ALBUMFLOW_TOKEN: elsewhereToken });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('403');
+    const erased = await albumflow(['erase', 'workspace', workspace]);
+    expect(erased.stderr).toBe('');
+    expect(erased.code).toBe(0);
+    expect(erased.stdout).toMatch(new RegExp(`^Erasure \\S+ {2}\\(workspace, workspace ${workspace}\\)$`, 'm'));
+    expect(erased.stdout).toMatch(/^state: +done at \S+$/m);
+    expect(erased.stdout).toMatch(/^messages +1$/m);
+    expect(erased.stdout).toMatch(/^workflows deleted from Temporal +1$/m);
+    expect((await stack.pool.query(`SELECT 1 FROM messages WHERE workspace = $1`, [workspace])).rows).toEqual([]);
+    const added = await albumflow(['workspace', 'add', workspace]);
+    expect(added.code, added.stderr).toBe(0);
+
+    const usage = await albumflow(['erase', 'workspace']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('erase workspace takes 1 argument (<workspace>), got 0');
+  }, 120_000);
+
   it("workspace retention sets a workspace's retention, keeps everything with forever, and follows RETENTION_DAYS again with default", async () => {
     const stored = async () =>
       (await stack.pool.query<{ days: string | null }>(`SELECT days FROM workspace_retention WHERE workspace = $1`, [stack.workspace]))
