@@ -1,4 +1,4 @@
-import { signInPath } from './plugin.js';
+import { consolePath, consoleStylesheetPath, signInPath } from './plugin.js';
 
 const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -6,21 +6,33 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => escapes[char] ?? char);
 }
 
-/** Headers of the sign-in page: no script, no framing, never cached, no referrer that could carry a code. */
+/**
+ * Headers of the sign-in page: no script, no framing, never cached, no referrer that could carry a code; the
+ * console's stylesheet only.
+ */
 export const signInPageHeaders = {
   'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy': "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
 };
 
+/** The console's layout (src/ui/templates/layout.eta) without its navigation: the same stylesheet and bar. */
 function page(body: string): string {
   return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>Sign in · albumflow</title></head>
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign in · albumflow</title>
+<link rel="stylesheet" href="${consoleStylesheetPath}">
+</head>
 <body>
-<main>
+<header class="bar">
+  <a class="brand" href="${consolePath}">albumflow</a>
+</header>
+<main class="narrow sign-in">
 <h1>Sign in to albumflow</h1>
 ${body}</main>
 </body>
@@ -28,7 +40,7 @@ ${body}</main>
 `;
 }
 
-const alert = (message: string | undefined) => (message ? `<p role="alert">${escapeHtml(message)}</p>\n` : '');
+const alert = (message: string | undefined) => (message ? `<p role="alert" class="notice error">${escapeHtml(message)}</p>\n` : '');
 
 /** The console's sign-in page: one form that posts a token to `POST /ui/sign-in`. */
 export function signInPage({ next, message }: { next: string; message?: string }): string {
