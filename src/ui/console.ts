@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import helmet from '@fastify/helmet';
 import fastifyStatic from '@fastify/static';
@@ -37,8 +36,8 @@ const assetsDir = path.join(path.dirname(templatesDir), 'assets');
  * The console (docs/console.md): the pages under `/ui` (and `/`, which leads there) and the media routes
  * `/workspaces/:ws/media/:sha256[/thumbnail]`, with a strict Content-Security-Policy (no inline
  * script or style, nothing from another origin). Registered behind the access plugin: the lists
- * and the assets need any valid token (but the stylesheet, which the sign-in pages wear too: they
- * are the access plugin's), the album pages and the media one that reaches their workspace.
+ * and the assets need any valid token, the album pages and the media one that reaches their
+ * workspace (the sign-in pages are the access plugin's).
  */
 export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, options) => {
   await app.register(helmet, {
@@ -57,13 +56,8 @@ export const consolePlugin: FastifyPluginAsync<ConsoleOptions> = async (app, opt
       },
     },
   });
-  // The stylesheet is open to all: the sign-in page (the access plugin's) wears it too. Every other asset is
-  // for the signed-in pages only.
-  const stylesheet = await readFile(path.join(assetsDir, 'console.css'));
-  app.get(consolePaths.stylesheet, { schema: { hide: true }, config: { access: 'open' } }, (_request, reply) =>
-    reply.type('text/css; charset=utf-8').header('cache-control', 'no-cache').send(stylesheet),
-  );
   await app.register(async (assets) => {
+    // Only the signed-in pages use them (the sign-in page is the access plugin's, without them).
     assets.addHook('onRoute', (route) => {
       route.config = { access: 'signed-in', ...route.config };
     });

@@ -2,7 +2,7 @@
 // URL-encoded, so an id can neither leave its segment nor turn a link into another scheme.
 import type { AlbumKey } from '../domain/types.js';
 import type { OperatorAction } from '../db/actions.js';
-import { consolePath, consoleStylesheetPath, signInPath, signOutPath } from '../http/access/plugin.js';
+import { consolePath, signInPath, signOutPath } from '../http/access/plugin.js';
 import { mediaRoutePath } from '../media/links.js';
 
 const e = encodeURIComponent;
@@ -19,7 +19,6 @@ export const consolePaths = {
   signIn: signInPath,
   signOut: signOutPath,
   assets: `${consolePath}/assets/`,
-  stylesheet: consoleStylesheetPath,
   album: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}`,
   /** The album page's erase form: a first post asks for confirmation, a confirmed one starts the erasure. */
   erase: (key: AlbumKey) => `${consolePath}/albums/${e(key.workspace)}/${albumTail(key)}/erase`,

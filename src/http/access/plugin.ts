@@ -53,8 +53,6 @@ declare module 'fastify' {
 export const consolePath = '/ui';
 export const signInPath = '/ui/sign-in';
 export const signOutPath = '/ui/sign-out';
-/** The console's stylesheet: the one asset open to all, so that the sign-in page wears it too. */
-export const consoleStylesheetPath = '/ui/assets/console.css';
 
 export interface AccessOptions {
   tokens: Tokens;
