@@ -45,7 +45,11 @@ export async function workspaceCommand(api: Api, values: Values, [action, ...res
     case 'remove': {
       const [name] = args(rest, 1, '<workspace>');
       await api.expect('DELETE', `/admin/workspaces/${segment(name!)}`);
-      return say(terminalText(`workspace ${name} removed: its webhooks answer 404; its albums stay until they are erased`));
+      return say(
+        terminalText(
+          `workspace ${name} removed: its webhooks answer 404; no token reaches it (one that reached it alone is revoked); its albums stay until they are erased`,
+        ),
+      );
     }
     case 'retention': {
       const [name, value] = args(rest, 2, '<workspace> <days|forever|default>');

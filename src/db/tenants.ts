@@ -1,6 +1,7 @@
 // The tenants kept in PostgreSQL (migrations/1765600000000_tenants.sql): workspaces, signing secrets, API
-// tokens, Telegram bots, LINE channels and the audit of their changes. Secrets come and go sealed (Buffer);
-// opening them is the registry's (src/tenants/registry.ts).
+// tokens, Telegram bots, LINE channels and the audit of their changes, and the last use of the environment's
+// tokens (migrations/1766200000000_environment-token-uses.sql). Secrets come and go sealed (Buffer); opening
+// them is the registry's (src/tenants/registry.ts).
 import type { Pool, PoolClient, Queryable } from './pool.js';
 import { withTransaction } from './transaction.js';
 
@@ -42,12 +43,19 @@ export interface StoredChannel {
   createdAt: Date;
 }
 
+/** The last use of a token of the environment (API_TOKENS, or the generated admin token), by its digest. */
+export interface StoredTokenUse {
+  digest: Buffer;
+  lastUsedAt: Date;
+}
+
 export interface StoredTenants {
   workspaces: StoredWorkspace[];
   secrets: StoredSecret[];
   tokens: StoredToken[];
   bots: StoredBot[];
   channels: StoredChannel[];
+  environmentTokenUses: StoredTokenUse[];
 }
 
 const bytes = (base64: string) => Buffer.from(base64, 'base64');
@@ -75,7 +83,10 @@ export async function loadTenants(db: Queryable): Promise<StoredTenants> {
                                                                'channelSecret', encode(channel_secret, 'base64'),
                                                                'channelAccessToken', encode(channel_access_token, 'base64'),
                                                                'createdAt', created_at) ORDER BY created_at, workspace, name), '[]')
-                    FROM line_channels)
+                    FROM line_channels),
+       'environmentTokenUses', (SELECT coalesce(json_agg(json_build_object('digest', encode(digest, 'base64'),
+                                                                           'lastUsedAt', last_used_at)), '[]')
+                                FROM environment_token_uses)
      ) AS tenants`,
   );
   const t = rows[0]!.tenants;
@@ -111,6 +122,10 @@ export async function loadTenants(db: Queryable): Promise<StoredTenants> {
       sealedChannelAccessToken: bytes(c.channelAccessToken as string),
       createdAt: date(c.createdAt as string),
     })),
+    environmentTokenUses: t.environmentTokenUses.map((u) => ({
+      digest: bytes(u.digest as string),
+      lastUsedAt: date(u.lastUsedAt as string),
+    })),
   };
 }
 
@@ -139,14 +154,19 @@ export async function auditedChange<T>(
   return withTransaction(pool, async (client) => {
     const result = await change(client);
     if (result === undefined) return undefined;
-    await client.query(`INSERT INTO admin_audit (token_name, token_hash, action, subject) VALUES ($1, $2, $3, $4)`, [
-      audit.tokenName,
-      audit.tokenHash,
-      audit.action,
-      audit.subject,
-    ]);
+    await insertAudit(client, audit);
     return result;
   });
+}
+
+/** Records an admin change: what auditedChange does once its change is made, and what a change that makes another calls for that one. */
+export async function insertAudit(db: Queryable, audit: AuditEntry): Promise<void> {
+  await db.query(`INSERT INTO admin_audit (token_name, token_hash, action, subject) VALUES ($1, $2, $3, $4)`, [
+    audit.tokenName,
+    audit.tokenHash,
+    audit.action,
+    audit.subject,
+  ]);
 }
 
 /** The newest audit entries first; `before`: entries older than that id (the next page). */
@@ -169,9 +189,39 @@ export async function insertWorkspace(db: Queryable, name: string): Promise<Stor
   return { name, createdAt: rows[0]!.created_at };
 }
 
-export async function deleteWorkspace(db: Queryable, name: string): Promise<boolean> {
+/** The statements that end the console sessions and sign-in codes of the tokens in `revoked` (name, digest). */
+const endSessionsOfRevoked = `sessions AS (DELETE FROM console_sessions WHERE token_digest IN (SELECT digest FROM revoked)),
+     codes AS (DELETE FROM console_sign_in_codes WHERE token_digest IN (SELECT digest FROM revoked))`;
+
+/**
+ * Deletes the workspace and takes it out of every token's scope: a token left with no workspace is deleted,
+ * with the console sessions and sign-in codes it opened. Answers the names of the tokens deleted, or
+ * undefined when there is no such workspace. Two statements: the second reads after the first got its row,
+ * so it sees a token committed by a createToken that held the row (lockWorkspaces) until then.
+ */
+export async function deleteWorkspace(db: Queryable, name: string): Promise<{ revokedTokens: string[] } | undefined> {
   const { rowCount } = await db.query(`DELETE FROM workspaces WHERE name = $1`, [name]);
-  return (rowCount ?? 0) > 0;
+  if (!rowCount) return undefined;
+  const { rows } = await db.query<{ name: string }>(
+    `WITH narrowed AS (UPDATE api_tokens SET workspaces = array_remove(workspaces, $1)
+                        WHERE $1 = ANY (workspaces) AND array_remove(workspaces, $1) <> '{}'),
+     revoked AS (DELETE FROM api_tokens WHERE $1 = ANY (workspaces) AND array_remove(workspaces, $1) = '{}' RETURNING name, digest),
+     ${endSessionsOfRevoked}
+     SELECT name FROM revoked ORDER BY name`,
+    [name],
+  );
+  return { revokedTokens: rows.map((row) => row.name) };
+}
+
+/**
+ * The workspaces of the table among `names`, each locked until the transaction ends (FOR KEY SHARE): a
+ * removal of one waits until then, and then sees what the transaction stored naming it.
+ */
+export async function lockWorkspaces(db: Queryable, names: readonly string[]): Promise<Set<string>> {
+  const { rows } = await db.query<{ name: string }>(`SELECT name FROM workspaces WHERE name = ANY ($1::text[]) FOR KEY SHARE`, [
+    [...names],
+  ]);
+  return new Set(rows.map((row) => row.name));
 }
 
 /** Undefined when the workspace is not in the table. */
@@ -207,8 +257,7 @@ export async function insertToken(
 export async function deleteToken(db: Queryable, id: string): Promise<StoredToken | undefined> {
   const { rows } = await db.query<{ name: string; digest: Buffer }>(
     `WITH revoked AS (DELETE FROM api_tokens WHERE id::text = $1 RETURNING name, digest),
-     sessions AS (DELETE FROM console_sessions WHERE token_digest IN (SELECT digest FROM revoked)),
-     codes AS (DELETE FROM console_sign_in_codes WHERE token_digest IN (SELECT digest FROM revoked))
+     ${endSessionsOfRevoked}
      SELECT name, digest FROM revoked`,
     [id],
   );
@@ -218,9 +267,18 @@ export async function deleteToken(db: Queryable, id: string): Promise<StoredToke
     : undefined;
 }
 
-/** Records that these tokens were used (now). */
-export async function touchTokens(db: Queryable, ids: string[]): Promise<void> {
-  await db.query(`UPDATE api_tokens SET last_used_at = now() WHERE id::text = ANY ($1::text[])`, [ids]);
+/** Records that these tokens were used (now): those of the table by id, those of the environment by digest. */
+export async function touchTokens(
+  db: Queryable,
+  { ids, environmentDigests }: { ids: string[]; environmentDigests: Buffer[] },
+): Promise<void> {
+  if (ids.length > 0) await db.query(`UPDATE api_tokens SET last_used_at = now() WHERE id::text = ANY ($1::text[])`, [ids]);
+  if (environmentDigests.length > 0)
+    await db.query(
+      `INSERT INTO environment_token_uses (digest, last_used_at) SELECT unnest($1::bytea[]), now()
+       ON CONFLICT (digest) DO UPDATE SET last_used_at = excluded.last_used_at`,
+      [environmentDigests],
+    );
 }
 
 export async function insertBot(

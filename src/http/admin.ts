@@ -55,7 +55,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       schema: {
         summary: 'Add a workspace',
         description:
-          'Its UnifyPort webhooks are refused (401) until it has a signing secret (POST /admin/workspaces/<ws>/secrets). 409: the name is taken.',
+          'Its UnifyPort webhooks are refused (401) until it has a signing secret (POST /admin/workspaces/<ws>/secrets). ' +
+          '409 `name_taken`: a workspace has the name; `workspace_data_remains`: a removed workspace of that name left data ' +
+          '(erase it with DELETE /admin/workspaces/<ws>/data first); `workspace_named_by_token`: a token of API_TOKENS names it.',
         tags: ['admin'],
         body: WorkspaceBody,
         response: { 201: Workspace, ...errors },
@@ -70,6 +72,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       config: { access },
       schema: {
         summary: 'Remove a workspace: its webhooks answer 404 from then on; its albums stay until erased',
+        description:
+          "It is taken out of every token's scope; a token left with no workspace is revoked, with the console sessions it opened.",
         tags: ['admin'],
         params: WorkspaceParams,
         response: { 204: Type.Null(), ...errors },
@@ -174,6 +178,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       config: { access },
       schema: {
         summary: 'Create an API token: the answer holds the token, the only time it is shown',
+        description:
+          'Each workspace it lists must exist (404 `workspace_not_found` naming the first that does not); `*` reaches every one.',
         tags: ['admin'],
         body: TokenBody,
         response: { 201: CreatedToken, ...errors },

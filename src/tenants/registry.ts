@@ -72,8 +72,8 @@ export interface TenantSnapshot {
   telegramBots: ReadonlyMap<string, ReadonlyMap<string, RegisteredBot>>;
   lineChannels: ReadonlyMap<string, ReadonlyMap<string, RegisteredChannel>>;
   tokens: TokenTable;
-  /** The database tokens' creation and last use, by id (the API lists them). */
-  tokenTimes: ReadonlyMap<string, { createdAt: Date; lastUsedAt: Date | null }>;
+  /** The tokens' creation (the table's only) and last use, by id (the API lists them). */
+  tokenTimes: ReadonlyMap<string, { createdAt: Date | undefined; lastUsedAt: Date | null }>;
 }
 
 /** What the environment declares at start (§5): read-only through the admin API. */
@@ -118,7 +118,9 @@ export class TenantRegistry implements Tokens {
   #snapshot: TenantSnapshot;
   /** Opened values of the last load, by their sealed bytes: a reload opens only what changed. */
   #opened = new Map<string, string>();
+  /** The tokens used since the last write of their use: the table's by id, the environment's by digest (hex). */
   #used = new Set<string>();
+  #usedFromEnvironment = new Set<string>();
   #inFlight: Promise<void> | undefined;
   #queued: Promise<void> | undefined;
   /** The read the misses of the moment share, and when the last one started. */
@@ -189,6 +191,7 @@ export class TenantRegistry implements Tokens {
 
   used(entry: TokenEntry): void {
     if (entry.source === 'database') this.#used.add(entry.id);
+    else this.#usedFromEnvironment.add(entry.digest.toString('hex'));
   }
 
   workspace(name: string): WorkspaceEntry | undefined {
@@ -201,6 +204,17 @@ export class TenantRegistry implements Tokens {
 
   lineChannel(workspace: string, name: string): RegisteredChannel | undefined {
     return this.#snapshot.lineChannels.get(workspace)?.get(name);
+  }
+
+  /** Whether the environment declares a workspace of this name: WORKSPACE_SECRETS, TELEGRAM_BOTS or LINE_CHANNELS. */
+  declares(workspace: string): boolean {
+    const env = this.#environment;
+    return env.workspaceSecrets.has(workspace) || env.telegramBots.has(workspace) || env.lineChannels.has(workspace);
+  }
+
+  /** The tokens of the environment (API_TOKENS) whose scope names this workspace (not by `*`). */
+  environmentTokensNaming(workspace: string): TokenEntry[] {
+    return this.#environment.tokens.filter((entry) => entry.workspaces !== '*' && entry.workspaces.has(workspace));
   }
 
   /** Whether a workspace of this name exists anywhere: WORKSPACE_SECRETS, a bot, a channel, or the table. */
@@ -325,7 +339,7 @@ export class TenantRegistry implements Tokens {
     const telegramBots = environmentAccounts(env.telegramBots);
     const lineChannels = environmentAccounts(env.lineChannels);
     const tokenEntries: TokenEntry[] = [...env.tokens];
-    const tokenTimes = new Map<string, { createdAt: Date; lastUsedAt: Date | null }>();
+    const tokenTimes = new Map<string, { createdAt: Date | undefined; lastUsedAt: Date | null }>();
 
     if (stored) {
       // A name the environment declares stays the environment's: the table's entry of that name is left out.
@@ -377,6 +391,11 @@ export class TenantRegistry implements Tokens {
         });
         tokenTimes.set(t.id, { createdAt: t.createdAt, lastUsedAt: t.lastUsedAt });
       }
+      const environmentUses = new Map(stored.environmentTokenUses.map((use) => [use.digest.toString('hex'), use.lastUsedAt]));
+      for (const entry of env.tokens) {
+        const lastUsedAt = environmentUses.get(entry.digest.toString('hex'));
+        if (lastUsedAt) tokenTimes.set(entry.id, { createdAt: undefined, lastUsedAt });
+      }
       this.#opened = opened;
     }
     const tokens = new TokenTable(tokenEntries, (entry) =>
@@ -386,11 +405,13 @@ export class TenantRegistry implements Tokens {
   }
 
   async #touch(): Promise<void> {
-    if (this.#used.size === 0) return;
+    if (this.#used.size === 0 && this.#usedFromEnvironment.size === 0) return;
     const ids = [...this.#used];
+    const environmentDigests = [...this.#usedFromEnvironment].map((hex) => Buffer.from(hex, 'hex'));
     this.#used.clear();
+    this.#usedFromEnvironment.clear();
     try {
-      await touchTokens(this.#pool, ids);
+      await touchTokens(this.#pool, { ids, environmentDigests });
     } catch (err) {
       this.#log.debug({ err }, "could not record the tokens' last use");
     }
@@ -439,10 +460,20 @@ export interface RegistryFromConfig {
   /** Default: ALBUMFLOW_SECRET_KEY's, or DATA_DIR/secret-key's, read when first needed. */
   keys?: KeyRing;
   reloadIntervalMs?: number;
+  touchIntervalMs?: number;
 }
 
 /** The registry of a process: the environment's entries of `config`, the tables of `pool`, sealed under ALBUMFLOW_SECRET_KEY or DATA_DIR/secret-key. */
-export function createRegistry({ config, pool, logger, tokens, tokenLabel, keys, reloadIntervalMs }: RegistryFromConfig): TenantRegistry {
+export function createRegistry({
+  config,
+  pool,
+  logger,
+  tokens,
+  tokenLabel,
+  keys,
+  reloadIntervalMs,
+  touchIntervalMs,
+}: RegistryFromConfig): TenantRegistry {
   return new TenantRegistry({
     pool,
     logger,
@@ -454,6 +485,7 @@ export function createRegistry({ config, pool, logger, tokens, tokenLabel, keys,
       tokens: environmentTokens(tokens, tokenLabel),
     },
     ...(reloadIntervalMs === undefined ? {} : { reloadIntervalMs }),
+    ...(touchIntervalMs === undefined ? {} : { touchIntervalMs }),
   });
 }
 

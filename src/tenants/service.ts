@@ -16,14 +16,17 @@ import {
   deleteToken,
   deleteWorkspace,
   insertBot,
+  insertAudit,
   insertChannel,
   insertSecret,
   insertToken,
   insertWorkspace,
   isNameTaken,
   listAudit,
+  lockWorkspaces,
   sealedPlace,
 } from '../db/tenants.js';
+import { workspaceDataLeft } from '../db/workspace-data.js';
 import type { TenantRegistry, TenantSnapshot } from './registry.js';
 import type { AddedSecret, AuditInfo, BotInfo, ChannelInfo, CreatedToken, TokenInfo, WorkspaceInfo } from './schemas.js';
 import { digestHash, tokenDigest } from './tokens.js';
@@ -42,8 +45,9 @@ export interface Caller {
 }
 
 /**
- * Why a change was refused, for the caller to see: `not_found` (no such entry), `name_taken`, `read_only`
- * (an entry of the environment) or `invalid` (a value the change cannot take); `code` says which entry.
+ * Why a change was refused, for the caller to see: `not_found` (no such entry), `name_taken` (a name in use,
+ * or one a workspace cannot take again yet), `read_only` (an entry of the environment) or `invalid` (a value
+ * the change cannot take); `code` says which entry, or why.
  */
 export type TenantErrorKind = 'not_found' | 'name_taken' | 'read_only' | 'invalid';
 
@@ -120,9 +124,32 @@ export class TenantService {
     this.#tenants = tenants;
   }
 
+  /**
+   * A workspace name is an identity: a name in use, one whose data a removed workspace left, or one that a
+   * token of the environment names (it would reach the new workspace) is refused.
+   */
   async addWorkspace(caller: Caller, name: string): Promise<WorkspaceInfo> {
     if (this.#tenants.knows(name)) throw new TenantError('name_taken', 'name_taken', `there is a workspace "${name}" already`);
-    await this.#change(caller, 'workspace.add', `workspace ${name}`, (db) => insertWorkspace(db, name));
+    const naming = this.#tenants.environmentTokensNaming(name).map((entry) => entry.name);
+    if (naming.length > 0) {
+      throw new TenantError(
+        'name_taken',
+        'workspace_named_by_token',
+        `"${name}" is named by a token of the environment (${naming.join(', ')}), which would reach the new workspace: ` +
+          'take it out of API_TOKENS and restart first',
+      );
+    }
+    await this.#change(caller, 'workspace.add', `workspace ${name}`, async (db) => {
+      const left = await workspaceDataLeft(db, name);
+      if (left.length > 0) {
+        throw new TenantError(
+          'name_taken',
+          'workspace_data_remains',
+          `"${name}" still holds data (${left.join(', ')}): erase it with DELETE /admin/workspaces/${encodeURIComponent(name)}/data first`,
+        );
+      }
+      return insertWorkspace(db, name);
+    });
     const info = workspaceInfos(this.#tenants.snapshot()).find((w) => w.name === name);
     return info ?? { name, source: 'database', createdAt: null, unifyport: true, secrets: [], telegramBots: [], lineChannels: [] };
   }
@@ -137,9 +164,23 @@ export class TenantService {
     });
   }
 
+  /** Takes the workspace out of every token's scope too: a token left with no workspace is revoked, audited as such. */
   async removeWorkspace(caller: Caller, ws: string): Promise<void> {
     this.#ownWorkspace(ws);
-    await this.#remove(caller, 'workspace.remove', `workspace ${ws}`, (db) => deleteWorkspace(db, ws), unknownWorkspace(ws));
+    await this.#remove(
+      caller,
+      'workspace.remove',
+      `workspace ${ws}`,
+      async (db) => {
+        const removed = await deleteWorkspace(db, ws);
+        for (const name of removed?.revokedTokens ?? []) {
+          const subject = `token ${name} (its only workspace, ${ws}, was removed)`;
+          await insertAudit(db, { tokenName: caller.tokenName, tokenHash: caller.tokenHash, action: 'token.revoke', subject });
+        }
+        return removed !== undefined;
+      },
+      unknownWorkspace(ws),
+    );
   }
 
   async addSecret(caller: Caller, ws: string, secret: string): Promise<AddedSecret> {
@@ -182,9 +223,14 @@ export class TenantService {
       throw new TenantError('name_taken', 'name_taken', `there is a token named "${name}" already`);
     }
     const token = crypto.randomBytes(32).toString('base64url');
-    const stored = (await this.#change(caller, 'token.create', `token ${name}`, (db) =>
-      insertToken(db, { name, digest: tokenDigest(token), workspaces, expiresAt: expiry }),
-    ))!;
+    const stored = (await this.#change(caller, 'token.create', `token ${name}`, async (db) => {
+      // The table's workspaces stay locked until the token is stored: a removal waits, then takes it out of its scope.
+      const named = workspaces.filter((ws) => ws !== '*');
+      const inTable = await lockWorkspaces(db, named);
+      const missing = named.find((ws) => !inTable.has(ws) && !this.#tenants.declares(ws));
+      if (missing !== undefined) throw unknownWorkspace(missing);
+      return insertToken(db, { name, digest: tokenDigest(token), workspaces, expiresAt: expiry });
+    }))!;
     const info = tokenInfos(this.#tenants.snapshot()).find((entry) => entry.id === stored.id) ?? {
       id: stored.id,
       name,

@@ -203,6 +203,20 @@ describe('albumflow CLI against a running server', { timeout: cliTestTimeoutMs }
       const help = await albumflow(args);
       expect(help.code).toBe(0);
       expect(help.stdout).toContain('Usage:');
+      // Each option is explained once: the names each line of the Options section starts with.
+      const options = help.stdout.split('\nOptions:\n')[1]!.split('\n\n')[0]!;
+      const defined = options
+        .split('\n')
+        .filter((line) => /^ {2}-/.test(line))
+        .flatMap(
+          (line) =>
+            line
+              .slice(2)
+              .split(/ {2,}/)[0]!
+              .match(/--[a-z-]+/g) ?? [],
+        );
+      expect(defined).toContain('--secret');
+      expect(defined.filter((name, i) => defined.indexOf(name) !== i)).toEqual([]);
     }
     const none = await albumflow([]);
     expect(none.code).toBe(2);

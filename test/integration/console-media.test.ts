@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -214,6 +215,12 @@ describe.each([
     const page = await stack.app.inject({ method: 'GET', url: '/ui', headers: { accept: 'text/html' } });
     expect(page.statusCode).toBe(303);
     expect(page.headers.location).toBe('/ui/sign-in?next=%2Fui');
+    // The sign-in page wears the console's stylesheet (carried in the page: the assets need a token), allowed by its digest alone.
+    const signIn = await stack.app.inject({ method: 'GET', url: '/ui/sign-in', headers: { accept: 'text/html' } });
+    const stylesheet = fs.readFileSync(path.join(path.dirname(templatesDir), 'assets/console.css'), 'utf8');
+    expect(signIn.body).toContain(`<style>${stylesheet}</style>`);
+    const digest = crypto.createHash('sha256').update(stylesheet).digest('base64');
+    expect(signIn.headers['content-security-policy']).toContain(`style-src 'sha256-${digest}';`);
     const albums = await stack.app.inject({ method: 'GET', url: '/ui', headers: { ...auth, accept: 'text/html' } });
     expect(albums.statusCode).toBe(200);
     expect(albums.headers['content-security-policy']).toContain("script-src 'self'");

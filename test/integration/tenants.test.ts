@@ -22,10 +22,13 @@ const adminToken = unique('tenants-admin-token');
 const envWorkspace = unique('env-ws');
 const envSecret = unique('env-signing-secret');
 const scopedToken = unique('tenants-scoped-token');
+/** A workspace that only a token of API_TOKENS names (a customer the environment still serves a token to). */
+const formerWorkspace = unique('former-ws');
+const formerToken = unique('tenants-former-token');
 const secretKey = crypto.randomBytes(32).toString('hex');
 
 /** Every secret value this file hands albumflow: none may be in a dump, a log line or an answer (but the one that creates it). */
-const secrets = new Set<string>([adminToken, envSecret, scopedToken, secretKey]);
+const secrets = new Set<string>([adminToken, envSecret, scopedToken, formerToken, secretKey]);
 const keep = (value: string) => (secrets.add(value), value);
 
 const { logger, lines: logLines } = capturedLogger('tenants-test');
@@ -69,7 +72,7 @@ beforeAll(async () => {
   config = testConfig({
     DATABASE_URL: databaseUrl,
     WORKSPACE_SECRETS: JSON.stringify({ [envWorkspace]: [envSecret] }),
-    API_TOKENS: JSON.stringify({ [adminToken]: ['*'], [scopedToken]: [envWorkspace] }),
+    API_TOKENS: JSON.stringify({ [adminToken]: ['*'], [scopedToken]: [envWorkspace], [formerToken]: [formerWorkspace] }),
     ALBUMFLOW_SECRET_KEY: secretKey,
   });
   poolA = testPool(config);
@@ -77,7 +80,7 @@ beforeAll(async () => {
   temporal = await testClient(config);
   appA = await appOn(poolA);
   // Instance B's registry is the test's, so that the test can watch it take a change in.
-  registryB = createRegistry({ config, pool: poolB, logger, tokens: config.apiTokens!, tokenLabel: 'API_TOKENS' });
+  registryB = createRegistry({ config, pool: poolB, logger, tokens: config.apiTokens!, tokenLabel: 'API_TOKENS', touchIntervalMs: 200 });
   await registryB.start();
   appB = await appOn(poolB, registryB);
 });
@@ -301,6 +304,105 @@ describe('the admin API', () => {
         '/admin/audit',
       ]),
     );
+  });
+});
+
+describe('a workspace name is an identity', () => {
+  const albumsOf = (app: App, workspace: string, headers: Record<string, string>) =>
+    call(app, { method: 'GET', url: `/workspaces/${workspace}/albums`, headers });
+
+  it('removing a workspace takes it out of every token: a token left with none is revoked, with its sessions', async () => {
+    const { workspace } = await addWorkspace(appA);
+    const { workspace: other } = await addWorkspace(appA);
+    const onlyName = unique('only');
+    const only = await createToken(appA, { name: onlyName, workspaces: [workspace] });
+    const both = await createToken(appA, { name: unique('both'), workspaces: [workspace, other] });
+    const signedIn = await call(appB, { method: 'POST', url: '/ui/sign-in', payload: { token: only.token } }, { showsSecret: true });
+    const session = { cookie: `${sessionCookie}=${keep(signedIn.cookies.find((c) => c.name === sessionCookie)!.value)}` };
+    expect((await albumsOf(appB, workspace, session)).statusCode).toBe(200);
+
+    expect((await admin(appA, 'DELETE', `/admin/workspaces/${workspace}`)).statusCode).toBe(204);
+    for (const app of [appA, appB]) {
+      await within(2_000, async () => (await albumsOf(app, workspace, bearer(only.token))).statusCode === 401);
+      expect((await albumsOf(app, workspace, session)).statusCode).toBe(401);
+      await within(2_000, async () => (await albumsOf(app, workspace, bearer(both.token))).statusCode === 403);
+      expect((await albumsOf(app, other, bearer(both.token))).statusCode).toBe(200);
+    }
+    const listed = (await admin(appA, 'GET', '/admin/tokens')).json<{ tokens: Array<{ id: string; workspaces: string[] }> }>().tokens;
+    expect(listed.find((t) => t.id === only.id)).toBeUndefined();
+    expect(listed.find((t) => t.id === both.id)?.workspaces).toEqual([other]);
+    const { rows } = await poolA.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM console_sessions WHERE token_digest = sha256(convert_to($1, 'UTF8'))`,
+      [only.token],
+    );
+    expect(rows[0]!.n).toBe(0);
+    const audit = (await admin(appA, 'GET', '/admin/audit?limit=500')).json<{ entries: Array<{ action: string; subject: string }> }>()
+      .entries;
+    // Newest first: the removal, and the revocation it made in its transaction (other tests change tenants meanwhile).
+    const mine = audit.filter((entry) => entry.subject.includes(workspace));
+    expect(mine.slice(0, 2).map((entry) => [entry.action, entry.subject])).toEqual([
+      ['workspace.remove', `workspace ${workspace}`],
+      ['token.revoke', `token ${onlyName} (its only workspace, ${workspace}, was removed)`],
+    ]);
+  });
+
+  it('a removed name whose data remains is not added again; once its data is gone, the new workspace is reached by its own tokens only', async () => {
+    const { workspace, secret } = await addWorkspace(appA);
+    const old = await createToken(appA, { name: unique('old customer'), workspaces: [workspace] });
+    expect((await signedEvent(appA, workspace, secret)).statusCode).toBe(202);
+    expect((await admin(appA, 'DELETE', `/admin/workspaces/${workspace}`)).statusCode).toBe(204);
+
+    const refused = await admin(appA, 'POST', '/admin/workspaces', { name: workspace });
+    expect([refused.statusCode, errorCode(refused)]).toEqual([409, 'workspace_data_remains']);
+    expect(refused.json<{ error: { message: string } }>().error.message).toBe(
+      `"${workspace}" still holds data (messages, events): erase it with DELETE /admin/workspaces/${workspace}/data first`,
+    );
+    expect(registryB.workspace(workspace)).toBeUndefined();
+
+    // What the workspace erasure removes (an erasure's receipt and the counters it keeps do not hold the name).
+    await poolA.query(`DELETE FROM outbox WHERE message_pk IN (SELECT id FROM messages WHERE workspace = $1)`, [workspace]);
+    await poolA.query(`DELETE FROM messages WHERE workspace = $1`, [workspace]);
+    await poolA.query(`DELETE FROM events WHERE workspace = $1`, [workspace]);
+    await poolA.query(
+      `INSERT INTO erasures (workspace, scope, subject, requested_by, state) VALUES ($1, 'conversation', '{}', 'test', 'done')`,
+      [workspace],
+    );
+    expect((await admin(appA, 'POST', '/admin/workspaces', { name: workspace })).statusCode).toBe(201);
+    const fresh = await createToken(appA, { name: unique('new customer'), workspaces: [workspace] });
+    for (const app of [appA, appB]) {
+      expect((await albumsOf(app, workspace, bearer(old.token))).statusCode).toBe(401);
+      expect((await albumsOf(app, workspace, bearer(fresh.token))).statusCode).toBe(200);
+    }
+  });
+
+  it('a name a token of the environment names is not added; a token is created only for workspaces that exist', async () => {
+    const named = await admin(appA, 'POST', '/admin/workspaces', { name: formerWorkspace });
+    expect([named.statusCode, errorCode(named)]).toEqual([409, 'workspace_named_by_token']);
+    expect(named.json<{ error: { message: string } }>().error.message).toContain('(API_TOKENS #3)');
+
+    const { workspace } = await addWorkspace(appA);
+    const missing = unique('missing');
+    for (const workspaces of [[missing], [workspace, missing], [formerWorkspace]]) {
+      const refused = await admin(appA, 'POST', '/admin/tokens', { name: unique('t'), workspaces });
+      expect([refused.statusCode, errorCode(refused)], workspaces.join()).toEqual([404, 'workspace_not_found']);
+      expect(refused.json<{ error: { message: string } }>().error.message).toBe(`there is no workspace "${workspaces.at(-1)}"`);
+    }
+    // Workspaces of the environment, and `*`, take tokens.
+    await createToken(appA, { name: unique('env ws'), workspaces: [envWorkspace, workspace] });
+    await createToken(appA, { name: unique('all'), workspaces: ['*'] });
+  });
+
+  it("lists the environment's tokens' last use beside the table's", async () => {
+    const lastUse = async () =>
+      (await admin(appB, 'GET', '/admin/tokens'))
+        .json<{ tokens: Array<{ name: string; lastUsedAt: string | null }> }>()
+        .tokens.find((t) => t.name === 'API_TOKENS #1')?.lastUsedAt ?? null;
+    const before = Date.now();
+    // Each call uses the admin token on instance B; its registry writes the use within 200 ms and reads it within the second.
+    await within(3_000, async () => {
+      const at = await lastUse();
+      return at !== null && Date.parse(at) >= before - 1_000;
+    });
   });
 });
 

@@ -1,4 +1,15 @@
-import { signInPath } from './plugin.js';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { projectRoot } from '../../common/paths.js';
+import { consolePath, signInPath } from './plugin.js';
+
+/**
+ * The console's stylesheet, carried in the page: the console's assets need a token, and whoever signs in has
+ * none yet. The Content-Security-Policy allows this one stylesheet by its digest, and no other style.
+ */
+export const consoleStylesheet = fs.readFileSync(path.join(projectRoot, 'src/ui/assets/console.css'), 'utf8');
+const stylesheetSource = `'sha256-${crypto.createHash('sha256').update(consoleStylesheet).digest('base64')}'`;
 
 const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -6,21 +17,33 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => escapes[char] ?? char);
 }
 
-/** Headers of the sign-in page: no script, no framing, never cached, no referrer that could carry a code. */
+/**
+ * Headers of the sign-in page: no script, no framing, never cached, no referrer that could carry a code; the
+ * console's stylesheet its only style.
+ */
 export const signInPageHeaders = {
   'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy': `default-src 'none'; style-src ${stylesheetSource}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
 };
 
+/** The console's layout (src/ui/templates/layout.eta) without its navigation: its stylesheet and bar. */
 function page(body: string): string {
   return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>Sign in · albumflow</title></head>
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign in · albumflow</title>
+<style>${consoleStylesheet}</style>
+</head>
 <body>
-<main>
+<header class="bar">
+  <a class="brand" href="${consolePath}">albumflow</a>
+</header>
+<main class="narrow sign-in">
 <h1>Sign in to albumflow</h1>
 ${body}</main>
 </body>
@@ -28,7 +51,7 @@ ${body}</main>
 `;
 }
 
-const alert = (message: string | undefined) => (message ? `<p role="alert">${escapeHtml(message)}</p>\n` : '');
+const alert = (message: string | undefined) => (message ? `<p role="alert" class="notice error">${escapeHtml(message)}</p>\n` : '');
 
 /** The console's sign-in page: one form that posts a token to `POST /ui/sign-in`. */
 export function signInPage({ next, message }: { next: string; message?: string }): string {
