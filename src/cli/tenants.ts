@@ -1,6 +1,7 @@
 // The tenant commands: workspaces, signing secrets and API tokens through the admin API of a running
-// albumflow (a `*` token), and `secrets rekey` and `secrets rotate-link-key`, which work on PostgreSQL itself. A platform's own entries
-// (Telegram bots, LINE channels) are its commands (src/platforms/<platform>/cli.ts).
+// albumflow (a `*` token), and `secrets rekey` and `secrets rotate-link-key`, which work on PostgreSQL
+// itself. A platform's own entries (Telegram bots, LINE channels) are its commands
+// (src/platforms/<platform>/cli.ts).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../tenants/schemas.js';
