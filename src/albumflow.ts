@@ -4,7 +4,7 @@ import { deliveriesCommand, endpointCommand, eventsCommand } from './cli/endpoin
 import { eraseCommand, erasureCommand } from './cli/erase.js';
 import { formatAlbum, formatAlbumList, formatMessage, plural } from './cli/format.js';
 import { parse, type Values } from './cli/options.js';
-import { auditCommand, rekeyCommand, secretCommand, tokenCommand, workspaceCommand } from './cli/tenants.js';
+import { auditCommand, rekeyCommand, rotateLinkKeyCommand, secretCommand, tokenCommand, workspaceCommand } from './cli/tenants.js';
 import { say, terminalJson, terminalText } from './common/terminal.js';
 import type { AlbumView } from './domain/types.js';
 import type { AlbumListBody, MessageStatus } from './http/schemas.js';
@@ -37,7 +37,7 @@ Usage:
   albumflow secret add <workspace> [--secret S] | retire <workspace> <secret id>
   albumflow token create <name> <workspace>… [--expires-at ISO-TIME] | list | revoke <token id>
   albumflow audit [--limit N]
-  albumflow secrets rekey
+  albumflow secrets rekey | rotate-link-key
   albumflow help
 
 Sending webhooks as a platform does, and a platform's own settings:
@@ -72,6 +72,8 @@ workspace, secret, token, audit and a platform's add and remove call the admin A
 workspace of the admin API takes UnifyPort webhooks once it has a secret; changes reach every albumflow
 process within 2 s. secrets rekey works on PostgreSQL (DATABASE_URL): with ALBUMFLOW_SECRET_KEY="<new>,<old>"
 it seals every stored secret under <new>; without, it replaces DATA_DIR/secret-key with a new key.
+secrets rotate-link-key (DATABASE_URL too) makes a new key sign the media_url links; links signed with the
+one before work until they expire (MEDIA_URL_LIFETIME_S).
 endpoint, deliveries and events need a token that reaches the workspace; the workspace * names every
 endpoint by its id through the admin API (a "*" token): the environment endpoint (NOTIFY_URL) is
 ep_environment there (albumflow endpoint enable '*' ep_environment). events prints each event as a line
@@ -206,7 +208,8 @@ async function main(argv: string[]): Promise<void> {
       return auditCommand(api, values, rest);
     case 'secrets':
       if (rest[0] === 'rekey' && rest.length === 1) return rekeyCommand();
-      throw misuse(`unknown secrets command "${rest.join(' ')}" (there is: secrets rekey)`);
+      if (rest[0] === 'rotate-link-key' && rest.length === 1) return rotateLinkKeyCommand();
+      throw misuse(`unknown secrets command "${rest.join(' ')}" (there are: secrets rekey, secrets rotate-link-key)`);
     default: {
       const platform = platforms.find(({ name }) => name === command);
       if (!platform) throw misuse(`unknown command "${command}"`);

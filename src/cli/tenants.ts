@@ -1,9 +1,13 @@
 // The tenant commands: workspaces, signing secrets and API tokens through the admin API of a running
-// albumflow (a `*` token), and `secrets rekey`, which works on PostgreSQL itself. A platform's own entries
-// (Telegram bots, LINE channels) are its commands (src/platforms/<platform>/cli.ts).
+// albumflow (a `*` token), and `secrets rekey` and `secrets rotate-link-key`, which work on PostgreSQL
+// itself. A platform's own entries (Telegram bots, LINE channels) are its commands
+// (src/platforms/<platform>/cli.ts).
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import type { AuditInfo, TokenInfo, WorkspaceInfo } from '../tenants/schemas.js';
 import { connectionConfig, createPool } from '../db/pool.js';
+import { resolveSecretKey, secretKeyPath } from '../common/secret-key.js';
+import { rotateLinkKey } from '../media/link-keys.js';
 import { rekey } from '../tenants/rekey.js';
 import { CliError, cliConfig, misuse, type Api } from './api.js';
 import { plural, table } from './format.js';
@@ -142,18 +146,48 @@ export async function auditCommand(api: Api, values: Values, rest: string[]): Pr
   say(plural(entries.length, 'change'));
 }
 
-/** `secrets rekey`, on PostgreSQL itself (DATABASE_URL): the running albumflow is not asked. */
-export async function rekeyCommand(): Promise<void> {
-  const config = cliConfig(['DATABASE_URL', 'DATA_DIR', 'ALBUMFLOW_SECRET_KEY']);
+/** The configuration of a `secrets` command, which works on PostgreSQL itself (DATABASE_URL). */
+function secretsConfig(command: string, names: readonly string[] = []) {
+  const config = cliConfig(['DATABASE_URL', 'DATA_DIR', 'ALBUMFLOW_SECRET_KEY', ...names]);
   if (!config.databaseUrl) {
     throw new CliError(
-      'secrets rekey works on PostgreSQL: set DATABASE_URL (for `npm start`, the PostgreSQL address its banner shows, with the password in DATA_DIR/postgres.password)',
+      `secrets ${command} works on PostgreSQL: set DATABASE_URL (for \`npm start\`, the PostgreSQL address its banner shows, with the password in DATA_DIR/postgres.password)`,
     );
   }
-  const pool = createPool(connectionConfig(config.databaseUrl), { max: 1, applicationName: 'albumflow-rekey' });
+  return { config, databaseUrl: config.databaseUrl };
+}
+
+/** `secrets rekey`, on PostgreSQL itself (DATABASE_URL): the running albumflow is not asked. */
+export async function rekeyCommand(): Promise<void> {
+  const { config, databaseUrl } = secretsConfig('rekey');
+  const pool = createPool(connectionConfig(databaseUrl), { max: 1, applicationName: 'albumflow-rekey' });
   try {
     const outcome = await rekey(pool, { secretKey: config.secretKey, dataDir: config.dataDir });
     say(terminalText(`${plural(outcome.resealed, 'stored secret')} sealed again under key ${outcome.keyId}; ${outcome.next}`));
+  } catch (err) {
+    throw new CliError(terminalText((err as Error).message));
+  } finally {
+    await pool.end();
+  }
+}
+
+/**
+ * `secrets rotate-link-key`, on PostgreSQL itself: a new key signs the `media_url` links from now on (every
+ * process within a minute); the one before verifies the links it signed until they have expired.
+ */
+export async function rotateLinkKeyCommand(): Promise<void> {
+  const { config, databaseUrl } = secretsConfig('rotate-link-key', ['MEDIA_URL_LIFETIME_S']);
+  const file = secretKeyPath(config.dataDir);
+  if (config.secretKey === undefined && !fs.existsSync(file)) {
+    throw new CliError(terminalText(`there is no ${file}, and ALBUMFLOW_SECRET_KEY is unset: set the key albumflow runs with`));
+  }
+  const pool = createPool(connectionConfig(databaseUrl), { max: 1, applicationName: 'albumflow-rotate-link-key' });
+  try {
+    const { ring } = resolveSecretKey({ secretKey: config.secretKey, dataDir: config.dataDir });
+    const outcome = await rotateLinkKey(pool, ring, config.media.urlLifetimeS);
+    const retired = outcome.retired.map((key) => `; key ${key.id} verifies the links it signed until ${key.keptUntil.toISOString()}`);
+    const dropped = outcome.dropped > 0 ? `; ${plural(outcome.dropped, 'expired key')} deleted` : '';
+    say(terminalText(`link key ${outcome.id} signs new links (every process within a minute)${retired.join('')}${dropped}`));
   } catch (err) {
     throw new CliError(terminalText((err as Error).message));
   } finally {

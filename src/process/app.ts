@@ -164,7 +164,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }
   const tokens = tenants;
   const sessions = deps.consoleSessions ?? new ConsoleSessions(deps.pool);
-  const links = mediaLinksFor(deps.config, deps.pool);
+  const links = mediaLinksFor(deps.config, deps.pool, () => tokens.keys);
   const usage = cachedWorkspaceUsage(deps.pool, deps.usageMaxAgeMs ?? 30_000);
   await app.register(accessControl, { tokens, sessions, links });
   const endpoints = endpointManager({

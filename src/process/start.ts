@@ -300,7 +300,7 @@ async function startWorker(
     keys: tenants.keys,
     config: delivery,
     guard: endpointGuard(delivery),
-    materialize: withMediaLinks(mediaLinksFor(config, pool)),
+    materialize: withMediaLinks(mediaLinksFor(config, pool, () => tenants.keys)),
     logger,
   });
   await sender.start();

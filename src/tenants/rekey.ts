@@ -3,14 +3,16 @@ import fs from 'node:fs';
 import { replacePrivateFile } from '../common/private-file.js';
 import { generateKey, KeyRing, keyText, parseKeys, secretKeyPath } from '../common/secret-key.js';
 import { resealEndpointSecrets } from '../db/endpoints.js';
+import { resealLinkKeys } from '../db/link-keys.js';
 import type { Pool } from '../db/pool.js';
 import { resealAll, sealedPlace } from '../db/tenants.js';
 
-/** Seals every value not under the ring's first key again under it (the tenants' and the endpoints'); answers how many changed. */
+/** Seals every value not under the ring's first key again under it (the tenants', the endpoints' and the link keys); answers how many changed. */
 export async function resealUnder(pool: Pool, ring: KeyRing): Promise<number> {
   const tenants = await resealAll(pool, ({ table, column, key, sealed }) => ring.reseal(sealed, sealedPlace(table, column, key)));
   const endpoints = await resealEndpointSecrets(pool, (sealed, place) => ring.reseal(sealed, place));
-  return tenants + endpoints;
+  const linkKeys = await resealLinkKeys(pool, (sealed, place) => ring.reseal(sealed, place));
+  return tenants + endpoints + linkKeys;
 }
 
 export interface RekeyOutcome {

@@ -2,12 +2,13 @@
 // one mid-send and for the bench's delivery phase: its environment, its readiness line, and the media links
 // it and the tests' engines mint. Nothing here imports vitest, so the bench may use it.
 import { createMediaLinks } from '../../src/media/links.js';
+import { fixedLinkKeys, testLinkKey } from './link-keys.js';
 import { NodeProcess } from './processes.js';
 
 /** What test/harness/delivery-engine-main.ts prints once its engine runs. */
 export const deliveryEngineReadyLine = 'delivery engine running';
 
-export const mediaLinks = createMediaLinks({ baseUrl: 'https://albums.example', lifetimeS: 3600, key: async () => Buffer.alloc(32, 7) });
+export const mediaLinks = createMediaLinks({ baseUrl: 'https://albums.example', lifetimeS: 3600, keys: fixedLinkKeys(testLinkKey(7)) });
 
 export interface DeliveryEngineProcessOptions {
   name: string;

@@ -8,6 +8,7 @@ import { withMediaLinks } from '../../src/delivery/materialize.js';
 import { defaultSchedule } from '../../src/delivery/schedule.js';
 import { checkSecret, environmentSecrets, generateSecret, signedRequest, webhookId, WebhookSecretError } from '../../src/delivery/wire.js';
 import { createMediaLinks } from '../../src/media/links.js';
+import { fixedLinkKeys, testLinkKey } from '../harness/link-keys.js';
 
 const at = new Date();
 const message = {
@@ -130,7 +131,7 @@ describe('delivery configuration', () => {
 });
 
 describe('media links minted at each attempt', () => {
-  const links = createMediaLinks({ baseUrl: 'https://albums.example', lifetimeS: 3600, key: async () => Buffer.alloc(32, 7) });
+  const links = createMediaLinks({ baseUrl: 'https://albums.example', lifetimeS: 3600, keys: fixedLinkKeys(testLinkKey(7)) });
   const sha256 = 'ab'.repeat(32);
 
   it('gives every downloaded attachment a signed media_url, wherever it sits, and changes nothing else', async () => {
