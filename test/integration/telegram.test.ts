@@ -14,7 +14,17 @@ import { storedDecisions, storedNotifications } from '../harness/rows.js';
 import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
 import { capturedLogger, testPool } from '../harness/env.js';
 import { startStack, type Stack } from '../harness/stack.js';
-import { editOf, fileContent, fileIdOf, messageOf, serveFiles, telegramFixture, variant, type Update } from '../harness/events.js';
+import {
+  editOf,
+  fileContent,
+  fileIdOf,
+  messageOf,
+  recentSeconds,
+  serveFiles,
+  telegramFixture,
+  variant,
+  type Update,
+} from '../harness/events.js';
 
 const shopToken = `7000000001:AAH${crypto.randomBytes(16).toString('hex')}`;
 const otherToken = `7000000002:AAH${crypto.randomBytes(16).toString('hex')}`;
@@ -266,7 +276,7 @@ describe('the Telegram webhook: answers', () => {
 
     const edit = editOf(text!, 10, (edited) => {
       edited.text = 'hello, bot';
-      edited.edit_date = 1790676500;
+      edited.edit_date = recentSeconds(1790676500);
     });
     await send(fast, [edit]);
     const edited = await messageStatus(fast, scope, 402);
@@ -383,7 +393,7 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
       {
         caption: 'Our trip to the lake',
         mediaReplaced: false,
-        replacedAt: new Date(1790676600 * 1000).toISOString(),
+        replacedAt: new Date(recentSeconds(1790676600) * 1000).toISOString(),
         recordedAt: expect.any(String) as string,
       },
     ]);
@@ -393,7 +403,7 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     // An older edit, redelivered after the newer one, changes nothing.
     const older = editOf(edit!, 1, (message) => {
       message.caption = 'an older caption';
-      message.edit_date = 1790676300;
+      message.edit_date = recentSeconds(1790676300);
     });
     await send(fast, [older]);
     expect((await albumStatus(fast, key)).children[0]?.caption).toBe('Our trip to the lake (day 1)');
@@ -422,7 +432,7 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
         { file_id: 'replacement-small', file_unique_id: 'replacement-small-unique', file_size: 900, width: 90, height: 68 },
         { file_id: 'replacement-photo', file_unique_id: 'replacement-photo-unique', file_size: 150000, width: 1280, height: 960 },
       ];
-      message.edit_date = 1790676700;
+      message.edit_date = recentSeconds(1790676700);
     });
     expect(fileIdOf(edit)).toBe('replacement-photo');
     serveFiles(api, shopToken, [edit]);
@@ -443,7 +453,7 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
       {
         caption: 'Our trip to the lake',
         mediaReplaced: true,
-        replacedAt: new Date(1790676700 * 1000).toISOString(),
+        replacedAt: new Date(recentSeconds(1790676700) * 1000).toISOString(),
         recordedAt: expect.any(String) as string,
       },
     ];
@@ -589,7 +599,7 @@ describe('Telegram albums with a long quiet period', () => {
 
     const edit = editOf(updates[3]!, 1_000, (message) => {
       message.caption = 'fourth, captioned later';
-      message.edit_date = 1790677000;
+      message.edit_date = recentSeconds(1790677000);
     });
     await send(slow, [edit]);
     const updated = await theOnlyUpdate(slow, workflowId);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseLineWebhook, type ParsedLineWebhook } from '../../src/platforms/line/parse.js';
-import { lineEvent, lineImageSet, unsendOf, type LineEvent } from '../harness/events.js';
+import { lineEvent, lineImageSet, recentMs, unsendOf, type LineEvent } from '../harness/events.js';
 
 const destination = 'U0123456789abcdef0123456789abcdef';
 const parse = (events: unknown, extra: Record<string, unknown> = {}) =>
@@ -39,7 +39,7 @@ describe('parseLineWebhook', () => {
         lineChannel: 'shop',
       },
     ]);
-    expect(first.child.sentAt).toBe(new Date(1_790_762_400_000).toISOString());
+    expect(first.child.sentAt).toBe(new Date(recentMs(1_790_762_400_000)).toISOString());
   });
 
   it('takes the room, else the user, as the conversation; an image without imageSet is standalone; old Android sets have no index', () => {
