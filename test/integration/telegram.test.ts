@@ -237,6 +237,62 @@ describe('the Telegram webhook: answers', () => {
     expect(Object.keys(route?.responses ?? {}).sort()).toEqual(['200', '400', '401', '404', '413', '415', '500', '503']);
   });
 
+  it('answers 200 to a message older than REPLAY_HORIZON_S by its edit_date, else its date, and stores nothing of it', async () => {
+    const nowS = Math.floor(Date.now() / 1000);
+    const horizonS = fast.config.replayHorizonS;
+    const chatId = 900_000_000 + Math.floor(Math.random() * 1e8);
+    const text = (offset: number, change: (message: ReturnType<typeof messageOf>) => void) =>
+      variant(telegramFixture('text-message'), offset, (message) => {
+        message.chat.id = chatId;
+        change(message);
+      })[0]!;
+    const old = text(11_001, (message) => {
+      message.date = nowS - horizonS - 60;
+    });
+    const oldEdit = editOf(
+      text(11_002, (message) => {
+        message.date = nowS - horizonS - 120;
+      }),
+      0,
+      (message) => {
+        message.edit_date = nowS - horizonS - 60;
+        message.text = 'edited long ago';
+      },
+    );
+    const before = [await count(fast, 'events'), await count(fast, 'messages')];
+    await send(fast, [old, oldEdit]);
+    expect([await count(fast, 'events'), await count(fast, 'messages')]).toEqual(before);
+
+    // A message just inside the horizon is stored; so is an old message edited recently (by its edit_date).
+    const recent = text(11_003, (message) => {
+      message.date = nowS - horizonS + 60;
+    });
+    const recentEdit = editOf(
+      text(11_004, (message) => {
+        message.date = nowS - horizonS - 3600;
+      }),
+      0,
+      (message) => {
+        message.edit_date = nowS - 60;
+        message.text = 'edited just now';
+      },
+    );
+    await send(fast, [recent, recentEdit]);
+    const events = await stored.events.read(
+      fast.pool,
+      { source: 'telegram', eventIds: [old, oldEdit, recent, recentEdit].map((u) => `${shop}:${u.update_id}`) },
+      ['event_id'],
+    );
+    expect(events.map((row) => row.event_id)).toEqual([recent, recentEdit].map((u) => `${shop}:${u.update_id}`));
+    const children = await stored.messages.read(fast.pool, { conversationId: String(chatId) }, ['message_id', 'caption'], {
+      orderBy: ['message_id'],
+    });
+    expect(children).toEqual([
+      { message_id: String(messageOf(recent).message_id), caption: 'hello bot' },
+      { message_id: String(messageOf(recentEdit).message_id), caption: 'edited just now' },
+    ]);
+  });
+
   it('records an unknown update type and a message with nothing albumflow keeps, answers 200 and stores no child', async () => {
     const [text] = telegramFixture('text-message');
     const location: Record<string, unknown> = { ...messageOf(text!), message_id: 403, location: { latitude: 46.2, longitude: 6.1 } };
