@@ -2,7 +2,15 @@
 // shuffled order, some redelivered, each child's attachment on the bench's media server or without a
 // URL; or the same albums as a Telegram bot's or a LINE channel's webhook receives them (the events built
 // by test/harness/events.ts). Deterministic for a seed; pure (no I/O, no clock).
-import { lineEvent, telegramMessage, telegramUpdate, unifyportEvent, type LineBody } from '../test/harness/events.js';
+import {
+  lineEvent,
+  recentMs,
+  recentSeconds,
+  telegramMessage,
+  telegramUpdate,
+  unifyportEvent,
+  type LineBody,
+} from '../test/harness/events.js';
 import type { ChildRequest, Traffic, Unit } from '../test/harness/load.js';
 import { seededRandom } from '../test/harness/random.js';
 import type { MediaFile } from '../test/harness/servers/catalogue.js';
@@ -135,7 +143,7 @@ function documentUpdate(input: { updateId: number; chatId: number; albumId: stri
       telegramMessage({
         messageId: input.messageId,
         chatId: input.chatId,
-        date: Math.floor(sentAtBase / 1000) + input.index,
+        date: recentSeconds(Math.floor(sentAtBase / 1000)) + input.index,
         mediaGroupId: input.albumId,
         document: {
           file_id: `${input.albumId}-${input.messageId}`,
@@ -294,7 +302,7 @@ export class Workload implements Traffic {
       const event = lineEvent({
         webhookEventId: `evt-${messageId}`,
         type: 'message',
-        timestamp: sentAtBase + index * 40,
+        timestamp: recentMs(sentAtBase) + index * 40,
         source: { type: 'user', userId },
         message: {
           type: 'image',

@@ -49,6 +49,8 @@ Options:
                     a channel secret: see each below); for secret add: the signing secret (default: one
                     generated and shown once)
 ${platforms.map(({ cli }) => cli.help.options).join('\n')}
+  --now             for send --telegram and --line: move the file's dates by one amount so that the latest is
+                    now (a message older than REPLAY_HORIZON_S is answered and not stored)
   --public-url URL  the address a platform reaches albumflow at (HTTPS), for set-webhook: the webhook is
                     <URL>/webhooks/<platform>/<workspace>/<bot or channel>
   --print           show the set-webhook call instead of making it (tokens and secrets left out)

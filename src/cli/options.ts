@@ -16,6 +16,7 @@ const options = {
   secret: { type: 'string' },
   'public-url': { type: 'string' },
   print: { type: 'boolean', default: false },
+  now: { type: 'boolean', default: false },
   'no-wait': { type: 'boolean', default: false },
   'expires-at': { type: 'string' },
   types: { type: 'string' },

@@ -31,6 +31,8 @@ const Env = Type.Object({
   WORKSPACE_SECRETS: Type.String({ default: '{}' }),
   API_TOKENS: Type.Optional(Type.String({ minLength: 1 })),
   SIGNATURE_TOLERANCE_S: Type.Integer({ minimum: 1, default: 300 }),
+  // At most the 30 days an erased child's tombstone is kept (src/db/purge.ts): an older redelivery meets neither.
+  REPLAY_HORIZON_S: Type.Integer({ minimum: 1, maximum: 2_592_000, default: 604_800 }),
   MAX_BODY_BYTES: Type.Integer({ minimum: 1, default: 1048576 }),
   HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30000 }),
   HTTP_HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10000 }),
@@ -208,6 +210,11 @@ export interface Config {
    */
   apiTokens: ReadonlyMap<string, readonly string[]> | undefined;
   signatureToleranceS: number;
+  /**
+   * REPLAY_HORIZON_S: a LINE event or a Telegram message older than this (by its own time) is answered 200
+   * and not stored, so that a captured body cannot be replayed into a conversation whose data is gone.
+   */
+  replayHorizonS: number;
   maxBodyBytes: number;
   http: HttpTimeouts;
   album: AlbumTimings;
@@ -270,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workspaceSecrets: parseWorkspaceSecrets(raw.WORKSPACE_SECRETS),
     apiTokens: raw.API_TOKENS === undefined ? undefined : parseApiTokens(raw.API_TOKENS),
     signatureToleranceS: raw.SIGNATURE_TOLERANCE_S,
+    replayHorizonS: raw.REPLAY_HORIZON_S,
     maxBodyBytes: raw.MAX_BODY_BYTES,
     http: parseHttpTimeouts(raw),
     album: {

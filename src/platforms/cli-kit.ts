@@ -4,6 +4,7 @@
 
 import { terminalJson, terminalText } from '../common/terminal.js';
 import { PlatformApiError } from './api.js';
+import { moveTimesToNow, type BodyTimes } from './body-times.js';
 import type { CliContext } from './platform.js';
 import type { AccountKind } from './webhook-route.js';
 
@@ -31,7 +32,8 @@ function webhookBodies(cli: CliContext, file: string): Array<{ body: Buffer; par
 /**
  * Posts each body of the file to the platform's webhook route, as the platform would (`headers`: its
  * proof of each body), and prints each answer; the first refusal stops it. `describe` names a body in
- * what is printed (`update_id 7`, `2 events`).
+ * what is printed (`update_id 7`, `2 events`). With --now, the bodies' `times` are moved so that the
+ * latest is now (./body-times.ts) and the bodies sent as JSON again.
  */
 export async function postWebhookBodies(
   cli: CliContext,
@@ -39,8 +41,17 @@ export async function postWebhookBodies(
   file: string,
   headers: (body: Buffer) => Record<string, string>,
   describe: (parsed: unknown) => string,
+  times: BodyTimes,
 ): Promise<void> {
-  for (const { body, parsed } of webhookBodies(cli, file)) {
+  let bodies = webhookBodies(cli, file);
+  if (cli.flag('now')) {
+    const parsed = bodies.map((body) => body.parsed);
+    moveTimesToNow(parsed, times);
+    bodies = bodies.map((body, i) =>
+      body.parsed === undefined ? body : { body: Buffer.from(JSON.stringify(parsed[i])), parsed: parsed[i] },
+    );
+  }
+  for (const { body, parsed } of bodies) {
     const shown = describe(parsed);
     const answer = await cli.api.request('POST', path, { body, headers: { 'content-type': 'application/json', ...headers(body) } });
     if (answer.status >= 300) throw cli.fail(`${cli.api.refusal(answer.status, answer.body).message} (${shown})`);

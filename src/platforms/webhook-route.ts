@@ -23,6 +23,8 @@ export interface Webhooks {
   store: <T>(request: FastifyRequest, body: Buffer, workspace: string, unstorable: Refusal, store: () => Promise<T>) => Promise<T>;
   /** Stores a verified body that cannot become a child, byte for byte, and answers 400 with `code`. */
   quarantine: (request: FastifyRequest, body: Buffer, workspace: string, code: string, message: string, detail?: string) => Promise<never>;
+  /** REPLAY_HORIZON_S in ms: how old an event a platform dates may be and still be stored. */
+  replayHorizonMs: number;
 }
 
 export interface Refusal {
@@ -50,6 +52,8 @@ export interface Received<Account> {
   /** The outcome the request is counted under. */
   count: (outcome: string) => void;
   batcher: IngestBatcher;
+  /** Ms since the epoch, REPLAY_HORIZON_S before now: an event the platform dates before it is answered and not stored. */
+  notBefore: number;
 }
 
 export interface WebhookRouteOptions {
@@ -231,6 +235,7 @@ export function webhookRoute<Params extends { workspace: string }, Account>(
           quarantine: (code, message) => webhooks.quarantine(request, body, workspace, code, message),
           count: (outcome) => webhooks.count(request, outcome),
           batcher: webhooks.batcher,
+          notBefore: Date.now() - webhooks.replayHorizonMs,
         });
       },
     );

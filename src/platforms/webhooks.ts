@@ -73,6 +73,7 @@ export const webhooksPlugin: FastifyPluginAsyncTypebox<WebhooksOptions> = async 
     count: (request, outcome) => outcomes.set(request, outcome),
     refuse,
     quarantine: keep,
+    replayHorizonMs: config.replayHorizonS * 1000,
     store: async (request, body, workspace, unstorable, store) => {
       try {
         return await store();

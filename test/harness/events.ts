@@ -5,12 +5,30 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseUpdate } from '../../src/platforms/telegram/parse.js';
+import { parseUpdate, updateTimes } from '../../src/platforms/telegram/parse.js';
 import { projectRoot } from '../../src/common/paths.js';
 import { signatureHeader } from '../../src/common/signature.js';
 import { lineSignature } from '../../src/platforms/line/signature.js';
 import { unique } from './random.js';
 import type { FakeBotApi, FakeFile } from './servers/fake-bot-api.js';
+
+/**
+ * The fixtures' fixed times (test/fixtures/telegram, the LINE events made here, the dates tests write) are of
+ * 2026-09-29 and 30; LINE and Telegram webhooks older than REPLAY_HORIZON_S are answered and not stored, so
+ * tests send them moved by one amount, the same for the whole run, that makes 2026-09-30T10:00:00Z a minute
+ * ago: their order and their distances stay, and a redelivery is still the same body.
+ */
+const fixtureShiftS = Math.floor(Date.now() / 1000) - 60 - 1_790_762_400;
+
+/** A fixture's time in Unix seconds (a Telegram date), moved to this run's recent past. */
+export function recentSeconds(fixtureSeconds: number): number {
+  return fixtureSeconds + fixtureShiftS;
+}
+
+/** A fixture's time in ms since the epoch (a LINE timestamp), moved to this run's recent past. */
+export function recentMs(fixtureMs: number): number {
+  return fixtureMs + fixtureShiftS * 1000;
+}
 
 /** A UnifyPort webhook body (`message.received` and the other event types). */
 export type UnifyPortEvent = Record<string, unknown>;
@@ -153,7 +171,7 @@ export function lineImageSet(fields: {
   /** Milliseconds since the epoch of the first image. */
   timestamp?: number;
 }): LineEvent[] {
-  const { setId, count, groupId, userId = unique('U'), withIndex = true, timestamp = 1_790_762_400_000 } = fields;
+  const { setId, count, groupId, userId = unique('U'), withIndex = true, timestamp = recentMs(1_790_762_400_000) } = fields;
   return Array.from({ length: count }, (_, i) =>
     lineEvent({
       type: 'message',
@@ -176,7 +194,7 @@ export function lineEvent(fields: Record<string, unknown>): LineEvent {
     mode: 'active',
     webhookEventId: unique('01J'),
     deliveryContext: { isRedelivery: false },
-    timestamp: 1_790_762_400_000,
+    timestamp: recentMs(1_790_762_400_000),
     ...fields,
   };
 }
@@ -205,10 +223,14 @@ export function lineBodies(file: string): LineBody[] {
 /** A Telegram Update as the fixtures hold it. */
 export type Update = Record<string, unknown> & { update_id: number };
 
-/** The Updates of test/fixtures/telegram/<name>.json (one Update or a list), in order. */
+/** The Updates of test/fixtures/telegram/<name>.json (one Update or a list), in order, their dates moved to the recent past. */
 export function telegramFixture(name: string): Update[] {
   const parsed = JSON.parse(fs.readFileSync(path.join(projectRoot, 'test/fixtures/telegram', `${name}.json`), 'utf8')) as Update | Update[];
-  return Array.isArray(parsed) ? parsed : [parsed];
+  const updates = Array.isArray(parsed) ? parsed : [parsed];
+  for (const { holder, field } of updates.flatMap((update) => updateTimes.fields(update))) {
+    if (typeof holder[field] === 'number') holder[field] = recentSeconds(holder[field]);
+  }
+  return updates;
 }
 
 /** The Message an Update carries (`message`, `channel_post`, `edited_message`, …). */

@@ -8,7 +8,7 @@ import { childrenSignalledTotal, outboxDepth, signalsSentTotal } from '../../src
 import { searchAttributes } from '../../workflows/definitions.js';
 import type { ChildrenBatch } from '../../workflows/types.js';
 import { freshDatabase, testClient, testConfig, testLogger, testPool } from '../harness/env.js';
-import { telegramHeaders, telegramMessage, telegramUpdate, unifyportEvent } from '../harness/events.js';
+import { recentSeconds, telegramHeaders, telegramMessage, telegramUpdate, unifyportEvent } from '../harness/events.js';
 import { unique } from '../harness/random.js';
 import { messages, outbox } from '../harness/rows.js';
 import { devServer, type TemporalServer } from '../harness/servers/temporal.js';
@@ -288,7 +288,7 @@ describe('dispatcher', () => {
         telegramMessage({
           messageId,
           chatId: 42,
-          date: 1790676000,
+          date: recentSeconds(1790676000),
           mediaGroupId: group,
           photo: { fileId: `f${messageId}`, uniqueId: `u${messageId}`, width: 9, height: 9 },
         }),

@@ -8,7 +8,7 @@ import { lineSignature } from '../../src/platforms/line/signature.js';
 import { albumWorkflowId } from '../../src/domain/keys.js';
 import { eventually } from '../harness/albums.js';
 import { testLogger } from '../harness/env.js';
-import { albumEvent } from '../harness/events.js';
+import { albumEvent, recentMs, recentSeconds } from '../harness/events.js';
 import { unique } from '../harness/random.js';
 import { notifications } from '../harness/rows.js';
 import { startStack, type Stack } from '../harness/stack.js';
@@ -273,11 +273,17 @@ function lineTemplate(): Record<string, unknown> {
       {
         type: 'message',
         webhookEventId: unique('01J'),
-        timestamp: 1_790_000_000_000,
+        timestamp: recentMs(1_790_762_400_000),
         source,
         message: { type: 'image', id: unique('m'), contentProvider: { type: 'line' }, imageSet: { id: 'set-1', index: 1, total: 2 } },
       },
-      { type: 'unsend', webhookEventId: unique('01J'), timestamp: 1_790_000_000_000, source, unsend: { messageId: 'never-stored' } },
+      {
+        type: 'unsend',
+        webhookEventId: unique('01J'),
+        timestamp: recentMs(1_790_762_400_000),
+        source,
+        unsend: { messageId: 'never-stored' },
+      },
     ],
   };
 }
@@ -293,7 +299,7 @@ function telegramTemplate(): Record<string, unknown> {
     message: {
       message_id: id,
       chat: { id: -1001 },
-      date: 1_790_000_000,
+      date: recentSeconds(1_790_762_400),
       caption: 'photo',
       media_group_id: 'group-1',
       photo: [{ file_id: 'file', file_unique_id: 'unique', width: 90, height: 60, file_size: 1234 }],

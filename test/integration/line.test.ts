@@ -166,6 +166,34 @@ describe('the LINE webhook: answers', () => {
     expect(await counts()).toEqual(before);
   });
 
+  it('answers 200 to events older than REPLAY_HORIZON_S by their timestamp and stores nothing of them; one just inside it is stored', async () => {
+    const horizonMs = stack.config.replayHorizonS * 1000;
+    const groupId = unique('C');
+    const old = lineImageSet({ setId: unique('set'), count: 2, groupId, timestamp: Date.now() - horizonMs - 60_000 });
+    const oldUnsend = unsendOf(old[0]!, Date.now() - horizonMs - 1_000);
+    const before = await counts();
+    await send(body([...old, oldUnsend]));
+    expect(await counts()).toEqual(before);
+    expect(await stored.messages.count(stack.pool, { conversationId: groupId })).toBe(0);
+
+    // In one body with an old event, an event just inside the horizon is stored, the old one is not.
+    const [recent] = lineImageSet({ setId: unique('set'), count: 1, groupId, timestamp: Date.now() - horizonMs + 60_000 });
+    serve([recent!]);
+    const [stale] = lineImageSet({ setId: unique('set'), count: 1, groupId, timestamp: Date.now() - horizonMs - 60_000 });
+    await send(body([stale!, recent!]));
+    const rows = await stored.events.read(
+      stack.pool,
+      { source: 'line', eventIds: [stale!, recent!].map((e) => `${destination}:${e.webhookEventId}`) },
+      ['event_id'],
+    );
+    expect(rows.map((row) => row.event_id)).toEqual([`${destination}:${recent!.webhookEventId}`]);
+    const children = await stored.messages.read(stack.pool, { conversationId: groupId }, ['message_id']);
+    expect(children.map((row) => row.message_id)).toEqual([lineMessageId(recent!)]);
+
+    const metrics = await stack.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${apiToken}` } });
+    expect(metrics.body).toMatch(/^albumflow_webhooks_total\{status="200",outcome="too_old"\} 1$/m);
+  });
+
   it('quarantines a signed body without a destination or with an event without identity with 400', async () => {
     const before = (await counts())[2];
     const noDestination = await stack.line({ events: [] }, { channel: 'shop' });

@@ -14,7 +14,17 @@ import { storedDecisions, storedNotifications } from '../harness/rows.js';
 import { startFakeBotApi, type FakeBotApi } from '../harness/servers/fake-bot-api.js';
 import { capturedLogger, testPool } from '../harness/env.js';
 import { startStack, type Stack } from '../harness/stack.js';
-import { editOf, fileContent, fileIdOf, messageOf, serveFiles, telegramFixture, variant, type Update } from '../harness/events.js';
+import {
+  editOf,
+  fileContent,
+  fileIdOf,
+  messageOf,
+  recentSeconds,
+  serveFiles,
+  telegramFixture,
+  variant,
+  type Update,
+} from '../harness/events.js';
 
 const shopToken = `7000000001:AAH${crypto.randomBytes(16).toString('hex')}`;
 const otherToken = `7000000002:AAH${crypto.randomBytes(16).toString('hex')}`;
@@ -227,6 +237,62 @@ describe('the Telegram webhook: answers', () => {
     expect(Object.keys(route?.responses ?? {}).sort()).toEqual(['200', '400', '401', '404', '413', '415', '500', '503']);
   });
 
+  it('answers 200 to a message older than REPLAY_HORIZON_S by its edit_date, else its date, and stores nothing of it', async () => {
+    const nowS = Math.floor(Date.now() / 1000);
+    const horizonS = fast.config.replayHorizonS;
+    const chatId = 900_000_000 + Math.floor(Math.random() * 1e8);
+    const text = (offset: number, change: (message: ReturnType<typeof messageOf>) => void) =>
+      variant(telegramFixture('text-message'), offset, (message) => {
+        message.chat.id = chatId;
+        change(message);
+      })[0]!;
+    const old = text(11_001, (message) => {
+      message.date = nowS - horizonS - 60;
+    });
+    const oldEdit = editOf(
+      text(11_002, (message) => {
+        message.date = nowS - horizonS - 120;
+      }),
+      0,
+      (message) => {
+        message.edit_date = nowS - horizonS - 60;
+        message.text = 'edited long ago';
+      },
+    );
+    const before = [await count(fast, 'events'), await count(fast, 'messages')];
+    await send(fast, [old, oldEdit]);
+    expect([await count(fast, 'events'), await count(fast, 'messages')]).toEqual(before);
+
+    // A message just inside the horizon is stored; so is an old message edited recently (by its edit_date).
+    const recent = text(11_003, (message) => {
+      message.date = nowS - horizonS + 60;
+    });
+    const recentEdit = editOf(
+      text(11_004, (message) => {
+        message.date = nowS - horizonS - 3600;
+      }),
+      0,
+      (message) => {
+        message.edit_date = nowS - 60;
+        message.text = 'edited just now';
+      },
+    );
+    await send(fast, [recent, recentEdit]);
+    const events = await stored.events.read(
+      fast.pool,
+      { source: 'telegram', eventIds: [old, oldEdit, recent, recentEdit].map((u) => `${shop}:${u.update_id}`) },
+      ['event_id'],
+    );
+    expect(events.map((row) => row.event_id)).toEqual([recent, recentEdit].map((u) => `${shop}:${u.update_id}`));
+    const children = await stored.messages.read(fast.pool, { conversationId: String(chatId) }, ['message_id', 'caption'], {
+      orderBy: ['message_id'],
+    });
+    expect(children).toEqual([
+      { message_id: String(messageOf(recent).message_id), caption: 'hello bot' },
+      { message_id: String(messageOf(recentEdit).message_id), caption: 'edited just now' },
+    ]);
+  });
+
   it('records an unknown update type and a message with nothing albumflow keeps, answers 200 and stores no child', async () => {
     const [text] = telegramFixture('text-message');
     const location: Record<string, unknown> = { ...messageOf(text!), message_id: 403, location: { latitude: 46.2, longitude: 6.1 } };
@@ -266,7 +332,7 @@ describe('the Telegram webhook: answers', () => {
 
     const edit = editOf(text!, 10, (edited) => {
       edited.text = 'hello, bot';
-      edited.edit_date = 1790676500;
+      edited.edit_date = recentSeconds(1790676500);
     });
     await send(fast, [edit]);
     const edited = await messageStatus(fast, scope, 402);
@@ -383,7 +449,7 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
       {
         caption: 'Our trip to the lake',
         mediaReplaced: false,
-        replacedAt: new Date(1790676600 * 1000).toISOString(),
+        replacedAt: new Date(recentSeconds(1790676600) * 1000).toISOString(),
         recordedAt: expect.any(String) as string,
       },
     ]);
@@ -393,7 +459,7 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
     // An older edit, redelivered after the newer one, changes nothing.
     const older = editOf(edit!, 1, (message) => {
       message.caption = 'an older caption';
-      message.edit_date = 1790676300;
+      message.edit_date = recentSeconds(1790676300);
     });
     await send(fast, [older]);
     expect((await albumStatus(fast, key)).children[0]?.caption).toBe('Our trip to the lake (day 1)');
@@ -422,7 +488,7 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
         { file_id: 'replacement-small', file_unique_id: 'replacement-small-unique', file_size: 900, width: 90, height: 68 },
         { file_id: 'replacement-photo', file_unique_id: 'replacement-photo-unique', file_size: 150000, width: 1280, height: 960 },
       ];
-      message.edit_date = 1790676700;
+      message.edit_date = recentSeconds(1790676700);
     });
     expect(fileIdOf(edit)).toBe('replacement-photo');
     serveFiles(api, shopToken, [edit]);
@@ -443,7 +509,7 @@ describe('Telegram albums end to end (fake Bot API, real PostgreSQL and Temporal
       {
         caption: 'Our trip to the lake',
         mediaReplaced: true,
-        replacedAt: new Date(1790676700 * 1000).toISOString(),
+        replacedAt: new Date(recentSeconds(1790676700) * 1000).toISOString(),
         recordedAt: expect.any(String) as string,
       },
     ];
@@ -589,7 +655,7 @@ describe('Telegram albums with a long quiet period', () => {
 
     const edit = editOf(updates[3]!, 1_000, (message) => {
       message.caption = 'fourth, captioned later';
-      message.edit_date = 1790677000;
+      message.edit_date = recentSeconds(1790677000);
     });
     await send(slow, [edit]);
     const updated = await theOnlyUpdate(slow, workflowId);

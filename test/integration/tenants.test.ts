@@ -192,7 +192,10 @@ describe('the admin API', () => {
     expect(workspaces.find((w) => w.name === envWorkspace)).toMatchObject({ source: 'environment', secrets: [{ source: 'environment' }] });
 
     // The bot and the channel take webhooks on the other instance.
-    const update = JSON.stringify({ update_id: 1, message: { message_id: 1, date: 1, chat: { id: 5, type: 'private' }, text: 'hi' } });
+    const update = JSON.stringify({
+      update_id: 1,
+      message: { message_id: 1, date: Math.floor(Date.now() / 1000), chat: { id: 5, type: 'private' }, text: 'hi' },
+    });
     const telegram = await call(appB, {
       method: 'POST',
       url: `/webhooks/telegram/${workspace}/shop`,

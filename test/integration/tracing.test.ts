@@ -10,6 +10,7 @@ import {
   lineHeaders,
   lineImageSet,
   lineMessageId,
+  recentSeconds,
   serveFiles,
   telegramFixture,
   telegramHeaders,
@@ -233,7 +234,7 @@ describe('tracing a 3-photo album from its webhooks to album.ready', () => {
       // An edit of the album's first photo after its decision: one album.updated, in the edit's own trace.
       const edit = editOf(updates[0]!, 10, (message) => {
         message.caption = 'edited caption';
-        message.edit_date = 1790676600;
+        message.edit_date = recentSeconds(1790676600);
       });
       await post(`telegram/${stack.workspace}/shop`, telegramHeaders(botSecretToken), JSON.stringify(edit));
       await eventually(() => {

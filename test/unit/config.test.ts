@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, configEnvNames, loadConfig } from '../../src/common/config.js';
 import { projectRoot } from '../../src/common/paths.js';
+import { tombstoneDays } from '../../src/db/purge.js';
 
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
@@ -13,6 +14,7 @@ describe('loadConfig', () => {
     expect(config.temporal).toMatchObject({ address: undefined, namespace: 'default', taskQueue: 'albums' });
     expect(config.workspaceSecrets.size).toBe(0);
     expect(config.signatureToleranceS).toBe(300);
+    expect(config.replayHorizonS).toBe(7 * 86_400);
     expect(config.maxBodyBytes).toBe(1048576);
     expect(config.album).toEqual({ quietPeriodMs: 2000, maxWaitMs: 30000, lateWindowMs: 86400000, lateItemPolicy: 'refresh' });
     expect(config.media.maxBytes).toBe(52428800);
@@ -118,6 +120,12 @@ describe('loadConfig', () => {
     }
     expect(() => loadConfig({ PUBLIC_URL: 'albums.example' })).toThrow(ConfigError);
     expect(() => loadConfig({ MEDIA_URL_LIFETIME_S: '0' })).toThrow(/MEDIA_URL_LIFETIME_S/);
+  });
+
+  it('takes REPLAY_HORIZON_S up to the 30 days an erased child stays tombstoned, and no further', () => {
+    expect(loadConfig({ REPLAY_HORIZON_S: String(tombstoneDays * 86_400) }).replayHorizonS).toBe(tombstoneDays * 86_400);
+    expect(() => loadConfig({ REPLAY_HORIZON_S: String(tombstoneDays * 86_400 + 1) })).toThrow(ConfigError);
+    expect(() => loadConfig({ REPLAY_HORIZON_S: '0' })).toThrow(ConfigError);
   });
 
   it('treats an empty variable as unset', () => {

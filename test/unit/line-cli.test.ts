@@ -61,6 +61,26 @@ describe('albumflow send --line', { timeout: 60_000 }, () => {
   });
 });
 
+describe('albumflow send --line --now', { timeout: 60_000 }, () => {
+  it("moves every event's timestamp by one amount so that the latest is now, and signs the bodies as sent", async () => {
+    received.splice(0);
+    const before = Date.now();
+    const run = await runCli(['send', '--line', exampleImageSetFile, '--channel', 'shop', '--url', albumflowUrl, '--now'], env());
+    expect(run.code, run.stderr).toBe(0);
+    const bodies = lineBodies(exampleImageSetFile);
+    const sent = received.map((request) => JSON.parse(request.body.toString('utf8')) as (typeof bodies)[number]);
+    const times = (list: typeof bodies) => list.flatMap((body) => body.events.map((event) => event.timestamp as number));
+    const latest = Math.max(...times(sent));
+    expect(latest).toBeGreaterThanOrEqual(before);
+    expect(latest).toBeLessThanOrEqual(Date.now());
+    const by = times(sent)[0]! - times(bodies)[0]!;
+    expect(times(sent)).toEqual(times(bodies).map((time) => time + by));
+    for (const body of sent) for (const event of body.events) event.timestamp = (event.timestamp as number) - by;
+    expect(sent).toEqual(bodies);
+    for (const request of received) expect(request.headers['x-line-signature']).toBe(lineSignature(channelSecret, request.body));
+  });
+});
+
 describe('albumflow line set-webhook', { timeout: 60_000 }, () => {
   it('sets the endpoint with the channel access token', async () => {
     const run = await runCli(['line', 'set-webhook', '--channel', 'shop', '--public-url', 'https://albumflow.example.com/'], env());

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseLineWebhook, type ParsedLineWebhook } from '../../src/platforms/line/parse.js';
-import { lineEvent, lineImageSet, unsendOf, type LineEvent } from '../harness/events.js';
+import { moveTimesToNow } from '../../src/platforms/body-times.js';
+import { parseLineWebhook, webhookTimes, type ParsedLineWebhook } from '../../src/platforms/line/parse.js';
+import { lineEvent, lineImageSet, recentMs, unsendOf, type LineEvent } from '../harness/events.js';
 
 const destination = 'U0123456789abcdef0123456789abcdef';
 const parse = (events: unknown, extra: Record<string, unknown> = {}) =>
@@ -39,7 +40,7 @@ describe('parseLineWebhook', () => {
         lineChannel: 'shop',
       },
     ]);
-    expect(first.child.sentAt).toBe(new Date(1_790_762_400_000).toISOString());
+    expect(first.child.sentAt).toBe(new Date(recentMs(1_790_762_400_000)).toISOString());
   });
 
   it('takes the room, else the user, as the conversation; an image without imageSet is standalone; old Android sets have no index', () => {
@@ -138,5 +139,34 @@ describe('parseLineWebhook', () => {
     expect(code(without((e) => ((e.message as Record<string, unknown>).id = 'x'.repeat(1200))))).toBe('invalid_identity');
     expect(code(without((e) => ((e.message as Record<string, unknown>).id = 'x\ud800')))).toBe('unstorable_webhook');
     expect(code(parseLineWebhook('ws', 'shop', Buffer.from('{')))).toBe('invalid_json');
+  });
+});
+
+describe('parseLineWebhook with a horizon', () => {
+  const horizon = 1_790_762_400_000;
+
+  it('makes an event whose timestamp is before the horizon too_old, whatever its type; one at it or without a usable timestamp is parsed', () => {
+    const [image] = lineImageSet({ setId: 's', count: 1, groupId: 'C1', timestamp: horizon - 1 });
+    const follow = lineEvent({ type: 'follow', timestamp: horizon - 1, source: { type: 'user', userId: 'U1' } });
+    const unsend = unsendOf(image!, horizon - 1);
+    const [atHorizon] = lineImageSet({ setId: 's', count: 1, groupId: 'C1', timestamp: horizon });
+    const undated = lineEvent({ type: 'follow', timestamp: 'yesterday', source: { type: 'user', userId: 'U1' } });
+    const events = [image!, follow, unsend, atHorizon!, undated];
+    const parsed = eventsOf(parseLineWebhook('ws', 'shop', Buffer.from(JSON.stringify({ destination, events })), horizon));
+    expect(parsed.map((event) => event.kind)).toEqual(['too_old', 'too_old', 'too_old', 'child', 'ignored']);
+    expect(parsed[0]).toEqual({ kind: 'too_old', eventId: `${destination}:${image!.webhookEventId}`, type: 'message' });
+  });
+});
+
+describe('webhookTimes', () => {
+  it("moves every event's timestamp of a file's bodies by one amount so that the latest is now", () => {
+    const bodies = [
+      { destination, events: [lineEvent({ timestamp: 1_000 }), lineEvent({ timestamp: 1_500 })] },
+      { destination, events: [lineEvent({ timestamp: 2_000 })] },
+    ];
+    moveTimesToNow(bodies, webhookTimes, 10_000);
+    expect(bodies.flatMap((body) => body.events.map((event) => event.timestamp))).toEqual([9_000, 9_500, 10_000]);
+    moveTimesToNow(bodies, webhookTimes, 5_000);
+    expect(bodies[1]!.events[0]!.timestamp).toBe(10_000);
   });
 });

@@ -59,6 +59,16 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
+function readUpdates(name: string): Array<Record<string, unknown>> {
+  return JSON.parse(fs.readFileSync(path.join(fixtures, name), 'utf8')) as Array<Record<string, unknown>>;
+}
+
+/** The date and edit_date fields of an Update's message. */
+function datesOf(update: Record<string, unknown>): Array<[Record<string, unknown>, 'date' | 'edit_date']> {
+  const message = Object.values(update).find((value): value is Record<string, unknown> => typeof value === 'object' && value !== null);
+  return message === undefined ? [] : (['date', 'edit_date'] as const).filter((field) => field in message).map((field) => [message, field]);
+}
+
 function albumflow(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
   return runCli(args, { ALBUMFLOW_URL: albumflowUrl, TELEGRAM_BOTS: telegramBots, TELEGRAM_API_ROOT: botApi.url, ...env });
 }
@@ -91,6 +101,24 @@ describe('albumflow send --telegram', { timeout: 60_000 }, () => {
     expect(received[0]!.path).toBe('/webhooks/telegram/other%20ws/b%2F1');
     expect(received[0]!.body.toString()).toBe(fs.readFileSync(file, 'utf8'));
     expect(received[0]!.headers['x-telegram-bot-api-secret-token']).toBe('given');
+  });
+
+  it('with --now, moves every date and edit_date of the file by one amount so that the latest is now', async () => {
+    const updates = [...readUpdates('photo-album.json'), ...readUpdates('edited-caption.json')];
+    const file = path.join(tmp, 'album-and-edit.json');
+    fs.writeFileSync(file, JSON.stringify(updates));
+    const before = Math.floor(Date.now() / 1000);
+    const result = await albumflow(['send', '--telegram', file, '--workspace', 'demo', '--bot', 'shop', '--now']);
+    expect(result.code, result.stderr).toBe(0);
+    const sent = received.map((r) => JSON.parse(r.body.toString()) as Record<string, unknown>);
+    const latest = Math.max(...sent.flatMap((update) => datesOf(update).map(([message, field]) => message[field] as number)));
+    expect(latest).toBeGreaterThanOrEqual(before);
+    expect(latest).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+    // Moved back by one amount, every Update is the file's again.
+    const by = (datesOf(sent[0]!)[0]![0].date as number) - (datesOf(updates[0]!)[0]![0].date as number);
+    for (const update of sent) for (const [message, field] of datesOf(update)) message[field] = (message[field] as number) - by;
+    expect(sent).toEqual(updates);
+    expect(datesOf(updates[3]!).map(([, field]) => field)).toEqual(['date', 'edit_date']);
   });
 
   it('stops at the first refused Update and says which', async () => {

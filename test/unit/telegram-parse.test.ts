@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { albumWorkflowId, childKeyString } from '../../src/domain/keys.js';
 import { maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from '../../src/domain/child.js';
 import { maxNestingDepth } from '../../src/platforms/json-body.js';
-import { parseUpdate, readUpdateTypes, type ParsedUpdate } from '../../src/platforms/telegram/parse.js';
+import { moveTimesToNow } from '../../src/platforms/body-times.js';
+import { parseUpdate, readUpdateTypes, updateTimes, type ParsedUpdate } from '../../src/platforms/telegram/parse.js';
 import { projectRoot } from '../../src/common/paths.js';
 
 const workspace = 'ws';
@@ -745,5 +746,43 @@ describe('parseUpdate: properties', () => {
         expect(albumWorkflowId(ca.albumKey!) === albumWorkflowId(cb.albumKey!)).toBe(sameConversation && a.group === b.group);
       }),
     );
+  });
+});
+
+describe('parseUpdate with a horizon', () => {
+  const horizonS = 1790676000;
+  const parseBefore = (update: unknown) => parseUpdate(workspace, botId, body(update), horizonS * 1000);
+
+  it('makes a message whose date is before the horizon too_old; an edit by its edit_date, else its date', () => {
+    expect(parseBefore(photoUpdate({ date: horizonS - 1 }))).toEqual({ kind: 'too_old', eventId: `${botId}:1`, type: 'message' });
+    expect(parseBefore(photoUpdate({ date: horizonS - 1 }, {}, 'channel_post'))).toMatchObject({ kind: 'too_old' });
+    expect(parseBefore(photoUpdate({ date: horizonS }))).toMatchObject({ kind: 'child' });
+    // An old message edited recently is a new version of it; edited before the horizon, it is too old.
+    expect(parseBefore(photoUpdate({ date: horizonS - 3600, edit_date: horizonS }, {}, 'edited_message'))).toMatchObject({ kind: 'edit' });
+    expect(parseBefore(photoUpdate({ date: horizonS - 3600, edit_date: horizonS - 1 }, {}, 'edited_message'))).toMatchObject({
+      kind: 'too_old',
+      type: 'edited_message',
+    });
+    expect(parseBefore(photoUpdate({ date: horizonS - 1, edit_date: 'later' }, {}, 'edited_message'))).toMatchObject({ kind: 'too_old' });
+    // Without a usable date the message is taken as recent.
+    expect(parseBefore(photoUpdate({ date: 'today' }))).toMatchObject({ kind: 'child' });
+  });
+
+  it('takes updates without a message as recent: another update type, a deletion of business messages', () => {
+    expect(parseBefore({ update_id: 1, callback_query: { id: 'q', data: 'x' } })).toMatchObject({ kind: 'ignored' });
+    const deletion = { update_id: 2, deleted_business_messages: { business_connection_id: 'bc', chat: { id: 42 }, message_ids: [10] } };
+    expect(parseBefore(deletion)).toMatchObject({ kind: 'deleted' });
+  });
+});
+
+describe('updateTimes', () => {
+  it("moves every date and edit_date of a file's Updates by one amount so that the latest is now", () => {
+    const updates = [photoUpdate({ date: 100 }), photoUpdate({ date: 100, edit_date: 160 }, {}, 'edited_message'), { update_id: 3 }];
+    moveTimesToNow(updates, updateTimes, 1_000_000);
+    expect(updates.map((update) => Object.values(update).find((value) => typeof value === 'object'))).toEqual([
+      expect.objectContaining({ date: 940 }),
+      expect.objectContaining({ date: 940, edit_date: 1000 }),
+      undefined,
+    ]);
   });
 });

@@ -4,6 +4,7 @@ import * as kit from '../cli-kit.js';
 import type { CliContext, PlatformCli } from '../platform.js';
 import { channels } from './account.js';
 import { createMessagingApi, webhookEndpointPath } from './messaging-api.js';
+import { webhookTimes } from './parse.js';
 import { lineSignature, lineSignatureHeader } from './signature.js';
 
 /** LINE_CHANNELS, LINE_API_ROOT and LINE_DATA_API_ROOT read as the server reads them, and nothing else of the environment. */
@@ -24,6 +25,7 @@ async function send(cli: CliContext, file: string): Promise<void> {
       const events = (webhook as { events?: unknown } | null | undefined)?.events;
       return Array.isArray(events) ? `${events.length} event${events.length === 1 ? '' : 's'}` : 'a body without events[]';
     },
+    webhookTimes,
   );
 }
 
@@ -74,7 +76,7 @@ export const lineCli: PlatformCli = {
     'channel-access-token': { type: 'string' },
   },
   help: {
-    usage: `  albumflow send    --line <body.json> --channel C [--workspace demo] [--secret S]
+    usage: `  albumflow send    --line <body.json> --channel C [--workspace demo] [--secret S] [--now]
   albumflow line set-webhook --channel C --public-url URL [--workspace demo] [--print]
   albumflow line add-channel <workspace> <channel> --channel-secret S --channel-access-token T
   albumflow line remove-channel <workspace> <channel>`,

@@ -10,6 +10,7 @@
 import type { AlbumKey, JsonObject, JsonValue, MessageKey } from '../../domain/types.js';
 import { albumMetadataOf, identityProblem, maxEventIdLength, type AttachmentInput, type ChildMessage } from '../../domain/child.js';
 import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../../domain/storable-text.js';
+import type { BodyTimes } from '../body-times.js';
 import { isObject, nonEmptyString, nonNegativeSafeInteger, parseJsonObject } from '../json-body.js';
 
 /** The provider of every LINE child, and the source of its events. */
@@ -27,7 +28,9 @@ export type LineEvent =
   | { kind: 'child'; eventId: string; type: 'message'; raw: string; child: ChildMessage }
   /** `unsend`: the sender withdrew the message `key` (stored or not). */
   | { kind: 'unsend'; eventId: string; type: 'unsend'; raw: string; key: MessageKey; unsentAt: string | null }
-  | { kind: 'ignored'; eventId: string; type: string; raw: string; reason: LineIgnoredReason };
+  | { kind: 'ignored'; eventId: string; type: string; raw: string; reason: LineIgnoredReason }
+  /** An event whose `timestamp` is before the horizon: answered, never stored (a replay of a captured body). */
+  | { kind: 'too_old'; eventId: string; type: string };
 
 export type ParsedLineWebhook =
   { kind: 'events'; destination: string; events: LineEvent[] } | { kind: 'rejected'; code: LineRejectionCode; message: string };
@@ -50,9 +53,10 @@ class Rejection extends Error {
  * Parses a verified LINE webhook body that came through the channel `channel` of `workspace`. Each
  * event's id is `<destination>:<webhookEventId>`; a message's child is (workspace, `line`, destination,
  * groupId | roomId | userId, message.id), its album the same scope with `imageSet.id`. Each event's raw
- * JSON (with the body's destination) is what is stored for it.
+ * JSON (with the body's destination) is what is stored for it. An event whose `timestamp` is before
+ * `notBefore` (ms since the epoch) is `too_old`; one without a usable timestamp is taken as recent.
  */
-export function parseLineWebhook(workspace: string, channel: string, body: Buffer): ParsedLineWebhook {
+export function parseLineWebhook(workspace: string, channel: string, body: Buffer, notBefore = -Infinity): ParsedLineWebhook {
   const parsed = parseJsonObject(body, 'webhook body');
   if (!parsed.ok) return reject(parsed.problem === 'invalid_json' ? 'invalid_json' : 'invalid_webhook', parsed.message);
   const webhook = parsed.value;
@@ -62,7 +66,7 @@ export function parseLineWebhook(workspace: string, channel: string, body: Buffe
   try {
     const destination = identifier(webhook.destination, 'destination');
     if (!Array.isArray(webhook.events)) throw new Rejection('invalid_webhook', 'events must be a list (empty for a verification)');
-    const events = webhook.events.map((event, i) => parseEvent(workspace, channel, destination, event, `events[${i}]`));
+    const events = webhook.events.map((event, i) => parseEvent(workspace, channel, destination, event, `events[${i}]`, notBefore));
     return { kind: 'events', destination, events };
   } catch (err) {
     if (err instanceof Rejection) return reject(err.code, err.message);
@@ -74,7 +78,7 @@ function reject(code: LineRejectionCode, message: string): ParsedLineWebhook {
   return { kind: 'rejected', code, message };
 }
 
-function parseEvent(workspace: string, channel: string, destination: string, event: JsonValue, path: string): LineEvent {
+function parseEvent(workspace: string, channel: string, destination: string, event: JsonValue, path: string, notBefore: number): LineEvent {
   if (!isObject(event)) throw new Rejection('invalid_webhook', `${path} must be an event object`);
   const eventId = `${destination}:${identifier(event.webhookEventId, `${path}.webhookEventId`)}`;
   if (eventId.length > maxEventIdLength) {
@@ -85,6 +89,7 @@ function parseEvent(workspace: string, channel: string, destination: string, eve
   }
   const raw = JSON.stringify({ destination, ...event });
   const type = typeof event.type === 'string' && eventTypeName.test(event.type) ? event.type : 'unknown';
+  if ((epochMs(event.timestamp) ?? Infinity) < notBefore) return { kind: 'too_old', eventId, type };
   if (type !== 'message' && type !== 'unsend') return { kind: 'ignored', eventId, type, raw, reason: 'other_event' };
 
   const scope = { workspace, provider: lineProvider, accountId: destination, conversationId: conversationOf(event.source, path) };
@@ -171,10 +176,24 @@ function attachmentOf(channel: string, message: JsonObject, path: string): Attac
 }
 
 /** LINE's times are milliseconds since the epoch; null when absent or not such a number. */
-function epochTime(value: JsonValue | undefined): string | null {
+function epochMs(value: JsonValue | undefined): number | null {
   const ms = nonNegativeSafeInteger(value);
-  return ms === null || ms === 0 || ms > maxEpochMs ? null : new Date(ms).toISOString();
+  return ms === null || ms === 0 || ms > maxEpochMs ? null : ms;
 }
+
+function epochTime(value: JsonValue | undefined): string | null {
+  const ms = epochMs(value);
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+/** A webhook body's times: each event's `timestamp` (ms since the epoch). */
+export const webhookTimes: BodyTimes = {
+  unitMs: 1,
+  fields: (body) => {
+    const events = isObject(body) ? body.events : undefined;
+    return Array.isArray(events) ? events.filter(isObject).map((event) => ({ holder: event, field: 'timestamp' })) : [];
+  },
+};
 
 function identifier(value: JsonValue | undefined, path: string): string {
   if (value === undefined) throw new Rejection('missing_identity', `missing identity: ${path}`);

@@ -5,7 +5,7 @@ import * as kit from '../cli-kit.js';
 import type { CliContext, PlatformCli } from '../platform.js';
 import { bots, secretTokenHeader } from './account.js';
 import { createBotApi } from './bot-api.js';
-import { readUpdateTypes } from './parse.js';
+import { readUpdateTypes, updateTimes } from './parse.js';
 
 /** TELEGRAM_BOTS and TELEGRAM_API_ROOT read as the server reads them, and nothing else of the environment. */
 const telegramConfig = (cli: CliContext) => cli.config(['TELEGRAM_BOTS', 'TELEGRAM_API_ROOT']).telegram;
@@ -23,6 +23,7 @@ async function send(cli: CliContext, file: string): Promise<void> {
       const updateId = (update as { update_id?: unknown } | null | undefined)?.update_id;
       return `update_id ${updateId === undefined ? '(none)' : terminalJson(updateId, 0)}`;
     },
+    updateTimes,
   );
 }
 
@@ -81,7 +82,7 @@ export const telegramCli: PlatformCli = {
     'secret-token': { type: 'string' },
   },
   help: {
-    usage: `  albumflow send    --telegram <update.json> --bot B [--workspace demo] [--secret S]
+    usage: `  albumflow send    --telegram <update.json> --bot B [--workspace demo] [--secret S] [--now]
   albumflow telegram set-webhook --bot B --public-url URL [--workspace demo] [--print]
                                  [--token T --secret-token S]   (a bot of the admin API)
   albumflow telegram add-bot <workspace> <bot> --token T [--secret-token S] | remove-bot <workspace> <bot>`,

@@ -10,6 +10,7 @@ import type { Message, Update } from '@grammyjs/types';
 import type { AlbumKey, JsonObject, JsonValue, MessageKey } from '../../domain/types.js';
 import { identityTooLong, maxWorkflowIdLength, type AttachmentInput, type ChildMessage } from '../../domain/child.js';
 import { holdsUnstorableText, textProblem, unstorableTextProblem } from '../../domain/storable-text.js';
+import type { BodyTimes } from '../body-times.js';
 import { firstNonEmptyString, isObject, nonEmptyString, nonNegativeInt32, nonNegativeSafeInteger, parseJsonObject } from '../json-body.js';
 
 /** The provider of every Telegram child, and the source of its events. */
@@ -63,6 +64,8 @@ export type ParsedUpdate =
   /** Messages of a business account's chat were deleted: each child named (stored or not) is withdrawn. */
   | { kind: 'deleted'; eventId: string; type: DeletionUpdateType; keys: MessageKey[] }
   | { kind: 'ignored'; eventId: string; type: string; reason: IgnoredReason }
+  /** A message whose `edit_date`, else `date`, is before the horizon: answered, never stored (a replay of a captured body). */
+  | { kind: 'too_old'; eventId: string; type: MessageBearingType }
   | { kind: 'rejected'; code: TelegramRejectionCode; message: string };
 
 /** A name an unknown update type may be recorded under; anything else is recorded as `unknown`. */
@@ -74,9 +77,11 @@ const maxUnixSeconds = 8_640_000_000_000;
  * Parses a verified Telegram webhook body for the bot `botId` (the number before `:` in its token).
  * The event id is `<bot id>:<update_id>`; the child's identity is (workspace, `telegram`, bot id,
  * chat — `<business_connection_id>:<chat.id>` for a business chat —, message_id), its album the same
- * scope with `media_group_id`.
+ * scope with `media_group_id`. A message whose `edit_date`, else `date`, is before `notBefore` (ms since
+ * the epoch) is `too_old`; one without a usable date, and an update without a message (another update
+ * type, a deletion of business messages), are taken as recent.
  */
-export function parseUpdate(workspace: string, botId: string, body: Buffer): ParsedUpdate {
+export function parseUpdate(workspace: string, botId: string, body: Buffer, notBefore = -Infinity): ParsedUpdate {
   const parsed = parseJsonObject(body, 'update');
   if (!parsed.ok) return reject(parsed.problem === 'invalid_json' ? 'invalid_json' : 'invalid_update', parsed.message);
   const update = parsed.value;
@@ -95,6 +100,8 @@ export function parseUpdate(workspace: string, botId: string, body: Buffer): Par
   if (type === 'deleted_business_messages') return deletedMessages(workspace, botId, eventId, type, update[type]);
   const message = update[type];
   if (!isObject(message)) return reject('invalid_update', `${type} must be a Message object`);
+  const madeAt = unixSeconds(message.edit_date) ?? unixSeconds(message.date);
+  if (madeAt !== null && madeAt * 1000 < notBefore) return { kind: 'too_old', eventId, type };
 
   const scope = conversationScope(workspace, botId, type, message, businessUpdateTypes.includes(type));
   if ('code' in scope) return scope;
@@ -343,11 +350,27 @@ function fileAttachment(
   };
 }
 
-/** A Bot API date (Unix seconds, always positive) as ISO 8601; null when absent or not such a number. */
-function unixTime(value: JsonValue | undefined): string | null {
+/** A Bot API date: Unix seconds, always positive; null when absent or not such a number. */
+function unixSeconds(value: JsonValue | undefined): number | null {
   const seconds = nonNegativeSafeInteger(value);
-  return seconds === null || seconds === 0 || seconds > maxUnixSeconds ? null : new Date(seconds * 1000).toISOString();
+  return seconds === null || seconds === 0 || seconds > maxUnixSeconds ? null : seconds;
 }
+
+/** A Bot API date as ISO 8601; null when absent or not such a number. */
+function unixTime(value: JsonValue | undefined): string | null {
+  const seconds = unixSeconds(value);
+  return seconds === null ? null : new Date(seconds * 1000).toISOString();
+}
+
+/** An Update's times: the `date` and `edit_date` (Unix seconds) of the Message it carries. */
+export const updateTimes: BodyTimes = {
+  unitMs: 1000,
+  fields: (update) => {
+    if (!isObject(update)) return [];
+    const message = Object.values(update).find(isObject);
+    return message === undefined ? [] : (['date', 'edit_date'] as const).map((field) => ({ holder: message, field }));
+  },
+};
 
 /** A non-empty string that may be part of an id: no control character (no status path could name it). */
 function identifierString(value: unknown): string | null {

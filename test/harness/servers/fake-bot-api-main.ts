@@ -45,7 +45,9 @@ console.log(
     `  TELEGRAM_API_ROOT=${api.url} npm start`,
     '',
     'Then send the Updates (one request each, in order, as Telegram does):',
-    ...files.map((file) => `  npx albumflow send --telegram ${relative(file)} --workspace ${demoBot.workspace} --bot ${demoBot.name}`),
+    ...files.map(
+      (file) => `  npx albumflow send --telegram ${relative(file)} --workspace ${demoBot.workspace} --bot ${demoBot.name} --now`,
+    ),
     '',
     'Requests (the token shown without its secret part); Ctrl-C stops it:',
   ].join('\n'),

@@ -34,7 +34,7 @@ console.log(
     '',
     'Then send the webhook bodies (one request each, in order, as LINE does):',
     ...files.map(
-      (file) => `  npx albumflow send --line ${relative(file)} --workspace ${demoChannel.workspace} --channel ${demoChannel.name}`,
+      (file) => `  npx albumflow send --line ${relative(file)} --workspace ${demoChannel.workspace} --channel ${demoChannel.name} --now`,
     ),
     '',
     'Requests; Ctrl-C stops it:',

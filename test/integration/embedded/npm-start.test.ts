@@ -180,7 +180,18 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     const key = ['telegram', demoBot.id, String(first!.message.chat.id), first!.message.media_group_id];
     const messageIds = ['201', '202', '203'];
 
-    const sent = await npx(['send', '--telegram', exampleAlbumFile, '--workspace', workspace, '--bot', demoBot.name, '--url', url]);
+    const sent = await npx([
+      'send',
+      '--telegram',
+      exampleAlbumFile,
+      '--workspace',
+      workspace,
+      '--bot',
+      demoBot.name,
+      '--url',
+      url,
+      '--now',
+    ]);
     expect(sent.stdout.trim().split('\n')).toEqual(photos.map((photo) => `200 update_id ${photo.updateId}`));
 
     // The status API: one album, decided, every photo downloaded as the fake served it.
@@ -257,7 +268,18 @@ describe('npm start without DATABASE_URL or TEMPORAL_ADDRESS', () => {
     const messageIds = [...new Map(byIndex)].sort(([a], [b]) => a - b).map(([, id]) => id);
     expect(messageIds).toHaveLength(4);
 
-    const sent = await npx(['send', '--line', exampleImageSetFile, '--workspace', workspace, '--channel', demoChannel.name, '--url', url]);
+    const sent = await npx([
+      'send',
+      '--line',
+      exampleImageSetFile,
+      '--workspace',
+      workspace,
+      '--channel',
+      demoChannel.name,
+      '--url',
+      url,
+      '--now',
+    ]);
     expect(sent.stdout.trim().split('\n')).toEqual(
       bodies.map((body) => `200 ${body.events.length} event${body.events.length === 1 ? '' : 's'}`),
     );
