@@ -21,6 +21,8 @@ interface Erased {
   what: string;
   /** Captions that must appear in nothing a receiver takes after `doneAt`. */
   captions: string[];
+  /** The hashes of the files of what it erased: the store must not keep them. */
+  files: string[];
   doneAt: number;
   counts: Record<string, number>;
 }
@@ -39,6 +41,7 @@ export async function eraseUnderLoad(stack: Stack): Promise<ErasuresUnderLoad> {
   const albums = Array.from({ length: 4 }, () => ({ conversationId: unique('conv-erased'), albumId: unique('alb-erased') }));
   const urls: string[] = [];
   const captions = new Map<string, string>();
+  const files = new Map<string, string>();
   for (const album of albums) {
     for (const messageId of ['m0', 'm1']) {
       const body = crypto.randomBytes(64 * 1024);
@@ -47,6 +50,7 @@ export async function eraseUnderLoad(stack: Stack): Promise<ErasuresUnderLoad> {
         setTimeout(() => res.end(body), heldMs);
       });
       urls.push(url);
+      files.set(`${album.albumId}/${messageId}`, crypto.createHash('sha256').update(body).digest('hex'));
       const caption = unique(`a caption to erase ${messageId}`);
       captions.set(`${album.albumId}/${messageId}`, caption);
       const event = albumEvent({
@@ -107,6 +111,7 @@ export async function eraseUnderLoad(stack: Stack): Promise<ErasuresUnderLoad> {
       return {
         what: request.what,
         captions: request.erases.map((messageId) => captions.get(`${request.album.albumId}/${messageId}`)!),
+        files: request.erases.map((messageId) => files.get(`${request.album.albumId}/${messageId}`)!),
         doneAt: Date.now(),
         counts,
       };
@@ -139,7 +144,7 @@ export async function checkErasures(input: {
   mediaDir: string;
   erasures: ErasuresUnderLoad;
   received: ReceivedWebhook[];
-}): Promise<{ violations: string[]; objects: number; checkedRequests: number }> {
+}): Promise<{ violations: string[]; objects: number; checkedRequests: number; collectedAfterErasure: number }> {
   const violations: string[] = [];
   const collected = await waitFor(
     async () => {
@@ -159,6 +164,16 @@ export async function checkErasures(input: {
   );
   for (const { sha256 } of unreferenced) violations.push(`the store holds ${sha256}, which no attachment references`);
 
+  // The erased files: none is in the store; those written by a download that finished after their erasure
+  // were collected (the collector remembers each removal).
+  const erasedFiles = input.erasures.erased.flatMap((erasure) => erasure.files);
+  for (const sha256 of erasedFiles.filter((sha) => objects.includes(sha)))
+    violations.push(`the store still holds the erased file ${sha256}`);
+  const { rows: removed } = await input.pool.query<{ removed: number }>(
+    `SELECT count(*)::int AS removed FROM media_removals WHERE sha256 = ANY($1::text[])`,
+    [erasedFiles],
+  );
+
   let checkedRequests = 0;
   for (const erasure of input.erasures.erased) {
     for (const request of input.received.filter((r) => r.receivedAt > erasure.doneAt)) {
@@ -177,5 +192,5 @@ export async function checkErasures(input: {
     ]);
     for (const { id } of rows) violations.push(`the notification ${id} still holds content the erasure of ${erasure.what} removed`);
   }
-  return { violations, objects: objects.length, checkedRequests };
+  return { violations, objects: objects.length, checkedRequests, collectedAfterErasure: removed[0]!.removed };
 }

@@ -291,7 +291,8 @@ describe('fault suite: two ingresses and two workers under signed load while the
           `slowest close after its last decision ${seconds(held.slowestCloseMs)}`,
         ...deliveries.violations.slice(0, 20).map((v) => `  [delivery] ${v}`),
         ...held.violations.slice(0, 20).map((v) => `  [albums held] ${v}`),
-        `erasures: ${erasures.erased.length} done, ${erased.objects} objects in the store checked for a reference, ` +
+        `erasures: ${erasures.erased.length} done, ${erased.collectedAfterErasure} erased files written after their erasure and collected, ` +
+          `${erased.objects} objects in the store checked for a reference, ` +
           `${erased.checkedRequests} requests taken after an erasure checked for its content`,
         ...erased.violations.slice(0, 20).map((v) => `  [erasure] ${v}`),
         `retention through the load: the expired workspace's rows left ${JSON.stringify(expiredLeft)}, files left ${expiredFilesLeft} of ${expired.shas.length}`,
