@@ -111,6 +111,12 @@ async function albumNotifications(pool: Pool, workspace: string, albums: number,
       { workflowId, seq: 1, type: 'album.media_settled', notice: 1, decision: decided, album: view(settled.slice(0, photos), [decided]) },
       { workflowId, seq: 2, type: 'album.updated', decision: late, album: view(settled, [decided, late]) },
     ];
+    // Stored, as the workflows' albums are: a notification is recorded only while its album is.
+    await pool.query(
+      `INSERT INTO albums (workspace, provider, account_id, conversation_id, album_id, workflow_id) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (workflow_id) DO NOTHING`,
+      [key.workspace, key.provider, key.accountId, key.conversationId, key.albumId, workflowId],
+    );
     for (const [index, input] of inputs.entries()) {
       const record = await notificationOf(pool, input, new Date());
       notifications.push({ webhookId: webhookId(record.id), album: workflowId, index, record });

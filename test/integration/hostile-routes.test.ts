@@ -97,9 +97,12 @@ async function fingerprint(): Promise<Record<string, string>> {
               'SELECT count(*) || '':'' || coalesce(md5(string_agg(t::text, '','' ORDER BY t::text)), '''') AS f FROM %I.%I t',
               n.nspname, c.relname), false, true, '')))[1]::text AS print
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema() AND c.relname NOT IN ('quarantine', 'erasures')
+      WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema()
+        AND c.relname NOT IN ('quarantine', 'erasures', 'environment_token_uses')
       ORDER BY 1`,
   );
+  // environment_token_uses records when each API_TOKENS token was last used (shown as its "last used"):
+  // every request with a token touches it, whatever it asks; what a request could change is the data.
   // An erasure an earlier request started goes on in the background: its receipt's progress (state, counts)
   // changes by itself; what a request could change is which receipts there are.
   const erasures = await stack.pool.query<{ print: string }>(
