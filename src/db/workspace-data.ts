@@ -22,3 +22,12 @@ export async function workspaceDataLeft(db: Queryable, workspace: string): Promi
   );
   return rows[0]!.tables;
 }
+
+/** The id of a running erasure of the whole workspace, whose last step removes every row of the name; null when none runs. */
+export async function runningWorkspaceErasure(db: Queryable, workspace: string): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM erasures WHERE workspace = $1 AND scope = 'workspace' AND state = 'running' ORDER BY requested_at LIMIT 1`,
+    [workspace],
+  );
+  return rows[0]?.id ?? null;
+}

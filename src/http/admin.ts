@@ -57,7 +57,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
         description:
           'Its UnifyPort webhooks are refused (401) until it has a signing secret (POST /admin/workspaces/<ws>/secrets). ' +
           '409 `name_taken`: a workspace has the name; `workspace_data_remains`: a removed workspace of that name left data ' +
-          '(erase it with DELETE /admin/workspaces/<ws>/data first); `workspace_named_by_token`: a token of API_TOKENS names it.',
+          '(erase it with DELETE /admin/workspaces/<ws>/data first); `workspace_being_erased`: an erasure of the whole workspace ' +
+          'still runs; `workspace_named_by_token`: a token of API_TOKENS names it.',
         tags: ['admin'],
         body: WorkspaceBody,
         response: { 201: Workspace, ...errors },

@@ -26,7 +26,7 @@ import {
   lockWorkspaces,
   sealedPlace,
 } from '../db/tenants.js';
-import { workspaceDataLeft } from '../db/workspace-data.js';
+import { runningWorkspaceErasure, workspaceDataLeft } from '../db/workspace-data.js';
 import type { TenantRegistry, TenantSnapshot } from './registry.js';
 import type { AddedSecret, AuditInfo, BotInfo, ChannelInfo, CreatedToken, TokenInfo, WorkspaceInfo } from './schemas.js';
 import { digestHash, tokenDigest } from './tokens.js';
@@ -125,8 +125,9 @@ export class TenantService {
   }
 
   /**
-   * A workspace name is an identity: a name in use, one whose data a removed workspace left, or one that a
-   * token of the environment names (it would reach the new workspace) is refused.
+   * A workspace name is an identity: a name in use, one whose data a removed workspace left or whose
+   * workspace erasure still runs, or one that a token of the environment names (it would reach the new
+   * workspace) is refused.
    */
   async addWorkspace(caller: Caller, name: string): Promise<WorkspaceInfo> {
     if (this.#tenants.knows(name)) throw new TenantError('name_taken', 'name_taken', `there is a workspace "${name}" already`);
@@ -140,6 +141,14 @@ export class TenantService {
       );
     }
     await this.#change(caller, 'workspace.add', `workspace ${name}`, async (db) => {
+      const erasing = await runningWorkspaceErasure(db, name);
+      if (erasing !== null) {
+        throw new TenantError(
+          'name_taken',
+          'workspace_being_erased',
+          `"${name}" is being erased (erasure ${erasing}): add it again once that erasure is done`,
+        );
+      }
       const left = await workspaceDataLeft(db, name);
       if (left.length > 0) {
         throw new TenantError(

@@ -370,6 +370,17 @@ describe('a workspace name is an identity', () => {
       `INSERT INTO erasures (workspace, scope, subject, requested_by, state) VALUES ($1, 'conversation', '{}', 'test', 'done')`,
       [workspace],
     );
+    // While an erasure of the whole workspace runs, its last step removes every row of the name: not yet.
+    const { rows: running } = await poolA.query<{ id: string }>(
+      `INSERT INTO erasures (workspace, scope, subject, requested_by) VALUES ($1, 'workspace', '{}', 'test') RETURNING id`,
+      [workspace],
+    );
+    const erasing = await admin(appA, 'POST', '/admin/workspaces', { name: workspace });
+    expect([erasing.statusCode, errorCode(erasing)]).toEqual([409, 'workspace_being_erased']);
+    expect(erasing.json<{ error: { message: string } }>().error.message).toBe(
+      `"${workspace}" is being erased (erasure ${running[0]!.id}): add it again once that erasure is done`,
+    );
+    await poolA.query(`UPDATE erasures SET state = 'done' WHERE id = $1`, [running[0]!.id]);
     expect((await admin(appA, 'POST', '/admin/workspaces', { name: workspace })).statusCode).toBe(201);
     const fresh = await createToken(appA, { name: unique('new customer'), workspaces: [workspace] });
     for (const app of [appA, appB]) {
