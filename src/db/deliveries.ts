@@ -30,7 +30,7 @@ export interface NotificationToRecord {
   traceparent?: string;
   /**
    * Recorded only while its album (by workflow id) or standalone message (by the data's `message.key`) is
-   * stored: a workflow that runs on after an erasure removed its rows records nothing (DESIGN.md §14).
+   * stored: a workflow that runs on after an erasure removed its rows records nothing (docs/design.md, "Data lifetime").
    */
   whileStored?: boolean;
 }

@@ -4,7 +4,7 @@ import { messageWorkflowId } from '../domain/keys.js';
 import type { ErasureSubject, PurgeCounts } from '../domain/lifetime.js';
 import type { ConversationScope } from '../domain/types.js';
 import type { Pool, Queryable } from './pool.js';
-import { countersStatement, messageKeyOf, type TargetMessage } from './purge.js';
+import { countersStatement, erasureNoticeTypes, messageKeyOf, type TargetMessage } from './purge.js';
 
 const scopeValues = (key: ConversationScope) => [key.workspace, key.provider, key.accountId, key.conversationId];
 const inScope = (alias: string) =>
@@ -109,11 +109,11 @@ export async function purgeWorkflowRows(pool: Pool, workflowIds: readonly string
     `WITH counted AS (${countersStatement('$1')}),
           decisions_gone AS (DELETE FROM decisions WHERE workflow_id = ANY($1::text[]) RETURNING 1),
           notifications_gone AS (
-            DELETE FROM notifications WHERE workflow_id = ANY($1::text[]) AND type NOT IN ('album.erased', 'message.erased') RETURNING 1
+            DELETE FROM notifications WHERE workflow_id = ANY($1::text[]) AND type <> ALL($2::text[]) RETURNING 1
           ),
           actions_gone AS (DELETE FROM operator_actions WHERE workflow_id = ANY($1::text[]) RETURNING 1)
      SELECT (SELECT count(*)::int FROM decisions_gone) AS decisions, (SELECT count(*)::int FROM notifications_gone) AS notifications`,
-    [workflowIds],
+    [workflowIds, erasureNoticeTypes],
   );
   return rows[0]!;
 }

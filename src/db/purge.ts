@@ -170,7 +170,7 @@ const albumKeyOf = (row: TargetAlbum): AlbumKey => ({
 });
 
 /** The erasure notices: what receivers may have been sent is gone; their data names it, with no content. */
-const erasureNoticeTypes = ['album.erased', 'message.erased'] as const;
+export const erasureNoticeTypes = ['album.erased', 'message.erased'] as const;
 
 /** Of these workflows, those that recorded a notification (receivers may hold what it carried). */
 async function notifiedWorkflows(client: PoolClient, workflowIds: readonly string[]): Promise<Set<string>> {

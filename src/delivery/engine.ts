@@ -1,4 +1,4 @@
-// The sender of outbound delivery (DESIGN.md §16): PostgreSQL is the queue, and no attempt costs a Temporal
+// The sender of outbound delivery (docs/design.md, "Outbound delivery"): PostgreSQL is the queue, and no attempt costs a Temporal
 // action. A pass leases endpoints that have a delivery to send (FOR NO KEY UPDATE SKIP LOCKED, a lease
 // time, renewed while it works): one process at a time sends to an endpoint, so its rate limit and its
 // concurrency hold across processes. For each leased endpoint a lane claims the sendable deliveries (each

@@ -1,4 +1,4 @@
-// The pull feed for receivers that cannot take webhooks (DESIGN.md §16): a workspace's notifications in the
+// The pull feed for receivers that cannot take webhooks (docs/api.md, "The pull feed"): a workspace's notifications in the
 // order their positions were assigned (commit order), each with its media links minted at the read, and a
 // long poll that holds a read until an entry arrives.
 import type { Logger } from '../common/log.js';

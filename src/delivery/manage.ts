@@ -1,4 +1,4 @@
-// Endpoint management as the API and the console ask for it (DESIGN.md §16): every change checked
+// Endpoint management as the API and the console ask for it (docs/api.md, "Endpoints"): every change checked
 // (endpoints.ts), recorded in the audit with the caller's token name in the transaction that makes it, and
 // refused with the error a client sees: 400 naming the field, 404 for an endpoint outside the caller's
 // scope (another workspace's answers as if there were none), 409 `read_only` for what the environment

@@ -1,5 +1,5 @@
 // What a notification's data gains at each attempt and each feed read: links that must be fresh when they
-// are sent (DESIGN.md §11), never stored with it.
+// are sent (docs/api.md, "Notifications"), never stored with it.
 import type { NotificationData } from '../db/deliveries.js';
 import type { NotificationType } from '../domain/types.js';
 import type { MediaLinks } from '../media/links.js';

@@ -1,4 +1,4 @@
-// When a delivery is attempted and what an attempt's outcome does (DESIGN.md §16). Pure: the sender
+// When a delivery is attempted and what an attempt's outcome does (docs/api.md, "The schedule"). Pure: the sender
 // (engine.ts) applies the verdicts, the tests check them without a clock.
 import type { DeliveryVerdict, EndpointOutcome } from '../db/deliveries.js';
 

@@ -1,4 +1,4 @@
-// What people are told of an outbound endpoint's state (DESIGN.md §16), the same in the console and the CLI.
+// What people are told of an outbound endpoint's state (docs/api.md, "Endpoints"), the same in the console and the CLI.
 
 /** Why an endpoint is off: it answered 410, it failed every attempt for five days, or an operator turned it off. */
 export type EndpointDisabledReason = 'gone' | 'failing' | 'operator';

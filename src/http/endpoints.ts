@@ -1,4 +1,4 @@
-// Outbound delivery's routes (docs/api.md, "Endpoints"; DESIGN.md §16): a workspace's endpoints, managed by
+// Outbound delivery's routes (docs/api.md, "Endpoints"): a workspace's endpoints, managed by
 // any token that reaches the workspace, their deliveries with every attempt, a retry and a replay; and the
 // operator's view of every endpoint by id under /admin/endpoints (a `*` token), which is also where the
 // environment endpoint (NOTIFY_URL) is seen, turned off and on again.

@@ -1,4 +1,4 @@
-// The pull feed (docs/api.md, "The pull feed"; DESIGN.md §16): a workspace's notifications in an order in which
+// The pull feed (docs/api.md, "The pull feed"): a workspace's notifications in an order in which
 // a reader never skips one that committed after a later one was read, for receivers that cannot take webhooks;
 // `wait` holds the request until something arrives.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';

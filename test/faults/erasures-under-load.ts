@@ -1,4 +1,4 @@
-// The fault suite's erasures (DESIGN.md §14): under the suite's load, albums of their own conversations
+// The fault suite's erasures (docs/design.md, "Data lifetime"): under the suite's load, albums of their own conversations
 // are posted with files the media server holds back for seconds, and erased (whole conversations, an
 // album, one message of an album that stays) while those downloads are in flight. Afterwards, once the
 // collector has run, no object in the store lacks an attachment that references it, and no notification a

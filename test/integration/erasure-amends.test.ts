@@ -1,4 +1,4 @@
-// An erasure removes what it was asked to and no more (DESIGN.md §14): erasing one message of an album
+// An erasure removes what it was asked to and no more (docs/design.md, "Data lifetime"): erasing one message of an album
 // keeps the album going with its other children, decisions and actions; receivers are told what went,
 // without content; a notification id never names two albums; nothing is recorded or kept for rows that
 // are gone.
