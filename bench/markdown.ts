@@ -151,6 +151,9 @@ function mediaStoreSection(step: MediaStoreStep | null | undefined): string {
       `(noise between two rounds of one store: ${cell(step.noiseCpuMsPerChild)} ms), ${ratioText(step.ratios.cpuPerChildWithStoreServer)} ` +
       `with the S3 server's; worker peak RSS ${ratioText(step.ratios.workerPeakRss)}` +
       (growth.length > 0 ? `. The videos moved the peak over the photos' by ${growth.join(', ')}` : '') +
+      `. The photos' downloads against their floor: the round's albums again without media (no URL, no download), and a bare ` +
+      'loop (GET → SHA-256 and size → the same kind of store: a flushed file renamed under its hash, or one PutObject) over ' +
+      "the round's files on kept-alive connections" +
       `. Every photo \`downloaded\` and its object in the store once, at its size: ` +
       (step.ok ? 'yes.' : `**no** (${problems.join('; ')}).`),
     '',
@@ -160,6 +163,7 @@ function mediaStoreSection(step: MediaStoreStep | null | undefined): string {
         'children / photos downloaded / objects (50 MB videos)',
         'worker CPU ms per child: photos; with videos (rounds)',
         "S3 server's CPU ms per child, with videos",
+        'per downloaded photo, CPU ms: the worker (with photos less without) / the floor (ratio)',
         'worker RSS MB: idle / peak, photos / peak, with videos',
       ],
       step.variants.map((variant) => {
@@ -170,6 +174,7 @@ function mediaStoreSection(step: MediaStoreStep | null | undefined): string {
           `${variant.rounds.reduce((sum, run) => sum + run.children, 0)} / ${variant.check.downloaded} / ${variant.check.objects} (${variant.check.largeFiles})`,
           `${cell(photoRound?.workerCpuMsPerChild)}; ${cell(variant.workerCpuMsPerChild)} (${videoRounds.map((run) => cell(run.workerCpuMsPerChild)).join(', ')})`,
           variant.storeServerCpuMsPerChild,
+          `${cell(variant.floor.workerCpuMsPerDownload)} (${cell(variant.floor.noMediaCpuMsPerChild === null ? null : round((variant.floor.workerCpuMsPerDownload ?? 0) + variant.floor.noMediaCpuMsPerChild, 1))} less ${cell(variant.floor.noMediaCpuMsPerChild)}) / ${cell(variant.floor.floorCpuMsPerFile)} (${ratioText(variant.floor.ratio)})`,
           `${cell(variant.idleRssMB)} / ${cell(variant.photosPeakRssMB)} / ${cell(variant.peakRssMB)}${variant.peakRssFrom === 'sampled' ? ' (sampled)' : ''}`,
         ];
       }),

@@ -314,6 +314,24 @@ export interface MediaStoreCheck {
   ok: boolean;
 }
 
+/**
+ * The worker's downloads against their floor: the photos-only round's albums again without media (no URL,
+ * so no download), and the bare loop (bench/download-floor.ts) over the round's files into a store of the
+ * same kind.
+ */
+export interface DownloadFloor {
+  /** The worker's CPU per new child of the same albums without media, ms. */
+  noMediaCpuMsPerChild: number | null;
+  /** The worker's CPU per downloaded photo: its CPU per child with the photos less without them, ms. */
+  workerCpuMsPerDownload: number | null;
+  /** Files the floor fetched and stored. */
+  floorFiles: number;
+  /** The floor's CPU per file, ms. */
+  floorCpuMsPerFile: number | null;
+  /** workerCpuMsPerDownload / floorCpuMsPerFile. */
+  ratio: number | null;
+}
+
 export interface MediaStoreVariant {
   store: MediaStoreKind;
   /** MEDIA_DIR, or MEDIA_STORE's s3:// location. */
@@ -330,6 +348,8 @@ export interface MediaStoreVariant {
   /** Its peak RSS over the rounds with the videos, MB (VmHWM reset again, else sampled). */
   peakRssMB: number | null;
   peakRssFrom: 'VmHWM' | 'sampled';
+  /** Its downloads of the photos-only round against the floor. */
+  floor: DownloadFloor;
   check: MediaStoreCheck;
 }
 
@@ -522,6 +542,8 @@ const targetLimits = {
   signalsPerChild: 0.2,
   billableActionsPerPhoto: 1.5,
   rssMB: 400,
+  /** The worker's CPU per downloaded photo at most this multiple of the download floor's per file. */
+  downloadFloorRatio: 1.5,
 };
 
 /** The knee's step at an offered rate is this phase (its CPU and Temporal cost figures are under this name). */
@@ -757,6 +779,23 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
         );
       }),
     },
+    ...(['directory', 's3'] as const).map((store): Target => {
+      const floor = report.mediaStore?.variants.find((variant) => variant.store === store)?.floor;
+      const met = floor?.ratio == null ? null : floor.ratio <= targetLimits.downloadFloorRatio;
+      return {
+        name: `Worker CPU per downloaded photo, ${store === 's3' ? 'S3' : 'directory'} store (media store)`,
+        target: `≤ ${targetLimits.downloadFloorRatio}× a bare GET → SHA-256 → store loop's over the same files`,
+        measured:
+          floor?.ratio != null
+            ? `${floor.ratio}× (${floor.workerCpuMsPerDownload} vs ${floor.floorCpuMsPerFile} ms: the worker ${round(
+                (floor.workerCpuMsPerDownload ?? 0) + (floor.noMediaCpuMsPerChild ?? 0),
+                1,
+              )} ms per child with the photo, ${floor.noMediaCpuMsPerChild} without; the floor over ${floor.floorFiles} files)`
+            : 'not measured',
+        met,
+        bound: missed(met, () => 'Not examined yet.'),
+      };
+    }),
     ...memory.map(([name, m]): Target => {
       const worst = Math.max(m.peakRssMB ?? 0, m.hwmMB ?? 0);
       const met = m.hwmMB === null ? null : worst <= targetLimits.rssMB && report.scale.openAlbums >= openAlbumsTarget;

@@ -80,6 +80,8 @@ export interface Stack {
   startVariant: (name: string, variant?: VariantOptions) => Promise<VariantApp>;
   /** A migrated database of the run's own named after `slug`, dropped when the run ends. */
   database: (slug: string) => Promise<pg.ClientConfig>;
+  /** Node's flags for a process of the run named `name`: with --profile, a CPU profile under the run's profiles/<name>. */
+  profileArgs: (name: string) => string[];
 }
 
 async function getJson<T>(url: string): Promise<T> {
@@ -282,8 +284,14 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     const env = { ...albumEnv(db, { taskQueue: `${taskQueue}-${slug}`, mediaDir: variantMedia }), ...variant.env };
     const metricsPort = await pickPort();
     const [variantWorker, variantIngress] = await Promise.all([
-      startApp(`${name} worker`, 'worker', { ...env, WORKER_METRICS_PORT: String(metricsPort) }, [], variant.scripts?.worker),
-      startApp(`${name} ingress`, 'ingress', env, [], variant.scripts?.ingress),
+      startApp(
+        `${name} worker`,
+        'worker',
+        { ...env, WORKER_METRICS_PORT: String(metricsPort) },
+        profileArgs(`${slug}-worker`),
+        variant.scripts?.worker,
+      ),
+      startApp(`${name} ingress`, 'ingress', env, profileArgs(`${slug}-ingress`), variant.scripts?.ingress),
     ]);
     watched[`${name} ingress`] = variantIngress.pid!;
     watched[`${name} worker`] = variantWorker.pid!;
@@ -305,6 +313,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   return {
     startVariant,
     database,
+    profileArgs,
     runDir,
     base,
     pool,

@@ -186,8 +186,7 @@ export async function runDelivery(ctx: PhaseContext): Promise<DeliveryStep | nul
   const concurrency = options.deliveryConcurrency;
   const schedule = drainSchedule(options.deliveryOutageSeconds);
   const cpuOf = (child: NodeProcess) => cpuSeconds(child.pid!) ?? 0;
-  const profileArgs = (name: string) =>
-    options.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(stack.runDir, 'profiles', name)}`] : [];
+  const { profileArgs } = stack;
   try {
     // Throughput: the notifications are recorded before the engine starts, and the bench holds the endpoint's
     // lease (as another sender would) until the engine's step begins.

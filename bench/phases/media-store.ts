@@ -9,14 +9,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { pidsListeningOn, readMemory } from '../../test/harness/processes.js';
+import { userEnvironment } from '../../test/harness/environment.js';
+import { NodeProcess, cpuSeconds, pidsListeningOn, readMemory } from '../../test/harness/processes.js';
 import { attachments } from '../../test/harness/rows.js';
 import { s3Server, type S3Server } from '../../test/harness/servers/s3.js';
+import { downloadFloorReadyLine, type FloorMessage, type FloorReply } from '../download-floor.js';
 import { newChildren } from '../records.js';
 import {
   megabytes,
   ratio,
   round,
+  type DownloadFloor,
   type MediaStoreCheck,
   type MediaStoreKind,
   type MediaStoreRound,
@@ -24,7 +27,7 @@ import {
 } from '../report.js';
 import type { VariantApp } from '../stack.js';
 import type { ServedMedia } from '../workload.js';
-import type { PhaseContext } from './context.js';
+import { ask, type PhaseContext } from './context.js';
 
 const rounds = 2;
 const bucket = 'albumflow-bench';
@@ -41,6 +44,68 @@ const weights: Record<string, number> = {
 const stores: MediaStoreKind[] = ['directory', 's3'];
 /** The name the S3 server's CPU is watched as while the phase runs. */
 const s3Process = 's3 store';
+/** The bucket the floor puts its files in (the app's bucket holds only the app's objects, which the check lists). */
+const floorBucket = 'albumflow-floor';
+/** Files the floor fetches at once. */
+const floorConcurrency = 8;
+
+/**
+ * The floor's CPU per file over `urls`: bench/download-floor.ts, a process of its own, fetches each from
+ * the media server and puts it into a store of `store`'s kind (a directory of the run's, or the floor's
+ * bucket on the same S3 server).
+ */
+async function measureFloor(
+  ctx: PhaseContext,
+  store: MediaStoreKind,
+  urls: readonly string[],
+  s3: S3Server,
+): Promise<{ files: number; cpuMsPerFile: number | null }> {
+  const { stack, options } = ctx;
+  if (urls.length === 0) return { files: 0, cpuMsPerFile: null };
+  const name = `download floor ${store}`;
+  const dir = path.join(stack.runDir, `floor-${store}`);
+  fs.mkdirSync(dir, { recursive: true });
+  const urlsFile = path.join(dir, 'urls.json');
+  fs.writeFileSync(urlsFile, JSON.stringify(urls));
+  const floor = new NodeProcess({
+    name,
+    script: 'bench/download-floor.ts',
+    env: {
+      ...userEnvironment(),
+      DOWNLOAD_FLOOR_URLS: urlsFile,
+      DOWNLOAD_FLOOR_CONCURRENCY: String(floorConcurrency),
+      ...(store === 's3'
+        ? {
+            ...s3.env(),
+            DOWNLOAD_FLOOR_BUCKET: floorBucket,
+            DOWNLOAD_FLOOR_PREFIX: prefix,
+            AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+          }
+        : { DOWNLOAD_FLOOR_DIR: dir }),
+    },
+    ready: new RegExp(downloadFloorReadyLine),
+    nodeArgs: stack.profileArgs(`floor-${store}`),
+    logFile: path.join(stack.runDir, `floor-${store}.log`),
+    ipc: true,
+    detached: true,
+  });
+  options.log(`bench: media store: the download floor on the ${store} store (${urls.length} files)`);
+  await floor.start();
+  stack.watched[name] = floor.pid!;
+  try {
+    const before = cpuSeconds(floor.pid!) ?? 0;
+    const reply = await ctx.measureCpu(`media store: download floor, ${store}`, () =>
+      ask<FloorReply>(floor, { type: 'run' } satisfies FloorMessage, options.signal),
+    );
+    if (reply.type === 'error') throw new Error(`download floor: ${reply.message}`);
+    const cpuS = (cpuSeconds(floor.pid!) ?? 0) - before;
+    return { files: reply.files, cpuMsPerFile: round((cpuS * 1000) / reply.files, 2) };
+  } finally {
+    delete stack.watched[name];
+    await floor.stop();
+    await fs.promises.rm(dir, { recursive: true, force: true });
+  }
+}
 
 /** Resets the process's VmHWM to its RSS now (clear_refs 5); false when this kernel or process does not allow it. */
 function resetPeakRss(pid: number): boolean {
@@ -190,6 +255,7 @@ export async function runMediaStore(ctx: PhaseContext): Promise<MediaStoreStep |
   let active = false;
   try {
     s3.createBucket(bucket);
+    s3.createBucket(floorBucket);
     const s3Pid = pidsListeningOn(Number(new URL(s3.endpoint).port))[0];
     if (s3Pid !== undefined) stack.watched[s3Process] = s3Pid;
     else options.log(`bench: no process of this machine listens on ${s3.endpoint}; the S3 server's CPU is not measured`);
@@ -259,6 +325,44 @@ export async function runMediaStore(ctx: PhaseContext): Promise<MediaStoreStep |
     };
     // Round 1 photos only; then with the videos, in the order directory, S3, then the other way round.
     await peakOver('photos', () => runRound(0, stores));
+    // The photos' downloads against their floor: the same albums again without media, then the bare loop over the round's files.
+    const floors = new Map<MediaStoreKind, DownloadFloor>();
+    for (const store of stores) {
+      const app = apps.get(store)!;
+      const { rows } = await app.pool.query<{ url: string }>(`SELECT url FROM attachments WHERE status = 'downloaded' AND url IS NOT NULL`);
+      const name = `media store: ${store}, round 1 without media`;
+      const result = await ctx.runVariantPhase(
+        name,
+        app,
+        ctx.loadPhase(app.url, {
+          rate: options.mediaStoreRate,
+          durationMs: options.mediaStoreSeconds * 1000,
+          concurrency: options.concurrency,
+          workload: ctx.workload(`ms0n-${store}`, options.seed + 500),
+        }),
+      );
+      const cpu = ctx.cpu.find((entry) => entry.phase === `${name}, ${app.name}`)!;
+      const children = newChildren(result.records);
+      const noMedia = children > 0 ? ((cpu.cpuS[`${app.name} worker`] ?? 0) * 1000) / children : null;
+      const withPhotos = roundsOf.get(store)![0]!.workerCpuMsPerChild;
+      const perDownload = noMedia !== null && withPhotos !== null ? round(withPhotos - noMedia, 2) : null;
+      const measured = await measureFloor(
+        ctx,
+        store,
+        rows.map((row) => row.url),
+        s3,
+      );
+      floors.set(store, {
+        noMediaCpuMsPerChild: noMedia === null ? null : round(noMedia, 2),
+        workerCpuMsPerDownload: perDownload,
+        floorFiles: measured.files,
+        floorCpuMsPerFile: measured.cpuMsPerFile,
+        ratio: perDownload !== null ? ratio(perDownload, measured.cpuMsPerFile) : null,
+      });
+      options.log(
+        `bench: media store: ${store}: the worker ${perDownload} CPU-ms per downloaded photo, the floor ${measured.cpuMsPerFile} (${floors.get(store)!.ratio}×)`,
+      );
+    }
     await peakOver('videos', async () => {
       for (let r = 1; r <= rounds; r++) await runRound(r, r % 2 === 1 ? stores : [...stores].reverse());
     });
@@ -281,6 +385,7 @@ export async function runMediaStore(ctx: PhaseContext): Promise<MediaStoreStep |
         photosPeakRssMB: megabytes(peaks.photos),
         peakRssMB: megabytes(peaks.videos),
         peakRssFrom: peaks.from,
+        floor: floors.get(store)!,
         check: await checkStore(app, store === 's3' ? s3 : null, largeBytes),
       });
     }
