@@ -2,9 +2,9 @@
 // a bare loop that fetches the files the worker downloaded from the same media server and puts each into
 // a store of the same kind, DOWNLOAD_FLOOR_CONCURRENCY at a time over kept-alive connections. Per file:
 // HTTP GET, SHA-256 and byte count of the body as it arrives, its size against Content-Length, then the
-// store — the directory store's way (a partial file written and flushed to disk, renamed under the hash,
-// its type beside it) or one PutObject under the hash with the AWS SDK (the body held in memory: it is a
-// photo). Nothing else:
+// store — the directory store's way (the body in one write to a partial file, flushed to disk, renamed under
+// the hash, its type beside it) or one PutObject under the hash with the AWS SDK, signed and checked with the
+// hash it has (the body held in memory: it is a photo). Nothing else:
 // no database, no network guard, no retries, no records. It reads the URLs before it says it is ready,
 // fetches them when told over IPC, and answers with the files and bytes it stored.
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
@@ -60,18 +60,16 @@ function fetchFile(agent: http.Agent, url: string, onChunk: (chunk: Buffer) => v
 
 type Store = (url: string, agent: http.Agent) => Promise<number>;
 
-/** The directory store's way: a partial file, flushed, renamed under the hash; its type in a file beside it. */
+/** The directory store's way: the body in one write to a partial file, flushed, renamed under the hash; its type in a file beside it. */
 function directoryStore(dir: string): Store {
   const spool = path.join(dir, '.tmp');
   fs.mkdirSync(spool, { recursive: true });
   return async (url, agent) => {
+    const chunks: Buffer[] = [];
+    const fetched = await fetchFile(agent, url, (chunk) => chunks.push(chunk));
     const partial = path.join(spool, crypto.randomBytes(8).toString('hex'));
     const handle = await fs.promises.open(partial, 'wx');
-    let writing = Promise.resolve();
-    const fetched = await fetchFile(agent, url, (chunk) => {
-      writing = writing.then(() => handle.write(chunk).then(() => undefined));
-    });
-    await writing;
+    await handle.writeFile(Buffer.concat(chunks, fetched.bytes));
     await handle.sync();
     await handle.close();
     const target = path.join(dir, 'sha256', fetched.sha256.slice(0, 2), fetched.sha256);
@@ -93,16 +91,23 @@ function s3Store(bucket: string, prefix: string): { store: Store; client: S3Clie
     const chunks: Buffer[] = [];
     const fetched = await fetchFile(agent, url, (chunk) => chunks.push(chunk));
     const key = `${prefix}/sha256/${fetched.sha256.slice(0, 2)}/${fetched.sha256}`;
-    const body = Buffer.concat(chunks, fetched.bytes);
-    await client.send(
-      new PutObjectCommand({
-        Bucket: bucket,
-        Key: key,
-        Body: body,
-        ContentLength: fetched.bytes,
-        ...(fetched.contentType ? { ContentType: fetched.contentType } : {}),
-      }),
+    const put = new PutObjectCommand({
+      Bucket: bucket,
+      Key: key,
+      Body: Buffer.concat(chunks, fetched.bytes),
+      ContentLength: fetched.bytes,
+      // The hash it has: the server checks the bytes against it, and the SDK neither computes a checksum nor hashes the body to sign it.
+      ChecksumSHA256: Buffer.from(fetched.sha256, 'hex').toString('base64'),
+      ...(fetched.contentType ? { ContentType: fetched.contentType } : {}),
+    });
+    put.middlewareStack.add(
+      (next) => (args) => {
+        (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = fetched.sha256;
+        return next(args);
+      },
+      { step: 'build' },
     );
+    await client.send(put);
     return fetched.bytes;
   };
   return { store, client };

@@ -157,7 +157,8 @@ async function fetchToStore(
 ): Promise<FetchedMedia> {
   const { limits, store } = d;
   const spoolPrefix = tempFilePrefix(row.messagePk, row.position);
-  await store.removeAbandoned(spoolPrefix, limits.attemptTimeoutMs);
+  // Only an attempt that crashed leaves a partial file behind, and the attempt after it comes with a higher number.
+  if (attempt.number > 1) await store.removeAbandoned(spoolPrefix, limits.attemptTimeoutMs);
 
   const controller = new AbortController();
   const { cancellation } = attempt;

@@ -9,6 +9,11 @@ export interface ObjectInfo {
   contentType: string | null;
 }
 
+/** What a put is told of the object: its size and type, and its SHA-256 (hex) when the writer computed it. */
+export interface PutInfo extends ObjectInfo {
+  sha256?: string;
+}
+
 /** Bytes `start` to `end` of an object, both inclusive (HTTP Range's form). */
 export interface ByteRange {
   start: number;
@@ -23,7 +28,14 @@ export interface ObjectBackend {
   /** The object's bytes (a range of them); null when there is no such object. */
   read(key: string, range?: ByteRange): Promise<Readable | null>;
   /** Puts the complete local file `file` under `key`, all at once for readers; `file` may be gone afterwards. */
-  putFile(key: string, file: string, info: ObjectInfo): Promise<void>;
+  putFile(key: string, file: string, info: PutInfo): Promise<void>;
+  /**
+   * True when putFile moves the file itself into place (the directory's rename): a spooled file must be on
+   * disk before it is put. Otherwise putFile copies it, and the spool is only a buffer.
+   */
+  readonly movesFiles: boolean;
+  /** Puts bytes held in memory under `key` in one request; a back end without it gets a spooled file. */
+  putBytes?(key: string, body: Buffer, info: PutInfo): Promise<void>;
   /** Removes the object (and what is kept beside it); nothing when there is none. */
   remove(key: string): Promise<void>;
   /** Removes every object whose key starts with `prefix`. */

@@ -23,8 +23,24 @@ async function fileSize(file: string): Promise<number | null> {
   }
 }
 
+/** A partial file beside `target`, renamed onto it once complete. */
+const partialBeside = (target: string) => `${target}.${crypto.randomBytes(6).toString('hex')}.part`;
+
 export function directoryBackend(dir: string): ObjectBackend {
   const fileOf = (key: string) => path.join(dir, ...key.split('/'));
+
+  /** Makes the object's folder and writes its type beside it (first: once the object is in place, what is beside it is complete); answers the object's path. */
+  async function placeType(key: string, info: ObjectInfo): Promise<string> {
+    const target = fileOf(key);
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    if (info.contentType !== null) {
+      const typeFile = `${target}.type`;
+      const partial = partialBeside(typeFile);
+      await fs.writeFile(partial, info.contentType);
+      await fs.rename(partial, typeFile);
+    }
+    return target;
+  }
 
   /** The file holding `key`: its own path, or the older layout's. */
   async function locate(key: string): Promise<{ file: string; bytes: number } | null> {
@@ -57,18 +73,29 @@ export function directoryBackend(dir: string): ObjectBackend {
       return found ? fileStream(found.file, range) : null;
     },
 
+    movesFiles: true,
+
     async putFile(key, file, info) {
-      const target = fileOf(key);
-      await fs.mkdir(path.dirname(target), { recursive: true });
-      // The type first: once the object is in place, what is beside it is complete.
-      if (info.contentType !== null) {
-        const typeFile = `${target}.type`;
-        const partial = `${typeFile}.${crypto.randomBytes(6).toString('hex')}.part`;
-        await fs.writeFile(partial, info.contentType);
-        await fs.rename(partial, typeFile);
-      }
+      const target = await placeType(key, info);
       // The spool is under MEDIA_DIR: the same file system, so the rename is atomic.
       await fs.rename(file, target);
+    },
+
+    async putBytes(key, body, info) {
+      const target = await placeType(key, info);
+      const partial = partialBeside(target);
+      try {
+        const handle = await fs.open(partial, 'wx');
+        try {
+          await handle.writeFile(body);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await fs.rename(partial, target);
+      } finally {
+        await fs.rm(partial, { force: true });
+      }
     },
 
     async remove(key) {

@@ -20,7 +20,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { MediaStoreLocation } from '../common/config.js';
-import { fileStream, type ObjectBackend } from './backend.js';
+import { fileStream, type ObjectBackend, type PutInfo } from './backend.js';
 
 /** Above this a file is uploaded in parts, each streamed from its byte range of the spooled file. */
 const multipartThreshold = 16 * 1024 * 1024;
@@ -29,6 +29,23 @@ const partSize = 8 * 1024 * 1024;
 function isMissing(err: unknown): boolean {
   const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
   return err instanceof NotFound || err instanceof NoSuchKey || status === 404;
+}
+
+/**
+ * Signs a PutObject with the payload hash the writer computed (the object's SHA-256 is its key), instead of
+ * the SDK hashing the body again to sign it.
+ */
+function withKnownHash(command: PutObjectCommand, { sha256 }: PutInfo): PutObjectCommand {
+  if (!sha256) return command;
+  command.middlewareStack.add(
+    (next) => (args) => {
+      const request = args.request as { headers?: Record<string, string> };
+      if (request.headers) request.headers['x-amz-content-sha256'] = sha256;
+      return next(args);
+    },
+    { step: 'build', name: 'albumflowKnownPayloadHash' },
+  );
+  return command;
 }
 
 export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv = process.env): ObjectBackend {
@@ -48,6 +65,13 @@ export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv =
   });
   const { bucket } = location;
   const keyOf = (key: string) => (location.prefix ? `${location.prefix}/${key}` : key);
+  /** A PutObject's parameters; with the object's SHA-256 known, the store checks the bytes against it (and the SDK computes no checksum of its own). */
+  const putParams = (key: string, { contentType, sha256 }: PutInfo) => ({
+    Bucket: bucket,
+    Key: keyOf(key),
+    ...(contentType ? { ContentType: contentType } : {}),
+    ...(sha256 ? { ChecksumSHA256: Buffer.from(sha256, 'hex').toString('base64') } : {}),
+  });
 
   return {
     description: `s3://${bucket}${location.prefix ? `/${location.prefix}` : ''}`,
@@ -74,13 +98,22 @@ export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv =
       }
     },
 
-    async putFile(key, file, { bytes, contentType }) {
-      const params = { Bucket: bucket, Key: keyOf(key), ...(contentType ? { ContentType: contentType } : {}) };
+    movesFiles: false,
+
+    async putBytes(key, body, info) {
+      await client.send(withKnownHash(new PutObjectCommand({ ...putParams(key, info), Body: body, ContentLength: body.length }), info));
+    },
+
+    async putFile(key, file, info) {
+      const { bytes } = info;
       if (bytes <= multipartThreshold) {
         // One request, streamed from the file: nothing is buffered.
-        await client.send(new PutObjectCommand({ ...params, Body: fileStream(file), ContentLength: bytes }));
+        await client.send(
+          withKnownHash(new PutObjectCommand({ ...putParams(key, info), Body: fileStream(file), ContentLength: bytes }), info),
+        );
         return;
       }
+      const params = { Bucket: bucket, Key: keyOf(key), ...(info.contentType ? { ContentType: info.contentType } : {}) };
       const { UploadId } = await client.send(new CreateMultipartUploadCommand(params));
       const upload = { Bucket: bucket, Key: params.Key, UploadId };
       try {

@@ -1,8 +1,9 @@
 // The media store: where every process reads and writes the downloaded files and their thumbnails,
 // the directory MEDIA_DIR or an S3-compatible bucket (MEDIA_STORE). Objects are content-addressed:
 // `<prefix>/sha256/<first two hex digits>/<sha256>`, their content type stored beside them, written
-// once. A write streams its source to a partial file of this process (hashed and counted on the way,
-// never held in memory), then puts it under its hash unless an object is there already.
+// once. A write hashes and counts its source on the way and puts it under its hash unless an object is
+// there already: a small file announced by its size is put from memory in one write (within a budget of
+// the store's); any other is streamed to a partial file of this process first, never held whole in memory.
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -118,52 +119,115 @@ function describeError(err: unknown): string {
   return detail && !message.includes(detail) ? `${message} (${detail})` : message;
 }
 
+/** A file announced at most this large is held in memory on its way to the back end. */
+export const inMemoryFileBytes = 4 * 1024 * 1024;
+/** A spooled file is written this many bytes at a time (its chunks gathered into one write). */
+const spoolWriteBytes = 256 * 1024;
+/** What the files held in memory at once take together at most, per store; a file past it is spooled. */
+export const inMemoryBudgetBytes = 32 * 1024 * 1024;
+
+/** Hashes and counts each chunk of `source`, refusing it past `maxBytes`, and hands the chunk on. */
+async function consume(source: Readable, options: WriteOptions, onChunk: (chunk: Buffer) => Promise<void> | void) {
+  const { maxBytes } = options;
+  const hash = crypto.createHash('sha256');
+  let bytes = 0;
+  try {
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) throw new MediaTooLargeError(maxBytes);
+      hash.update(chunk);
+      await onChunk(chunk);
+      options.onChunk?.();
+    }
+  } finally {
+    source.destroy();
+  }
+  return { sha256: hash.digest('hex'), bytes };
+}
+
 /** The store over a back end, its partial files under `spoolDir`. */
 export function mediaStoreOver(backend: ObjectBackend, spoolDir: string): MediaStore {
   const spool = async (prefix: string) => {
     await fs.mkdir(spoolDir, { recursive: true });
     return path.join(spoolDir, `${prefix}${crypto.randomBytes(8).toString('hex')}.part`);
   };
+  let inMemoryBytes = 0;
 
-  async function spoolSource(source: Readable, file: string, options: WriteOptions): Promise<{ sha256: string; bytes: number }> {
-    const { maxBytes } = options;
-    if (options.declaredBytes != null && options.declaredBytes > maxBytes) {
-      source.destroy();
-      throw new MediaTooLargeError(maxBytes);
-    }
-    const hash = crypto.createHash('sha256');
-    let bytes = 0;
-    const handle = await fs.open(file, 'wx');
+  /** Puts the object under its hash unless the store holds it already. */
+  async function putOnce(sha256: string, bytes: number, put: (key: string) => Promise<void>): Promise<StoredMedia> {
+    const key = mediaKey(sha256);
+    const present = await guarded('look up an object', () => backend.head(key));
+    if (present) return { sha256, bytes, uploaded: false };
+    await guarded('store an object', () => put(key));
+    return { sha256, bytes, uploaded: true };
+  }
+
+  /** A file of `declared` bytes, held in memory while it arrives, then put from there. */
+  async function writeFromMemory(source: Readable, declared: number, options: WriteOptions): Promise<StoredMedia> {
+    const chunks: Buffer[] = [];
+    let held = 0;
+    const { sha256, bytes } = await consume(source, options, (chunk) => {
+      held += chunk.length;
+      // Past what it announced, the source is not the file it said (HTTP itself stops a body at its length).
+      if (held > declared) throw new Error(`the source sent more than the ${declared} bytes it announced`);
+      chunks.push(chunk);
+    });
+    const body = Buffer.concat(chunks, bytes);
+    return putOnce(sha256, bytes, (key) => backend.putBytes!(key, body, { bytes, contentType: options.contentType, sha256 }));
+  }
+
+  /** A file streamed to a partial file of the spool (on disk first when the back end moves it into place), then put. */
+  async function writeThroughSpool(source: Readable, options: WriteOptions): Promise<StoredMedia> {
+    const file = await spool(options.spoolPrefix ?? '');
     try {
-      for await (const chunk of source as AsyncIterable<Buffer>) {
-        bytes += chunk.length;
-        if (bytes > maxBytes) throw new MediaTooLargeError(maxBytes);
-        hash.update(chunk);
-        await handle.write(chunk);
-        options.onChunk?.();
+      const handle = await fs.open(file, 'wx');
+      let hashed: { sha256: string; bytes: number };
+      try {
+        let gathered: Buffer[] = [];
+        let gatheredBytes = 0;
+        const flush = async () => {
+          const chunks = gathered;
+          gathered = [];
+          gatheredBytes = 0;
+          if (chunks.length > 0) await handle.writev(chunks);
+        };
+        hashed = await consume(source, options, async (chunk) => {
+          gathered.push(chunk);
+          gatheredBytes += chunk.length;
+          if (gatheredBytes >= spoolWriteBytes) await flush();
+        });
+        await flush();
+        if (backend.movesFiles) await handle.sync();
+      } finally {
+        await handle.close();
       }
-      await handle.sync();
+      const { sha256, bytes } = hashed;
+      return await putOnce(sha256, bytes, (key) => backend.putFile(key, file, { bytes, contentType: options.contentType, sha256 }));
     } finally {
-      source.destroy();
-      await handle.close();
+      await fs.rm(file, { force: true });
     }
-    return { sha256: hash.digest('hex'), bytes };
   }
 
   const store: MediaStore = {
     description: backend.description,
 
     async write(source, options) {
-      const file = await spool(options.spoolPrefix ?? '');
+      const declared = options.declaredBytes ?? null;
+      if (declared !== null && declared > options.maxBytes) {
+        source.destroy();
+        throw new MediaTooLargeError(options.maxBytes);
+      }
+      const inMemory =
+        backend.putBytes !== undefined &&
+        declared !== null &&
+        declared <= inMemoryFileBytes &&
+        inMemoryBytes + declared <= inMemoryBudgetBytes;
+      if (!inMemory) return writeThroughSpool(source, options);
+      inMemoryBytes += declared;
       try {
-        const { sha256, bytes } = await spoolSource(source, file, options);
-        const key = mediaKey(sha256);
-        const present = await guarded('look up an object', () => backend.head(key));
-        if (present) return { sha256, bytes, uploaded: false };
-        await guarded('store an object', () => backend.putFile(key, file, { bytes, contentType: options.contentType }));
-        return { sha256, bytes, uploaded: true };
+        return await writeFromMemory(source, declared, options);
       } finally {
-        await fs.rm(file, { force: true });
+        inMemoryBytes -= declared;
       }
     },
 

@@ -371,10 +371,11 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
   });
 
   describe('interrupted attempts', () => {
+    /** Sends the first 1,000 bytes and then nothing; without `declaredBytes`, no Content-Length (a chunked body). */
     const stalling =
-      (declaredBytes: number): Handler =>
+      (declaredBytes: number | null): Handler =>
       (_req, res) => {
-        res.writeHead(200, { 'content-length': declaredBytes });
+        res.writeHead(200, declaredBytes === null ? {} : { 'content-length': declaredBytes });
         res.write(crypto.randomBytes(1000));
       };
 
@@ -382,9 +383,29 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
       while (tempFiles().length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     }
 
-    it('cleans up the partial file when the attempt is cancelled mid-body, and a later attempt succeeds', async () => {
+    it('keeps nothing of a small file whose attempt is cancelled mid-body (it is held in memory), and a later attempt stores it', async () => {
       const body = crypto.randomBytes(20_000);
       const url = server.route((req, res, hit) => (hit === 1 ? stalling(body.length)(req, res, hit) : sendBody(body)(req, res, hit)));
+      const { input, messagePk } = await storeAttachment(url);
+      const download = activities().downloadAttachments;
+
+      const env = activityEnvironment(1);
+      const running = runIn(env, download, input);
+      while (server.hits(url) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      env.cancel();
+      await expect(running).rejects.toBeInstanceOf(CancelledFailure);
+      expect(tempFiles()).toEqual([]);
+      expect(await attachmentState(messagePk)).toMatchObject({ status: 'pending', attempts: 0 });
+
+      const result = await attemptDownload(download, input, 2);
+      expect(result).toMatchObject({ status: 'downloaded', sha256: sha256(body), bytes: body.length });
+      expect(tempFiles()).toEqual([]);
+    });
+
+    it('cleans up the partial file when the attempt is cancelled mid-body, and a later attempt succeeds', async () => {
+      // A body that does not announce its size is spooled (only a file announced small enough is held in memory).
+      const body = crypto.randomBytes(20_000);
+      const url = server.route((req, res, hit) => (hit === 1 ? stalling(null)(req, res, hit) : sendBody(body)(req, res, hit)));
       const { input, messagePk } = await storeAttachment(url);
       const download = activities().downloadAttachments;
 
@@ -415,7 +436,7 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
       expect(await attachmentState(messagePk)).toMatchObject({ status: 'pending', attempts: 1, error: attachmentError(failure) });
     });
 
-    it('removes partial files a crashed worker left for the attachment, keeping recent ones', async () => {
+    it('removes partial files a crashed worker left for the attachment on the next attempt, keeping recent ones', async () => {
       const body = crypto.randomBytes(2000);
       const { input, messagePk } = await storeAttachment(server.route(sendBody(body)));
       fs.mkdirSync(tempDir, { recursive: true });
@@ -428,7 +449,8 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
       fs.utimesSync(otherAttachment, anHourAgo, anHourAgo);
 
       try {
-        await expect(attemptDownload(activities().downloadAttachments, input)).resolves.toMatchObject({ status: 'downloaded' });
+        // The attempt after the crash: a crash fails the attempt it happened in, so the next one has a higher number.
+        await expect(attemptDownload(activities().downloadAttachments, input, 2)).resolves.toMatchObject({ status: 'downloaded' });
         expect(fs.existsSync(abandoned)).toBe(false);
         expect(fs.existsSync(recent)).toBe(true);
         expect(fs.existsSync(otherAttachment)).toBe(true);
