@@ -22,6 +22,7 @@ import {
   type KneeStep,
   type PhaseCpu,
 } from '../report.js';
+import type { RealTemporal } from '../stack.js';
 import type { PhaseContext } from './context.js';
 
 type KneeSearch = { server: KneeServer; media: boolean };
@@ -69,7 +70,15 @@ export async function runKnee(ctx: PhaseContext): Promise<Knee[]> {
   for (const search of kneeSearches.filter((s) => s.server === 'dev')) knees.push(await searchOn(search, main));
 
   const realSearches = kneeSearches.filter((s) => s.server === 'real');
-  const real = await stack.startRealTemporal();
+  // A server that is not built, or does not start, costs the run its two searches, not the run.
+  let real: RealTemporal | null;
+  try {
+    real = await stack.startRealTemporal();
+  } catch (err) {
+    options.log(`bench: the real Temporal server did not start: ${(err as Error).message}`);
+    const why = `the real server did not start (${(err as Error).message.split('\n')[0]}; the run's temporal-server folder has its log)`;
+    return [...knees, ...realSearches.map((search) => unmeasured(search, why))];
+  }
   if (!real) {
     options.log(`bench: the real Temporal server is not in the tool cache (${realServerMissing}); its knee searches are not measured`);
     return [...knees, ...realSearches.map((search) => unmeasured(search, realServerMissing))];
