@@ -71,6 +71,7 @@ export async function runKnee(ctx: PhaseContext): Promise<Knee[]> {
 
   const realSearches = kneeSearches.filter((s) => s.server === 'real');
   // A server that is not built, or does not start, costs the run its two searches, not the run.
+  const startedAt = Date.now();
   let real: RealTemporal | null;
   try {
     real = await stack.startRealTemporal();
@@ -86,6 +87,7 @@ export async function runKnee(ctx: PhaseContext): Promise<Knee[]> {
   try {
     // An app of its own on the real server: its database and task queue; it prepares the namespace as any albumflow start does.
     const app = await stack.startVariant('knee', { env: { TEMPORAL_ADDRESS: real.address } });
+    options.log(`bench: the real Temporal server and its app serve, ${Math.round((Date.now() - startedAt) / 1000)} s after the start`);
     try {
       const variant: SearchApp = {
         url: app.url,
@@ -101,6 +103,7 @@ export async function runKnee(ctx: PhaseContext): Promise<Knee[]> {
   } finally {
     await real.stop();
   }
+  options.log(`bench: the real server's knee searches took ${Math.round((Date.now() - startedAt) / 1000)} s, its start-up included`);
   return knees;
 }
 
