@@ -5,6 +5,7 @@ import {
   appCpuMsPerChild,
   cpuMsPerChildByProcess,
   duration,
+  kneeLabel,
   pct,
   round,
   routeLabels,
@@ -17,6 +18,7 @@ import {
   type TracingRun,
   type TracingVariant,
   type EndToEnd,
+  type Knee,
   type StepStats,
   type Target,
 } from './report.js';
@@ -225,6 +227,27 @@ function deliverySection(step: DeliveryStep | null | undefined): string {
   ].join('\n');
 }
 
+/** The knee searches: each step's children/s, completion p99 (total known) and CPU per child, and the highest that held. */
+function kneeSection(knees: Knee[]): string {
+  return table(
+    ['search', 'Temporal server', 'p99 target', 'steps: offered/s → children/s, p99, CPU ms per child', 'highest within the target'],
+    knees.map((knee) => [
+      kneeLabel(knee),
+      knee.serverName,
+      duration(knee.targetMs),
+      knee.notMeasured
+        ? `not measured: ${knee.notMeasured}`
+        : knee.steps
+            .map(
+              (step) =>
+                `${step.rate} → ${step.childrenPerS}, ${duration(step.p99Ms)}${step.met ? '' : ' (missed)'}, ${cell(step.cpuMsPerChild)}`,
+            )
+            .join('; '),
+      knee.highestMet === null ? null : `${knee.highestMet} children/s`,
+    ]),
+  );
+}
+
 /** A phase's decisions: p50 / p99 of the albums with a total, p99 of those without (after their quiet period). */
 function decided(e: EndToEnd | undefined): Cell[] {
   if (!e) return [null, null, null, null];
@@ -303,6 +326,7 @@ export function renderMarkdown(report: BenchReport): string {
   section('Tracing', tracingSection(report));
   section('Media store: the directory against S3', mediaStoreSection(report.mediaStore));
   section('Outbound delivery', deliverySection(report.delivery));
+  section('The knee', kneeSection(report.knee));
 
   section(
     'The whole app, phase by phase',

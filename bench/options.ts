@@ -40,8 +40,9 @@ export interface BenchOptions {
   burstAlbumsPerSecond: number;
   burstSeconds: number;
   /**
-   * The knee search: sustained steps from kneeStartRate up by kneeStepRate (children/s offered), each
-   * kneeSeconds long, until the completion p99 (total known) misses its target or kneeMaxRate is passed.
+   * The knee searches (on the dev server and on the real server, each with and without media): sustained
+   * steps from kneeStartRate up by kneeStepRate (children/s offered), each kneeSeconds long, until the
+   * completion p99 (total known) leaves the quiet period + 500 ms or kneeMaxRate is passed.
    */
   kneeStartRate: number;
   kneeStepRate: number;
@@ -115,7 +116,7 @@ export const defaultOptions: BenchOptions = {
   sustainedSeconds: 20,
   burstAlbumsPerSecond: 20,
   burstSeconds: 10,
-  kneeStartRate: 100,
+  kneeStartRate: 25,
   kneeStepRate: 25,
   kneeMaxRate: 400,
   kneeSeconds: 10,
@@ -178,12 +179,14 @@ const usage =
   '  [--step-seconds 10] [--media-store-rate 30] [--media-store-seconds 10]\n' +
   '  [--delivery-notifications 3000] [--delivery-concurrency 4] [--delivery-rate-limit 100] [--delivery-outage-seconds 10] [--delivery-backlog 1000]\n' +
   '  [--concurrency 64] [--closed-loop-concurrency 32] [--warmup-seconds 15] [--sustained-rate 150] [--sustained-seconds 20]\n' +
-  '  [--burst-albums-per-second 20] [--burst-seconds 10] [--knee-start-rate 100] [--knee-step-rate 25] [--knee-max-rate 400]\n' +
+  '  [--burst-albums-per-second 20] [--burst-seconds 10] [--knee-start-rate 25] [--knee-step-rate 25] [--knee-max-rate 400]\n' +
   '  [--knee-seconds 10] [--open-albums 5000] [--scale-rate 100] [--quiet-period-ms 1000]\n' +
   '  [--no-media] [--media-first-byte-ms 60] [--media-mb-per-s 25] [--seed N] [--profile] [--no-benchmarks-md]\n' +
-  "The sustained, burst and media-store phases download every child's attachment from a local media server (--no-media: none);\n" +
+  "The sustained, burst, media-store and knee phases download every child's attachment from a local media server (--no-media: none);\n" +
   'the media-store phase runs an S3-compatible server of its own (npm run s3:install builds it);\n' +
-  'the delivery phase runs the delivery engine and its ceiling (a bare signed POST loop) as processes of their own.\n' +
+  'the delivery phase runs the delivery engine and its ceiling (a bare signed POST loop) as processes of their own;\n' +
+  'the knee searches run on the dev server and on the real Temporal server (npm run temporal:cluster -- --install builds it),\n' +
+  'each with and without media.\n' +
   'DATABASE_URL names the PostgreSQL server (fresh databases are created on it and dropped after; unset: an embedded one of the run);\n' +
   'TEMPORAL_ADDRESS, when set, is used instead of starting a dev server.\n' +
   '--profile writes CPU profiles of the Node processes (--cpu-prof) and, with `perf` on PATH, of the Temporal server.\n' +

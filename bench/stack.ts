@@ -1,6 +1,7 @@
 // Everything a run measures, started on this machine from the harness's building blocks
 // (test/harness/): the run's databases, a Temporal dev server (or the given frontend), the worker, the
-// ingress, the ceiling, the ingress alone, the media server and the load generator, each its own process.
+// ingress, the ceiling, the ingress alone, the media server and the load generator, each its own process;
+// and on demand a second app (startVariant) and the real Temporal server (startRealTemporal).
 // Each piece is pushed on the cleanups as it starts, so a failure or a Ctrl-C stops what was started, in
 // reverse order.
 import crypto from 'node:crypto';
@@ -18,7 +19,10 @@ import { appProcess, childPids, MemorySampler, NodeProcess, pidsListeningOn } fr
 import type { MediaFile } from '../test/harness/servers/catalogue.js';
 import { connectAdmin, startPrivateCluster } from '../test/harness/servers/postgres.js';
 import { startFakeLineApi } from '../test/harness/servers/fake-line-api.js';
-import { devServer } from '../test/harness/servers/temporal.js';
+import { devServer, realServer } from '../test/harness/servers/temporal.js';
+import { isExecutable } from '../src/embedded/temporal-cli.js';
+import { clusterToolPaths } from '../tools/cluster/builds.js';
+import { temporalDatabase } from '../tools/cluster/database.js';
 import type { BenchOptions, PhaseName } from './options.js';
 import { recordPerf } from './perf.js';
 import { describePerfSummary } from './perf-summary.js';
@@ -47,6 +51,14 @@ export interface VariantOptions {
   scripts?: { ingress: string; worker: string };
 }
 
+/** The real Temporal server of the run, its CPU watched as `watchedAs` while it runs. */
+export interface RealTemporal {
+  /** The frontend, host:port (TEMPORAL_ADDRESS). */
+  address: string;
+  watchedAs: string;
+  stop: () => Promise<void>;
+}
+
 export interface Stack {
   /** The run's results folder (its logs, and the folders of what it started). */
   runDir: string;
@@ -55,6 +67,8 @@ export interface Stack {
   pool: Pool;
   ingressAloneDatabase: string | null;
   temporal: Client;
+  /** What a report calls the stack's Temporal server: the dev server of the run, or the one of TEMPORAL_ADDRESS. */
+  temporalName: string;
   connection: Connection;
   taskQueue: string;
   workspace: string;
@@ -82,6 +96,12 @@ export interface Stack {
   database: (slug: string) => Promise<pg.ClientConfig>;
   /** Node's flags for a process of the run named `name`: with --profile, a CPU profile under the run's profiles/<name>. */
   profileArgs: (name: string) => string[];
+  /**
+   * Starts the real Temporal server (tools/cluster/: every service in one process, no UI), its state and
+   * visibility on two databases of the run's PostgreSQL, dropped when the run ends; null when its binaries are
+   * not in the tool cache (nothing is built).
+   */
+  startRealTemporal: () => Promise<RealTemporal | null>;
 }
 
 async function getJson<T>(url: string): Promise<T> {
@@ -192,7 +212,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   const startApp = (name: string, role: 'ingress' | 'worker', env: NodeJS.ProcessEnv, nodeArgs: string[] = [], script?: string) =>
     launch(appProcess({ name, role, script, nodeArgs, env, readyTimeoutMs: 180_000, logFile: logFile(name), detached: true }));
 
-  const withMedia = options.media && (runs('sustained') || runs('burst') || runs('media-store'));
+  const withMedia = options.media && (runs('sustained') || runs('burst') || runs('media-store') || runs('knee'));
   log(`bench: starting the worker, the ingress, the ceiling${withMedia ? ', the media server' : ''} and the load generator`);
   const startups = await Promise.allSettled([
     startApp('worker', 'worker', { ...albumEnv(appDb), WORKER_METRICS_PORT: String(workerMetricsPort) }, profileArgs('worker')),
@@ -274,6 +294,30 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     return withDatabase(base, name);
   };
 
+  const startRealTemporal = async (): Promise<RealTemporal | null> => {
+    const tools = clusterToolPaths();
+    if (!isExecutable(tools.server) || !isExecutable(tools.sqlTool)) return null;
+    const postgresUrl = connectionUrl(withDatabase(base, `${appDatabase}_t`));
+    for (const name of Object.values(temporalDatabase(postgresUrl).names)) {
+      closers.push(`database ${name}`, () => admin.dropDatabase(name));
+    }
+    log('bench: starting the real Temporal server');
+    const server = await realServer({ postgresUrl, logDir: path.join(runDir, 'temporal-server'), tools });
+    await server.start();
+    closers.push('the real Temporal server', () => server.stop());
+    const watchedAs = 'temporal server';
+    const pid = pidsListeningOn(Number(server.address.split(':').pop()))[0];
+    if (pid !== undefined) watched[watchedAs] = pid;
+    return {
+      address: server.address,
+      watchedAs,
+      stop: async () => {
+        delete watched[watchedAs];
+        await server.stop();
+      },
+    };
+  };
+
   const startVariant = async (name: string, variant: VariantOptions = {}): Promise<VariantApp> => {
     const slug = name.replace(/[^a-z0-9]+/gi, '_').toLowerCase();
     const db = await database(slug);
@@ -314,11 +358,13 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     startVariant,
     database,
     profileArgs,
+    startRealTemporal,
     runDir,
     base,
     pool,
     ingressAloneDatabase,
     temporal,
+    temporalName: startedDevServer ? 'the Temporal dev server' : `the Temporal server at ${temporalAddress}`,
     connection,
     taskQueue,
     workspace,

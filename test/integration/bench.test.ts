@@ -6,6 +6,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { tinyOptions } from '../../bench/options.js';
 import { runBench, type BenchOutcome } from '../../bench/run.js';
+import { isExecutable } from '../../src/embedded/temporal-cli.js';
+import { clusterToolPaths } from '../../tools/cluster/builds.js';
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-bench-'));
 const benchmarksPath = path.join(scratch, 'BENCHMARKS.md');
@@ -164,13 +166,31 @@ describe('npm run bench, tiny', () => {
     expect(baseline.total.signals).toBeGreaterThanOrEqual(baseline.photos);
     expect(baseline.total.activities).toBeGreaterThanOrEqual(baseline.photos);
 
-    expect(report.knee.steps.length).toBeGreaterThan(0);
-    for (const step of report.knee.steps) {
-      expect(step.albums).toBeGreaterThan(0);
-      expect(isNumber(step.childrenPerS) && isNumber(step.p99Ms) && isNumber(step.cpuMsPerChild)).toBe(true);
+    // Four searches: the dev server and the real server, each with and without media.
+    expect(report.knee.map((knee) => `${knee.server} ${knee.media ? 'media' : 'no media'}`)).toEqual([
+      'dev media',
+      'dev no media',
+      'real media',
+      'real no media',
+    ]);
+    // The real server's searches run when its binaries are in the tool cache, and say how to build them when not.
+    const realServerBuilt = isExecutable(clusterToolPaths().server) && isExecutable(clusterToolPaths().sqlTool);
+    for (const knee of report.knee) {
+      expect(knee.targetMs).toBe(tinyOptions.quietPeriodMs! + 500);
+      if (knee.server === 'real' && !realServerBuilt) {
+        expect(knee.notMeasured).toBe('npm run temporal:cluster -- --install builds it');
+        expect(knee.steps).toEqual([]);
+        continue;
+      }
+      expect(knee.notMeasured).toBeNull();
+      expect(knee.steps.length).toBeGreaterThan(0);
+      for (const step of knee.steps) {
+        expect(step.albums).toBeGreaterThan(0);
+        expect(isNumber(step.childrenPerS) && isNumber(step.p99Ms) && isNumber(step.cpuMsPerChild)).toBe(true);
+      }
+      // A search stops at the first step that misses; every step before it held.
+      expect(knee.steps.slice(0, -1).every((step) => step.met)).toBe(true);
     }
-    // The search stops at the first step that misses; every step before it held.
-    expect(report.knee.steps.slice(0, -1).every((step) => step.met)).toBe(true);
 
     const burst = report.temporalCost.find((cost) => cost.phase === report.burstPhase);
     expect(burst?.children).toBeGreaterThan(0);
@@ -190,7 +210,10 @@ describe('npm run bench, tiny', () => {
         'Group commit (closed loop, ingress alone)',
         'Signals per child (10-photo bursts)',
         'Billable Temporal actions per photo (sustained, with downloads)',
-        'Completion p99 (total known): the knee',
+        'Completion p99 (total known): the knee, dev server, with media',
+        'Completion p99 (total known): the knee, dev server, no media',
+        'Completion p99 (total known): the knee, real server, with media',
+        'Completion p99 (total known): the knee, real server, no media',
         'Tracing on, every trace sampled out (ingest)',
         'Backlog drain after an outage (delivery)',
         'Correctness',
@@ -215,6 +238,7 @@ describe('npm run bench, tiny', () => {
       '### Tracing',
       '### Media store: the directory against S3',
       '### Outbound delivery',
+      '### The knee',
       '### The whole app, phase by phase',
       '### Temporal counts',
       '### Resident memory',

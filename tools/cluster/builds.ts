@@ -24,13 +24,25 @@ export async function locateClusterTools(
   return located as ClusterToolPaths;
 }
 
+/** Each tool's file in the tool cache, whether it is built there yet or not (nothing is built). */
+export function clusterToolPaths(env: NodeJS.ProcessEnv = process.env): ClusterToolPaths {
+  const paths: Partial<ClusterToolPaths> = {};
+  for (const [name, tool] of Object.entries(clusterTools) as Array<[keyof ClusterToolPaths, ClusterTool]>)
+    paths[name] = toolPath(tool, env);
+  return paths as ClusterToolPaths;
+}
+
+function toolPath(tool: ClusterTool, env: NodeJS.ProcessEnv): string {
+  return path.join(toolCacheDir(env), tool.binary);
+}
+
 /** One tool from the tool cache, built there with `go install` (Go from PATH or /usr/local/go/bin) when it is not there yet. */
 export async function locateTool(
   tool: ClusterTool,
   options: { env?: NodeJS.ProcessEnv; log?: (message: string) => void } = {},
 ): Promise<string> {
   const env = options.env ?? process.env;
-  const file = path.join(toolCacheDir(env), tool.binary);
+  const file = toolPath(tool, env);
   if (!isExecutable(file)) await build(tool, file, env, options.log ?? (() => undefined));
   return file;
 }

@@ -3,7 +3,7 @@
 // process running every service, its state and visibility in a PostgreSQL of the stack's own.
 import { freeClusterPorts, temporalCluster } from '../../../tools/cluster/cluster.js';
 import { setUpSchemas, temporalDatabase } from '../../../tools/cluster/database.js';
-import { locateClusterTools } from '../../../tools/cluster/builds.js';
+import { locateClusterTools, type ClusterToolPaths } from '../../../tools/cluster/builds.js';
 import { pickPort } from '../../../src/embedded/ports.js';
 import type { ServerLog } from '../../../src/embedded/server.js';
 import { startDevServer, type DevServer } from '../../../src/embedded/temporal.js';
@@ -41,9 +41,17 @@ export async function devServer(options: { dbFile?: string; log?: ServerLog } = 
   };
 }
 
-/** The real server on free ports, its schemas set up in the PostgreSQL of `postgresUrl` (built or found in the tool cache). */
-export async function realServer(options: { postgresUrl: string; logDir: string; ui?: boolean }): Promise<TemporalServer> {
-  const tools = await locateClusterTools({ log: (message) => console.log(message) });
+/**
+ * The real server on free ports, its schemas set up in the PostgreSQL of `postgresUrl` (its databases named after
+ * that URL's, created when missing): with `tools`, those binaries; else built or found in the tool cache.
+ */
+export async function realServer(options: {
+  postgresUrl: string;
+  logDir: string;
+  ui?: boolean;
+  tools?: ClusterToolPaths;
+}): Promise<TemporalServer> {
+  const tools = options.tools ?? (await locateClusterTools({ log: (message) => console.log(message) }));
   const database = temporalDatabase(options.postgresUrl);
   await setUpSchemas(tools.sqlTool, database);
   const cluster = temporalCluster({
