@@ -17,7 +17,7 @@ import { MediaStoreError, MediaTooLargeError, openMediaStore, type MediaStore } 
 import { PlatformApiError, type MediaApi, type StreamedFile } from '../platforms/api.js';
 import { mediaApiOf, stillApiOf } from '../platforms/index.js';
 import { PermanentDownloadError, TransientDownloadError, UnavailableDownloadError, seconds } from './errors.js';
-import { cutShort, openHttpMedia } from './http-source.js';
+import { createHttpAgents, cutShort, openHttpMedia, type HttpAgents } from './http-source.js';
 
 export interface DownloadLimits {
   /** Until the TCP connection of one hop is established. */
@@ -60,6 +60,8 @@ export interface Downloader {
   limits: DownloadLimits;
   /** At most `limits.concurrentFetches` files at once. */
   fetchSlots: LimitFunction;
+  /** The connections kept alive between downloads from one host. */
+  agents: HttpAgents;
 }
 
 export interface DownloaderOptions {
@@ -79,6 +81,7 @@ export function createDownloader(pool: Pool, config: Config, options: Downloader
     network: options.network ?? networkPolicy(config.media.allowPrivateNetworks),
     limits,
     fetchSlots: pLimit(limits.concurrentFetches),
+    agents: createHttpAgents(),
   };
 }
 
@@ -236,7 +239,8 @@ function sourceOf(d: Downloader, row: StoredAttachment, request: DownloadRequest
 
 /** One fetch of the attachment into the store: its URL through the network guard, or its platform's API. */
 function fetchOnce(d: Downloader, row: StoredAttachment, attempt: DownloadAttempt, source: FileSource): Promise<FetchedMedia> {
-  if ('url' in source) return fetchToStore(d, row, attempt, (controller) => openHttpMedia(source.url, d.network, controller, d.limits));
+  if ('url' in source)
+    return fetchToStore(d, row, attempt, (controller) => openHttpMedia(source.url, d.network, controller, d.limits, d.agents));
   return fetchFromApi(d, row, attempt, source.api);
 }
 

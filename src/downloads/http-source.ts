@@ -1,5 +1,7 @@
 // A sender's URL: resolved and vetted by albumflow itself (network-guard.ts), connected to the address
-// that was vetted, redirects followed hop by hop, each vetted again.
+// that was vetted, redirects followed hop by hop, each vetted again. Connections are kept alive between
+// downloads from the same host: a new one is made to the address vetted for the request that makes it, and
+// a kept one goes back to the host it was made to, whose name every request vets again first.
 import http from 'node:http';
 import https from 'node:https';
 import { pinnedLookup, vetTarget, type NetworkPolicy, type ResolvedAddress } from '../common/network-guard.js';
@@ -33,11 +35,33 @@ function parseUrl(text: string, base?: URL): URL {
   }
 }
 
+/** The kept-alive connections of one worker's downloads, one pool per scheme. */
+export interface HttpAgents {
+  http: http.Agent;
+  https: https.Agent;
+}
+
+/** Idle connections kept per host, at most. */
+const idleConnectionsPerHost = 16;
+
+export function createHttpAgents(): HttpAgents {
+  const options = { keepAlive: true, maxFreeSockets: idleConnectionsPerHost, scheduling: 'lifo' as const };
+  return { http: new http.Agent(options), https: new https.Agent(options) };
+}
+
 /** One GET to a vetted address; connection and silence limits abort the whole attempt. */
-function get(url: URL, target: ResolvedAddress, attempt: AbortController, limits: HttpLimits): Promise<http.IncomingMessage> {
+function get(
+  url: URL,
+  target: ResolvedAddress,
+  attempt: AbortController,
+  limits: HttpLimits,
+  agents: HttpAgents,
+): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const request = (url.protocol === 'https:' ? https : http).get(url, {
-      agent: false,
+    const secure = url.protocol === 'https:';
+    const request = (secure ? https : http).get(url, {
+      agent: secure ? agents.https : agents.http,
+      // Used when the request makes a new connection; a kept one was made to this host's vetted address before.
       lookup: pinnedLookup(target),
       signal: attempt.signal,
       headers: requestHeaders,
@@ -47,13 +71,13 @@ function get(url: URL, target: ResolvedAddress, attempt: AbortController, limits
       limits.connectTimeoutMs,
     );
     const connected = () => clearTimeout(connectTimer);
+    // The request's own timeout: it ends with the request, so a kept connection does not carry it to the next.
+    request.setTimeout(limits.idleTimeoutMs, () =>
+      attempt.abort(new TransientDownloadError(`${url.hostname} sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
+    );
     request.once('socket', (socket) => {
-      socket.setTimeout(limits.idleTimeoutMs, () =>
-        attempt.abort(new TransientDownloadError(`${url.hostname} sent nothing for ${seconds(limits.idleTimeoutMs)}`)),
-      );
       if (socket.connecting) socket.once('connect', connected);
       else connected();
-      socket.once('close', connected);
     });
     request.once('response', (response) => {
       connected();
@@ -72,11 +96,12 @@ export async function openHttpMedia(
   network: NetworkPolicy,
   attempt: AbortController,
   limits: HttpLimits,
+  agents: HttpAgents,
 ): Promise<StreamedFile> {
   let url = parseUrl(rawUrl);
   for (let redirects = 0; ; redirects++) {
     const target = await vetTarget(url, network);
-    const response = await get(url, target, attempt, limits);
+    const response = await get(url, target, attempt, limits, agents);
     const status = response.statusCode ?? 0;
     if (status >= 200 && status < 300) {
       const declared = response.headers['content-length'];

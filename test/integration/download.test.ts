@@ -151,6 +151,21 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
     expect(await downloadCount('downloaded')).toBe(downloadedBefore + 1);
   });
 
+  it('downloads one file after another from a host over one kept-alive connection', async () => {
+    const ports = new Set<number>();
+    const download = activities().downloadAttachments;
+    for (let i = 0; i < 3; i++) {
+      const body = crypto.randomBytes(5_000);
+      const url = server.route((req, res, hit) => {
+        ports.add(req.socket.remotePort!);
+        sendBody(body)(req, res, hit);
+      });
+      const { input } = await storeAttachment(url);
+      expect(await attemptDownload(download, input)).toMatchObject({ status: 'downloaded', sha256: sha256(body) });
+    }
+    expect(ports.size).toBe(1);
+  });
+
   it('does not fetch a downloaded attachment again while its file exists', async () => {
     const body = crypto.randomBytes(1000);
     const url = server.route(sendBody(body));
