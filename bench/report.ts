@@ -846,8 +846,9 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
         bound: missed(met, () => {
           if (worst <= targetLimits.rssMB) return `Only ${report.scale.openAlbums} albums were open.`;
           return name === 'worker'
-            ? "Not live data: under backlog the worker's main thread holds about 60 MB of live objects; the rest is garbage V8 " +
-                "has not collected yet, the workflow threads' heap (bounded at 256 MB) and the Temporal core."
+            ? "The top-up's backlog, not the open albums: the main thread's V8 heap (155–232 MB at the peaks, about 60 MB of it " +
+                "live), the mapped binaries (70 MB), glibc's heaps (60–70 MB with the worker's fixed mmap threshold), the " +
+                "workflow thread's heap (about 63 MB) and tsx's loader thread (12–31 MB; not in the built image)."
             : 'Not examined yet.';
         }),
       };

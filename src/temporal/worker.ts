@@ -98,10 +98,24 @@ export interface AlbumWorkerOptions {
  */
 export const workflowThreadOldSpaceMb = 256;
 
-export async function createAlbumWorker(options: AlbumWorkerOptions): Promise<Worker> {
-  // A V8 flag set now applies to the isolates created after it: the SDK's workflow threads, which
-  // Worker.create starts. The process's own heap keeps its default.
+/**
+ * Each semi-space of the workflow threads' young generation. With V8's default (16 MB) a workflow thread
+ * under backlog committed 34 MB of young generation beside 42 MB of old space; with 4 MB it commits 8,
+ * for the same CPU per workflow task.
+ */
+export const workflowThreadSemiSpaceMb = 4;
+
+/**
+ * Bounds the heaps of the workflow threads. A V8 flag set now applies to the isolates created after it: the
+ * SDK's workflow threads, which Worker.create starts. The process's own heap keeps its default.
+ */
+export function boundWorkflowThreadHeaps(): void {
   v8.setFlagsFromString(`--max-old-space-size=${workflowThreadOldSpaceMb}`);
+  v8.setFlagsFromString(`--max-semi-space-size=${workflowThreadSemiSpaceMb}`);
+}
+
+export async function createAlbumWorker(options: AlbumWorkerOptions): Promise<Worker> {
+  boundWorkflowThreadHeaps();
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,

@@ -1,5 +1,10 @@
 // The environment albumflow is started with by the stacks of the harness and the bench, and by the tests
-// of `npm start`: what this process passes on, and albumflow's own variables.
+// of `npm start`: what this process passes on, albumflow's own variables, and the allocator's settings
+// docker-compose gives its processes.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { projectRoot } from '../../src/common/paths.js';
 
 /** This process's environment without anything of albumflow's (DATABASE_URL, TEMPORAL_*, PG*, ALBUMFLOW_*, TELEGRAM_*). */
 export function userEnvironment(): NodeJS.ProcessEnv {
@@ -52,4 +57,15 @@ export function appEnvironment(options: AppEnvironmentOptions): Record<string, s
     LOG_LEVEL: options.logLevel,
     ALBUMFLOW_SECRET_KEY: harnessSecretKey,
   };
+}
+
+/**
+ * The settings of glibc's allocator (its MALLOC_* variables) docker-compose gives the ingress or the worker:
+ * the bench runs each with its own, and the thumbnail test the ingress's.
+ */
+export function composeAllocatorEnvironment(service: 'ingress' | 'worker'): Record<string, string> {
+  const compose = parse(fs.readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, { environment?: Record<string, string> }>;
+  };
+  return Object.fromEntries(Object.entries(compose.services[service]?.environment ?? {}).filter(([name]) => name.startsWith('MALLOC_')));
 }

@@ -6,10 +6,10 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { projectRoot } from '../../src/common/paths.js';
 import { openMediaStore } from '../../src/media/store.js';
 import { decodeCost, thumbnailLimits } from '../../src/ui/thumbnails.js';
+import { composeAllocatorEnvironment } from '../harness/environment.js';
 import { unique } from '../harness/random.js';
 import { startStack, type Stack } from '../harness/stack.js';
 import type { ThumbnailMemoryReport } from '../harness/thumbnail-memory.js';
@@ -104,14 +104,6 @@ function plain(width: number, height: number, channels: 3 | 4): Sharp {
   return sharp({ limitInputPixels: false, create: { width, height, channels, background: { r: 120, g: 130, b: 140, alpha: 0.8 } } });
 }
 
-/** The allocator settings docker-compose gives the ingress (glibc's MALLOC_* variables). */
-function ingressAllocatorEnv(): Record<string, string> {
-  const compose = parse(fs.readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-    services: Record<string, { environment?: Record<string, string> }>;
-  };
-  return Object.fromEntries(Object.entries(compose.services.ingress?.environment ?? {}).filter(([name]) => name.startsWith('MALLOC_')));
-}
-
 describe('thumbnails of the images hardest to decode, at the limits, all asked for at once', () => {
   const mediaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'albumflow-thumbnail-memory-'));
   // The largest photo the pixel limit admits (a 50 MP phone sensor's frame).
@@ -173,7 +165,7 @@ describe('thumbnails of the images hardest to decode, at the limits, all asked f
     const { stdout } = await promisify(execFile)(
       process.execPath,
       ['--expose-gc', '--import', 'tsx', path.join(projectRoot, 'test/harness/thumbnail-memory.ts'), mediaDir, ...hashes],
-      { cwd: projectRoot, env: { ...process.env, ...ingressAllocatorEnv() }, timeout: 240_000 },
+      { cwd: projectRoot, env: { ...process.env, ...composeAllocatorEnvironment('ingress') }, timeout: 240_000 },
     );
     const report = JSON.parse(stdout) as ThumbnailMemoryReport;
     const growth = report.peakRss - report.baselineRss;

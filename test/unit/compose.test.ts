@@ -10,6 +10,7 @@ import { clusterImages, clusterTools, s3ServerTool } from '../../tools/cluster/v
 import { dynamicConfigFile, readDynamicConfig } from '../../src/temporal/dynamic-config.js';
 import { registry } from '../../src/common/metrics.js';
 import '../../src/delivery/metrics.js';
+import { composeAllocatorEnvironment } from '../harness/environment.js';
 
 interface Service {
   image?: string;
@@ -133,6 +134,14 @@ describe('docker-compose.yml', () => {
     expect(setup).toContain(`${names.store}:temporal`);
     expect(setup).toContain(`${names.visibility}:visibility`);
     expect(setup).toContain('update-schema --schema-name "postgresql/v12/$$schema"');
+  });
+
+  it("runs the ingress and the worker with glibc's mmap threshold fixed, and the bench runs them so", () => {
+    // The worker's Core threads and the ingress's image decodes otherwise leave glibc's heaps holding freed memory.
+    for (const name of ['ingress', 'worker'] as const) {
+      expect(services[name]?.environment?.MALLOC_MMAP_THRESHOLD_).toBe('131072');
+      expect(composeAllocatorEnvironment(name)).toEqual({ MALLOC_MMAP_THRESHOLD_: '131072' });
+    }
   });
 
   it('sets only variables the app reads', () => {
