@@ -3,6 +3,7 @@
 // the knee. Four searches in one run: on the stack's Temporal server (the dev server) and on the real server
 // (tools/cluster/, on the run's PostgreSQL, with an app of its own), each with every child's attachment
 // downloaded and without URLs. The dev server's step at 100/s with media is the CPU target's figure.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { endToEnd } from '../end-to-end.js';
 import { attachmentOutcomes, mediaSettledOf, recordedDecisions } from '../../test/harness/rows.js';
 import type { PhaseResult } from '../../test/harness/load.js';
@@ -39,6 +40,9 @@ interface SearchApp {
 }
 
 const realServerName = `the Temporal server ${temporalServerVersion} on PostgreSQL`;
+/** The CPU record of the app at rest before the searches. */
+export const idlePhase = 'idle: the app without load';
+const idleSeconds = 10;
 const realServerMissing = 'npm run temporal:cluster -- --install builds it';
 
 export async function runKnee(ctx: PhaseContext): Promise<Knee[]> {
@@ -67,6 +71,9 @@ export async function runKnee(ctx: PhaseContext): Promise<Knee[]> {
     cpuPhase: (name) => `${name}, app`,
     processes: { ingress: 'ingress', worker: 'worker', temporal: 'temporal' },
   };
+  // What the processes take with nothing to do (pollers, timers, the servers' own housekeeping): the capacity
+  // model (docs/scaling.md) adds it to what each photo costs.
+  await ctx.measureCpu(idlePhase, () => sleep(idleSeconds * 1000, undefined, { signal: options.signal }));
   for (const search of kneeSearches.filter((s) => s.server === 'dev')) knees.push(await searchOn(search, main));
 
   const realSearches = kneeSearches.filter((s) => s.server === 'real');
