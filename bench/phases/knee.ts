@@ -17,6 +17,7 @@ import {
   kneeSearches,
   kneeStepMet,
   kneeTargetMs,
+  postgresPerChild,
   type Knee,
   type KneeServer,
   type KneeStep,
@@ -150,6 +151,7 @@ async function runSearch(
       p99Ms: figures.withTotal.ms.p99,
       cpuMsPerChild: cpu ? appCpuMsPerChild(asApp(cpu, app.processes), newChildren(records)) : null,
       otherCores: cpu?.otherCores ?? null,
+      postgresPerChild: postgresPerChild(cpu?.postgres, newChildren(records)),
       met: kneeStepMet(figures.withTotal.ms.p99, targetMs),
     };
     steps.push(step);
