@@ -7,6 +7,7 @@ import {
   duration,
   kneeLabel,
   pct,
+  postgresPerChild,
   round,
   routeLabels,
   tracingSummary,
@@ -19,6 +20,7 @@ import {
   type TracingVariant,
   type EndToEnd,
   type Knee,
+  type PostgresPerChild,
   type StepStats,
   type Target,
 } from './report.js';
@@ -230,7 +232,13 @@ function deliverySection(step: DeliveryStep | null | undefined): string {
 /** The knee searches: each step's children/s, completion p99 (total known) and CPU per child, and the highest that held. */
 function kneeSection(knees: Knee[]): string {
   return table(
-    ['search', 'Temporal server', 'p99 target', 'steps: offered/s → children/s, p99, CPU ms per child', 'highest within the target'],
+    [
+      'search',
+      'Temporal server',
+      'p99 target',
+      'steps: offered/s → children/s, p99, CPU ms per child, PostgreSQL per child (commits / rows written / WAL KB)',
+      'highest within the target',
+    ],
     knees.map((knee) => [
       kneeLabel(knee),
       knee.serverName,
@@ -240,12 +248,18 @@ function kneeSection(knees: Knee[]): string {
         : knee.steps
             .map(
               (step) =>
-                `${step.rate} → ${step.childrenPerS}, ${duration(step.p99Ms)}${step.met ? '' : ' (missed)'}, ${cell(step.cpuMsPerChild)}`,
+                `${step.rate} → ${step.childrenPerS}, ${duration(step.p99Ms)}${step.met ? '' : ' (missed)'}, ${cell(step.cpuMsPerChild)}` +
+                (step.postgresPerChild ? `, ${postgresCell(step.postgresPerChild)}` : ''),
             )
             .join('; '),
       knee.highestMet === null ? null : `${knee.highestMet} children/s`,
     ]),
   );
+}
+
+/** PostgreSQL's work per child: commits / rows written / WAL KB. */
+function postgresCell(per: PostgresPerChild | null | undefined): string | null {
+  return per ? `${per.commits} / ${per.rowsWritten} / ${per.walKB}` : null;
 }
 
 /** A phase's decisions: p50 / p99 of the albums with a total, p99 of those without (after their quiet period). */
@@ -340,6 +354,7 @@ export function renderMarkdown(report: BenchReport): string {
         'media settled p99: total known / none',
         'signals per child',
         'CPU ms per child (ingress / worker / Temporal / PostgreSQL)',
+        'PostgreSQL per child: commits / rows written / WAL KB',
         'machine busy / others (cores)',
       ],
       report.temporalCost.map((cost) => {
@@ -355,6 +370,7 @@ export function renderMarkdown(report: BenchReport): string {
           per && cpu
             ? `${appCpuMsPerChild(cpu, cost.children)} (${per.ingress} / ${per.worker} / ${per.temporal} / ${per.postgres})`
             : null,
+          postgresCell(postgresPerChild(cpu?.postgres, cost.children)),
           cpu ? `${cpu.machineBusyCores} / ${cpu.otherCores}` : null,
         ];
       }),

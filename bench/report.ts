@@ -243,6 +243,43 @@ export interface PhaseCpu {
   machineBusyCores: number;
   /** Cores busy with processes the bench did not start (other work on a shared machine), on average. */
   otherCores: number;
+  /** What PostgreSQL did over the phase (absent from reports written before it was measured). */
+  postgres?: PostgresActivity;
+}
+
+export interface RowsWritten {
+  inserted: number;
+  updated: number;
+  deleted: number;
+}
+
+/**
+ * What PostgreSQL did over a phase: transactions committed and rows written in the run's databases
+ * (pg_stat_database, the bench's own queries included), and the WAL the whole server wrote.
+ */
+export interface PostgresActivity {
+  commits: number;
+  rowsWritten: RowsWritten;
+  walBytes: number;
+  /** Each database of the run that committed in the phase, by its name less the run's prefix ("app" for the app's). */
+  databases: Record<string, { commits: number; rowsWritten: RowsWritten }>;
+}
+
+/** PostgreSQL's work per new child over a phase: commits, rows written (inserted + updated + deleted) and WAL KB (1024 bytes). */
+export interface PostgresPerChild {
+  commits: number;
+  rowsWritten: number;
+  walKB: number;
+}
+
+export function postgresPerChild(activity: PostgresActivity | undefined, children: number): PostgresPerChild | null {
+  if (!activity || children <= 0) return null;
+  const { inserted, updated, deleted } = activity.rowsWritten;
+  return {
+    commits: round(activity.commits / children, 2),
+    rowsWritten: round((inserted + updated + deleted) / children, 2),
+    walKB: round(activity.walBytes / 1024 / children, 2),
+  };
 }
 
 /** One step of a knee search: a sustained load at an offered rate. */
@@ -258,6 +295,8 @@ export interface KneeStep {
   cpuMsPerChild: number | null;
   /** Cores busy with processes the bench did not start, on average over the step. */
   otherCores: number | null;
+  /** PostgreSQL's work per new child over the step (absent from reports written before it was measured). */
+  postgresPerChild?: PostgresPerChild | null;
   met: boolean;
 }
 

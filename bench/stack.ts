@@ -65,6 +65,8 @@ export interface Stack {
   base: pg.ClientConfig;
   /** The app's database (the ingress and the worker). */
   pool: Pool;
+  /** The app's database's name, which every other database of the run starts with. */
+  databasePrefix: string;
   ingressAloneDatabase: string | null;
   temporal: Client;
   /** What a report calls the stack's Temporal server: the dev server of the run, or the one of TEMPORAL_ADDRESS. */
@@ -374,6 +376,7 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
     runDir,
     base,
     pool,
+    databasePrefix: appDatabase,
     ingressAloneDatabase,
     temporal,
     temporalName: startedDevServer ? 'the Temporal dev server' : `the Temporal server at ${temporalAddress}`,

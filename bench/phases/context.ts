@@ -15,6 +15,7 @@ import type { BenchOptions, PhaseName } from '../options.js';
 import { cpuSeconds, machineCpu, postgresCpuSeconds, type NodeProcess } from '../../test/harness/processes.js';
 import { attachmentOutcomes, mediaSettledOf, recordedDecisions, type RecordedDecision } from '../../test/harness/rows.js';
 import { acceptedChildren, newChildren, undecided } from '../records.js';
+import { postgresActivity, postgresCounters, postgresCountersAfter } from '../postgres-activity.js';
 import { ratio, round, type PhaseCpu, type TemporalCost } from '../report.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { Stack, VariantApp } from '../stack.js';
@@ -111,11 +112,17 @@ export class PhaseContext {
     };
   }
 
-  /** Runs `work` and records the CPU seconds every watched process, PostgreSQL and the machine took meanwhile. */
+  /**
+   * Runs `work` and records the CPU seconds every watched process, PostgreSQL and the machine took
+   * meanwhile, and what PostgreSQL did for the run's databases.
+   */
   async measureCpu<T>(phase: string, work: () => Promise<T>): Promise<T> {
+    const { pool, databasePrefix } = this.stack;
+    const countersBefore = await postgresCounters(pool, databasePrefix);
     const before = this.cpuSnapshot();
     const result = await work();
     const after = this.cpuSnapshot();
+    const countersAfter = await postgresCountersAfter(pool, databasePrefix);
     const wallS = (after.at - before.at) / 1000;
     const cpuS: Record<string, number> = {};
     for (const name of Object.keys(this.stack.watched)) cpuS[name] = round((after.processes[name] ?? 0) - (before.processes[name] ?? 0), 1);
@@ -130,6 +137,7 @@ export class PhaseContext {
       cpuS,
       machineBusyCores: round(wallS > 0 ? machineBusyS / wallS : 0, 2),
       otherCores: round(wallS > 0 ? Math.max(0, machineBusyS - ours) / wallS : 0, 2),
+      postgres: postgresActivity(countersBefore, countersAfter),
     });
     return result;
   }

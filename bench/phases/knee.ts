@@ -18,6 +18,7 @@ import {
   kneeSearches,
   kneeStepMet,
   kneeTargetMs,
+  postgresPerChild,
   type Knee,
   type KneeServer,
   type KneeStep,
@@ -157,6 +158,7 @@ async function runSearch(
       p99Ms: figures.withTotal.ms.p99,
       cpuMsPerChild: cpu ? appCpuMsPerChild(asApp(cpu, app.processes), newChildren(records)) : null,
       otherCores: cpu?.otherCores ?? null,
+      postgresPerChild: postgresPerChild(cpu?.postgres, newChildren(records)),
       met: kneeStepMet(figures.withTotal.ms.p99, targetMs),
     };
     steps.push(step);
