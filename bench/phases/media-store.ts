@@ -293,27 +293,32 @@ export async function runMediaStore(ctx: PhaseContext): Promise<MediaStoreStep |
     };
     const roundsOf = new Map<MediaStoreKind, MediaStoreRound[]>(stores.map((store) => [store, []]));
     let s3ServerCpuS = 0;
+    /**
+     * One store's load of a round: the round's albums (the same for each store; ids of their own, so the bytes
+     * are too), with `served` or without media; its new children and the CPU of the phase.
+     */
+    const loadRound = async (name: string, app: VariantApp, idPrefix: string, r: number, served: ServedMedia | undefined) => {
+      const result = await ctx.runVariantPhase(
+        name,
+        app,
+        ctx.loadPhase(app.url, {
+          rate: options.mediaStoreRate,
+          durationMs: options.mediaStoreSeconds * 1000,
+          concurrency: options.concurrency,
+          workload: ctx.workload(idPrefix, options.seed + 500 + r, served ? { media: served } : {}),
+        }),
+        { media: served !== undefined },
+      );
+      const cpu = ctx.cpu.find((entry) => entry.phase === `${name}, ${app.name}`)!;
+      return { children: newChildren(result.records), cpuS: cpu.cpuS, workerCpuS: cpu.cpuS[`${app.name} worker`] ?? 0 };
+    };
     const runRound = async (r: number, order: MediaStoreKind[]) => {
       const videos = r > 0;
       for (const store of order) {
         const app = apps.get(store)!;
         const name = `media store: ${store}, round ${r + 1}${videos ? '' : ' (photos only)'}`;
-        const result = await ctx.runVariantPhase(
-          name,
-          app,
-          ctx.loadPhase(app.url, {
-            rate: options.mediaStoreRate,
-            durationMs: options.mediaStoreSeconds * 1000,
-            concurrency: options.concurrency,
-            // The same albums and files for each store in a round; ids of their own, so the bytes are too.
-            workload: ctx.workload(`ms${r}-${store}`, options.seed + 500 + r, { media: videos ? media : photosOnly }),
-          }),
-          { media: true },
-        );
-        const cpu = ctx.cpu.find((entry) => entry.phase === `${name}, ${app.name}`)!;
-        const children = newChildren(result.records);
-        const workerCpuS = cpu.cpuS[`${app.name} worker`] ?? 0;
-        if (store === 's3' && videos) s3ServerCpuS += cpu.cpuS[s3Process] ?? 0;
+        const { children, cpuS, workerCpuS } = await loadRound(name, app, `ms${r}-${store}`, r, videos ? media : photosOnly);
+        if (store === 's3' && videos) s3ServerCpuS += cpuS[s3Process] ?? 0;
         roundsOf.get(store)!.push({
           round: r + 1,
           videos,
@@ -330,20 +335,8 @@ export async function runMediaStore(ctx: PhaseContext): Promise<MediaStoreStep |
     for (const store of stores) {
       const app = apps.get(store)!;
       const { rows } = await app.pool.query<{ url: string }>(`SELECT url FROM attachments WHERE status = 'downloaded' AND url IS NOT NULL`);
-      const name = `media store: ${store}, round 1 without media`;
-      const result = await ctx.runVariantPhase(
-        name,
-        app,
-        ctx.loadPhase(app.url, {
-          rate: options.mediaStoreRate,
-          durationMs: options.mediaStoreSeconds * 1000,
-          concurrency: options.concurrency,
-          workload: ctx.workload(`ms0n-${store}`, options.seed + 500),
-        }),
-      );
-      const cpu = ctx.cpu.find((entry) => entry.phase === `${name}, ${app.name}`)!;
-      const children = newChildren(result.records);
-      const noMedia = children > 0 ? ((cpu.cpuS[`${app.name} worker`] ?? 0) * 1000) / children : null;
+      const { children, workerCpuS } = await loadRound(`media store: ${store}, round 1 without media`, app, `ms0n-${store}`, 0, undefined);
+      const noMedia = children > 0 ? (workerCpuS * 1000) / children : null;
       const withPhotos = roundsOf.get(store)![0]!.workerCpuMsPerChild;
       const perDownload = noMedia !== null && withPhotos !== null ? round(withPhotos - noMedia, 2) : null;
       const measured = await measureFloor(
