@@ -65,13 +65,22 @@ export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv =
   });
   const { bucket } = location;
   const keyOf = (key: string) => (location.prefix ? `${location.prefix}/${key}` : key);
-  /** A PutObject's parameters; with the object's SHA-256 known, the store checks the bytes against it (and the SDK computes no checksum of its own). */
-  const putParams = (key: string, { contentType, sha256 }: PutInfo) => ({
+  /** An object's key and type, as a put of it is made. */
+  const objectParams = (key: string, { contentType }: PutInfo) => ({
     Bucket: bucket,
     Key: keyOf(key),
     ...(contentType ? { ContentType: contentType } : {}),
-    ...(sha256 ? { ChecksumSHA256: Buffer.from(sha256, 'hex').toString('base64') } : {}),
   });
+  /**
+   * One PutObject of `body` (the object's `info.bytes`); with the object's SHA-256 known, the store checks the
+   * bytes against it and the SDK computes no checksum of its own.
+   */
+  const putObject = async (key: string, info: PutInfo, body: Buffer | Readable) => {
+    const checksum = info.sha256 ? { ChecksumSHA256: Buffer.from(info.sha256, 'hex').toString('base64') } : {};
+    await client.send(
+      withKnownHash(new PutObjectCommand({ ...objectParams(key, info), ...checksum, Body: body, ContentLength: info.bytes }), info),
+    );
+  };
 
   return {
     description: `s3://${bucket}${location.prefix ? `/${location.prefix}` : ''}`,
@@ -100,20 +109,13 @@ export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv =
 
     movesFiles: false,
 
-    async putBytes(key, body, info) {
-      await client.send(withKnownHash(new PutObjectCommand({ ...putParams(key, info), Body: body, ContentLength: body.length }), info));
-    },
+    putBytes: (key, body, info) => putObject(key, { ...info, bytes: body.length }, body),
 
     async putFile(key, file, info) {
       const { bytes } = info;
-      if (bytes <= multipartThreshold) {
-        // One request, streamed from the file: nothing is buffered.
-        await client.send(
-          withKnownHash(new PutObjectCommand({ ...putParams(key, info), Body: fileStream(file), ContentLength: bytes }), info),
-        );
-        return;
-      }
-      const params = { Bucket: bucket, Key: keyOf(key), ...(info.contentType ? { ContentType: info.contentType } : {}) };
+      // One request, streamed from the file: nothing is buffered.
+      if (bytes <= multipartThreshold) return putObject(key, info, fileStream(file));
+      const params = objectParams(key, info);
       const { UploadId } = await client.send(new CreateMultipartUploadCommand(params));
       const upload = { Bucket: bucket, Key: params.Key, UploadId };
       try {
