@@ -1,5 +1,5 @@
 import type { AttachmentStatus, AttachmentView, DownloadResult, MessageKey } from '../domain/types.js';
-import { mediaLockStatement, queueForCollection } from './media-collector.js';
+import { mediaLockStatement } from './media-collector.js';
 import type { Pool, Queryable } from './pool.js';
 import { withTransaction } from './transaction.js';
 
@@ -118,8 +118,9 @@ export type RecordOutcome = 'recorded' | 'replaced' | 'object_removed';
 /**
  * A download attempt's outcome, counted as an attempt, with the object of a live photo's still when the
  * attempt stored one (null: none, or it could not be had). Each downloaded object is recorded under its
- * lock (src/db/media-collector.ts, collectObject): when the collector removed one lately, `stillStored` asks the
- * store whether it is there before the attachment may reference it.
+ * lock (src/db/media-collector.ts, collectObject), in one round trip (the record_download function); when
+ * the collector removed one lately, `stillStored` asks the store whether it is there before the attachment
+ * may reference it.
  */
 export async function recordDownloadResult(
   pool: Pool,
@@ -128,13 +129,12 @@ export async function recordDownloadResult(
   stillStored: (sha256: string) => Promise<boolean>,
   still: StoredObject | null = null,
 ): Promise<RecordOutcome> {
-  const record = async (db: Queryable): Promise<RecordOutcome> => {
-    const { rowCount } = await db.query(
-      `UPDATE attachments
-          SET status = $3, content_type = $4, bytes = $5, sha256 = $6, error = $7, attempts = attempts + 1,
-              still_content_type = $10, still_bytes = $11, still_sha256 = $12, updated_at = now()
-        WHERE message_pk = $1 AND position = $2 AND telegram_file_unique_id IS NOT DISTINCT FROM $8
-          AND still_telegram_file_unique_id IS NOT DISTINCT FROM $9`,
+  // Locked in one order, so that two downloads of attachments sharing both objects never wait for each other.
+  const objects = [...new Set([result.sha256, still?.sha256].filter((sha256) => typeof sha256 === 'string'))].sort();
+  /** `confirmed`: the objects removed lately that the store was found to hold (under their locks). */
+  const record = async (db: Queryable, confirmed: string[] = []): Promise<RecordOutcome | 'removed'> => {
+    const { rows } = await db.query<{ outcome: RecordOutcome | 'removed' }>(
+      `SELECT record_download($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) AS outcome`,
       [
         attachment.messagePk,
         attachment.position,
@@ -148,22 +148,26 @@ export async function recordDownloadResult(
         still?.contentType ?? null,
         still?.bytes ?? null,
         still?.sha256 ?? null,
+        objects,
+        confirmed,
       ],
     );
-    return rowCount === 1 ? 'recorded' : 'replaced';
+    return rows[0]!.outcome;
   };
-  // Locked in one order, so that two downloads of attachments sharing both objects never wait for each other.
-  const objects = [...new Set([result.sha256, still?.sha256].filter((sha256) => typeof sha256 === 'string'))].sort();
-  if (objects.length === 0) return record(pool);
+  const outcome = await record(pool);
+  if (outcome !== 'removed') return outcome;
+  // The store is asked under the objects' locks, which the transaction holds until it records.
   return withTransaction(pool, async (client) => {
     for (const sha256 of objects) await client.query(mediaLockStatement, [sha256]);
     const { rows } = await client.query<{ sha256: string }>(`SELECT sha256 FROM media_removals WHERE sha256 = ANY($1::text[])`, [objects]);
     for (const { sha256 } of rows) if (!(await stillStored(sha256))) return 'object_removed';
-    const outcome = await record(client);
-    // Written for a row that is gone (erased, purged) or now holds another file (an edit): the collector
-    // removes the objects unless another attachment references them.
-    if (outcome === 'replaced') await queueForCollection(client, objects);
-    return outcome;
+    const recorded = await record(
+      client,
+      rows.map(({ sha256 }) => sha256),
+    );
+    // Under the locks this transaction holds, no removal comes after the one it read.
+    if (recorded === 'removed') throw new Error('record_download saw a removal that its caller did not');
+    return recorded;
   });
 }
 

@@ -1,6 +1,7 @@
 // The media collector's rows (docs/design.md, "Data lifetime"): the objects that purges left
 // unreferenced, each collected under the media object's lock that a download's record takes too
-// (recordDownloadResult), and the memory of the objects it removed.
+// (recordDownloadResult, the record_download function, which queues the objects it wrote for a row that
+// is gone), and the memory of the objects it removed.
 import type { Pool, Queryable } from './pool.js';
 import { withTransaction } from './transaction.js';
 
@@ -14,14 +15,6 @@ export async function mediaGarbage(db: Queryable, limit: number): Promise<string
     [limit],
   );
   return rows.map((row) => row.sha256);
-}
-
-/**
- * Queues objects for the collector (it keeps those an attachment references). Called under their locks
- * (mediaLockStatement) by what wrote them for a row that may be gone: a download's record, a thumbnail.
- */
-export async function queueForCollection(db: Queryable, objects: readonly string[]): Promise<void> {
-  await db.query(`INSERT INTO media_garbage (sha256) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT (sha256) DO NOTHING`, [objects]);
 }
 
 /**

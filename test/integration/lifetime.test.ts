@@ -351,6 +351,34 @@ describe('the media collector and a download of the same file', () => {
     expect((await findAttachment(stack.pool, second.key, 0))?.status).toBe('pending');
   });
 
+  it('sees a removal that the collector committed while the record waited for its lock', async () => {
+    const { key, row, written } = await attachmentWithFile(crypto.randomBytes(1024));
+    await queue(written.sha256);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let removing!: () => void;
+    const inside = new Promise<void>((resolve) => (removing = resolve));
+    const collecting = collectObject(stack.pool, written.sha256, async () => {
+      removing();
+      await held;
+      return store.remove(written.sha256);
+    });
+    await inside;
+    const recording = recordDownloadResult(stack.pool, row, downloaded(written.sha256, 1024), stillStored);
+    // The record waits for the lock the collector holds while it removes the file.
+    await eventually(async () => {
+      const { rows } = await stack.pool.query<{ waiting: number }>(
+        `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+      );
+      expect(rows[0]!.waiting).toBe(1);
+    });
+    release();
+    expect(await collecting).toEqual({ removed: true, bytes: 1024 });
+    // Its check of the removals comes after the lock: it sees this one, and the file must be stored again.
+    expect(await recording).toBe('object_removed');
+    expect((await findAttachment(stack.pool, key, 0))?.status).toBe('pending');
+  });
+
   it('holds the collector while a download records its file under the same lock', async () => {
     const { row, written } = await attachmentWithFile(crypto.randomBytes(4096));
     await queue(written.sha256);
