@@ -17,7 +17,7 @@ import { MediaStoreError, MediaTooLargeError, openMediaStore, type MediaStore } 
 import { PlatformApiError, type MediaApi, type StreamedFile } from '../platforms/api.js';
 import { mediaApiOf, stillApiOf } from '../platforms/index.js';
 import { PermanentDownloadError, TransientDownloadError, UnavailableDownloadError, seconds } from './errors.js';
-import { createHttpAgents, cutShort, openHttpMedia, type HttpAgents } from './http-source.js';
+import { createHttpAgents, cutShort, keptAliveIdleMs, openHttpMedia, type HttpAgents } from './http-source.js';
 
 export interface DownloadLimits {
   /** Until the TCP connection of one hop is established. */
@@ -29,6 +29,8 @@ export interface DownloadLimits {
   maxRedirects: number;
   /** Files one worker fetches at once, across all its download activities. */
   concurrentFetches: number;
+  /** How long a connection kept alive for the next download from its host may stay idle. */
+  keptAliveIdleMs: number;
   /**
    * How long one activity attempt waits, trying again with back-off, for a media store that refuses or
    * does not answer, before it fails and Temporal retries it later.
@@ -42,6 +44,7 @@ export const defaultDownloadLimits: DownloadLimits = {
   attemptTimeoutMs: 300_000,
   maxRedirects: 5,
   concurrentFetches: 100,
+  keptAliveIdleMs,
   storeWaitMs: 600_000,
 };
 
@@ -81,7 +84,7 @@ export function createDownloader(pool: Pool, config: Config, options: Downloader
     network: options.network ?? networkPolicy(config.media.allowPrivateNetworks),
     limits,
     fetchSlots: pLimit(limits.concurrentFetches),
-    agents: createHttpAgents(),
+    agents: createHttpAgents(limits.keptAliveIdleMs),
   };
 }
 

@@ -4,6 +4,8 @@
 // a kept one goes back to the host it was made to, whose name every request vets again first.
 import http from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { pinnedLookup, vetTarget, type NetworkPolicy, type ResolvedAddress } from '../common/network-guard.js';
 import type { StreamedFile } from '../platforms/api.js';
 import { PermanentDownloadError, TransientDownloadError, seconds } from './errors.js';
@@ -44,9 +46,32 @@ export interface HttpAgents {
 /** Idle connections kept per host, at most. */
 const idleConnectionsPerHost = 16;
 
-export function createHttpAgents(): HttpAgents {
+/**
+ * How long a kept connection waits idle for the next download before it is closed: shorter than servers'
+ * own limits (Node's 5 s, nginx's 75 s), so that a request rarely goes out on a connection the server is
+ * closing. Node's agent keeps an idle connection forever unless told.
+ */
+export const keptAliveIdleMs = 4_000;
+
+export function createHttpAgents(idleMs = keptAliveIdleMs): HttpAgents {
   const options = { keepAlive: true, maxFreeSockets: idleConnectionsPerHost, scheduling: 'lifo' as const };
-  return { http: new http.Agent(options), https: new https.Agent(options) };
+  return { http: closingIdle(new http.Agent(options), idleMs), https: closingIdle(new https.Agent(options), idleMs) };
+}
+
+/**
+ * Gives each connection the agent keeps a silence limit once its request is done (the agent then destroys
+ * it); the next request on it sets its own. Not the agent's `timeout` option: that one would apply to
+ * every socket from its creation.
+ */
+function closingIdle<A extends http.Agent>(agent: A, idleMs: number): A {
+  // Node's agent answers whether it keeps the socket; its types say void.
+  const keep = agent.keepSocketAlive.bind(agent) as (socket: Duplex) => boolean;
+  agent.keepSocketAlive = (socket) => {
+    const kept = keep(socket);
+    if (kept) (socket as Socket).setTimeout(idleMs);
+    return kept;
+  };
+  return agent;
 }
 
 /** One GET to a vetted address; connection and silence limits abort the whole attempt. */

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import type { Socket } from 'node:net';
 import path from 'node:path';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -13,7 +14,7 @@ import type { DownloadRequest, DownloadResult } from '../../src/domain/types.js'
 import type { Pool } from '../../src/db/pool.js';
 import type { DownloadInput } from '../../workflows/activity-types.js';
 import { downloadsTotal } from '../../src/common/metrics.js';
-import { storeAttachment as storeAttachmentRow } from '../harness/albums.js';
+import { eventually, storeAttachment as storeAttachmentRow } from '../harness/albums.js';
 import { testConfig, testLogger, testPool } from '../harness/env.js';
 import { unique } from '../harness/random.js';
 import { attachments } from '../harness/rows.js';
@@ -164,6 +165,27 @@ describe('downloadAttachments against a local HTTP server and the real PostgreSQ
       expect(await attemptDownload(download, input)).toMatchObject({ status: 'downloaded', sha256: sha256(body) });
     }
     expect(ports.size).toBe(1);
+  });
+
+  it('closes a kept-alive connection left idle longer than its limit, and the next download connects anew', async () => {
+    const download = activities({ options: { limits: { keptAliveIdleMs: 200 } } }).downloadAttachments;
+    const sockets: Socket[] = [];
+    const body = crypto.randomBytes(5_000);
+    const url = server.route((req, res, hit) => {
+      sockets.push(req.socket);
+      sendBody(body)(req, res, hit);
+    });
+    const { input } = await storeAttachment(url);
+    const started = Date.now();
+    expect(await attemptDownload(download, input)).toMatchObject({ status: 'downloaded' });
+    const first = sockets[0]!;
+    // The media server would keep it for Node's default 5 s: a close this soon is the worker's.
+    await eventually(() => expect(first.destroyed).toBe(true), 2_000);
+    expect(Date.now() - started).toBeLessThan(4_000);
+
+    const again = await storeAttachment(url);
+    expect(await attemptDownload(download, again.input)).toMatchObject({ status: 'downloaded' });
+    expect(sockets[1]!.remotePort).not.toBe(first.remotePort);
   });
 
   it('does not fetch a downloaded attachment again while its file exists', async () => {
