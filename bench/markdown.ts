@@ -275,6 +275,42 @@ function decided(e: EndToEnd | undefined): Cell[] {
   ];
 }
 
+/** The ingest steps against the ceiling, or why there are none. */
+function ingestSection(report: BenchReport): string {
+  if (report.ingest.length === 0) return 'The ingest was not compared with the ceiling (the ingest phase did not run).';
+  return table(
+    [
+      'offered',
+      'ceiling req/s',
+      'ceiling p50 / p99 ms',
+      'app req/s',
+      'app p50 / p99 ms',
+      'app: req/s ratio / p99 ratio',
+      'ingress alone req/s',
+      'ingress alone p50 / p99 ms',
+      'ingress alone: req/s ratio / p99 ratio',
+      'failures: app / ingress alone',
+    ],
+    report.ingest.map((step) => {
+      const offered = step.rate === null ? `closed loop, ${step.concurrency} in flight` : `${step.rate} req/s`;
+      const figures = (stats: StepStats, throughputRatio: number | null, p99Ratio: number | null): Cell[] => [
+        stats.acceptedPerS,
+        `${cell(stats.ackMs.p50)} / ${cell(stats.ackMs.p99)}`,
+        `${pct(throughputRatio)} / ${p99Ratio === null ? '–' : `${p99Ratio}×`}`,
+      ];
+      const alone = step.ingressAlone;
+      return [
+        offered,
+        step.ceiling.acceptedPerS,
+        `${cell(step.ceiling.ackMs.p50)} / ${cell(step.ceiling.ackMs.p99)}`,
+        ...figures(step.app, step.throughputRatio, step.p99Ratio),
+        ...(alone ? figures(alone.stats, alone.throughputRatio, alone.p99Ratio) : [null, null, null]),
+        `${failures(step.app)} / ${alone ? failures(alone.stats) : '–'}`,
+      ];
+    }),
+  );
+}
+
 /** The section of BENCHMARKS.md for one run. */
 export function renderMarkdown(report: BenchReport): string {
   const { machine, versions, configuration } = report;
@@ -301,40 +337,7 @@ export function renderMarkdown(report: BenchReport): string {
     ),
   );
 
-  section(
-    'Ingest against the ceiling',
-    table(
-      [
-        'offered',
-        'ceiling req/s',
-        'ceiling p50 / p99 ms',
-        'app req/s',
-        'app p50 / p99 ms',
-        'app: req/s ratio / p99 ratio',
-        'ingress alone req/s',
-        'ingress alone p50 / p99 ms',
-        'ingress alone: req/s ratio / p99 ratio',
-        'failures: app / ingress alone',
-      ],
-      report.ingest.map((step) => {
-        const offered = step.rate === null ? `closed loop, ${step.concurrency} in flight` : `${step.rate} req/s`;
-        const figures = (stats: StepStats, throughputRatio: number | null, p99Ratio: number | null): Cell[] => [
-          stats.acceptedPerS,
-          `${cell(stats.ackMs.p50)} / ${cell(stats.ackMs.p99)}`,
-          `${pct(throughputRatio)} / ${p99Ratio === null ? '–' : `${p99Ratio}×`}`,
-        ];
-        const alone = step.ingressAlone;
-        return [
-          offered,
-          step.ceiling.acceptedPerS,
-          `${cell(step.ceiling.ackMs.p50)} / ${cell(step.ceiling.ackMs.p99)}`,
-          ...figures(step.app, step.throughputRatio, step.p99Ratio),
-          ...(alone ? figures(alone.stats, alone.throughputRatio, alone.p99Ratio) : [null, null, null]),
-          `${failures(step.app)} / ${alone ? failures(alone.stats) : '–'}`,
-        ];
-      }),
-    ),
-  );
+  section('Ingest against the ceiling', ingestSection(report));
 
   section('The webhook routes', routesSection(report));
   section('Tracing', tracingSection(report));

@@ -110,6 +110,13 @@ const delivery: DeliveryStep = {
 describe("a run's delivery section", () => {
   const withDelivery = (step: DeliveryStep) => evaluated({ ...fullRun, delivery: step });
 
+  it('says the ingest was not compared when its phase did not run, rather than show an empty table', () => {
+    const markdown = renderMarkdown(evaluated({ ...fullRun, ingest: [] }));
+    const section = markdown.slice(markdown.indexOf('### Ingest against the ceiling'), markdown.indexOf('### The webhook routes'));
+    expect(section).toContain('The ingest was not compared with the ceiling (the ingest phase did not run).');
+    expect(section).not.toContain('| offered |');
+  });
+
   it('sets the engine against the ceiling in one table, and the drain against the rate limit in a sentence', () => {
     const markdown = renderMarkdown(withDelivery(delivery));
     expect(tableHeaders(markdown)).toContainEqual([
