@@ -22,5 +22,5 @@ COPY src/ui/assets src/ui/assets
 RUN mkdir -p /data/media && chown node:node /data /data/media
 USER node
 EXPOSE 3000
-# The worker service overrides this with: node dist/src/worker.js
+# The worker service overrides this with: node --max-old-space-size=160 dist/src/worker.js
 CMD ["node", "dist/src/ingress.js"]

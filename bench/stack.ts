@@ -14,7 +14,7 @@ import { connectionConfig, connectionUrl, createPool, withDatabase, type Pool } 
 import { pickPort } from '../src/embedded/ports.js';
 import { devServerDbFile } from '../src/embedded/temporal.js';
 import type { Cleanups } from '../test/harness/cleanups.js';
-import { appEnvironment, composeAllocatorEnvironment, userEnvironment } from '../test/harness/environment.js';
+import { appEnvironment, composeAllocatorEnvironment, composeNodeFlags, userEnvironment } from '../test/harness/environment.js';
 import { appProcess, childPids, MemorySampler, NodeProcess, pidsListeningOn } from '../test/harness/processes.js';
 import type { MediaFile } from '../test/harness/servers/catalogue.js';
 import { connectAdmin, startPrivateCluster } from '../test/harness/servers/postgres.js';
@@ -211,14 +211,14 @@ export async function startStack(options: BenchOptions, runTag: string, runDir: 
   };
   const start = (name: string, script: string, env: NodeJS.ProcessEnv, ready: RegExp, nodeArgs: string[] = [], ipc = false) =>
     launch(new NodeProcess({ name, script, nodeArgs, env, ready, readyTimeoutMs: 180_000, logFile: logFile(name), ipc, detached: true }));
-  // Each with the allocator settings docker-compose gives it, as deployed.
+  // Each with the Node flags and allocator settings docker-compose gives it, as deployed.
   const startApp = (name: string, role: 'ingress' | 'worker', env: NodeJS.ProcessEnv, nodeArgs: string[] = [], script?: string) =>
     launch(
       appProcess({
         name,
         role,
         script,
-        nodeArgs,
+        nodeArgs: [...composeNodeFlags(role), ...nodeArgs],
         env: { ...composeAllocatorEnvironment(role), ...env },
         readyTimeoutMs: 180_000,
         logFile: logFile(name),

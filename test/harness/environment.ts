@@ -59,13 +59,24 @@ export function appEnvironment(options: AppEnvironmentOptions): Record<string, s
   };
 }
 
+/** A service of docker-compose.yml as the harness reads it. */
+function composeService(service: 'ingress' | 'worker'): { environment?: Record<string, string>; command?: string[] } {
+  const compose = parse(fs.readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, { environment?: Record<string, string>; command?: string[] }>;
+  };
+  return compose.services[service] ?? {};
+}
+
 /**
  * The settings of glibc's allocator (its MALLOC_* variables) docker-compose gives the ingress or the worker:
  * the bench runs each with its own, and the thumbnail test the ingress's.
  */
 export function composeAllocatorEnvironment(service: 'ingress' | 'worker'): Record<string, string> {
-  const compose = parse(fs.readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-    services: Record<string, { environment?: Record<string, string> }>;
-  };
-  return Object.fromEntries(Object.entries(compose.services[service]?.environment ?? {}).filter(([name]) => name.startsWith('MALLOC_')));
+  return Object.fromEntries(Object.entries(composeService(service).environment ?? {}).filter(([name]) => name.startsWith('MALLOC_')));
+}
+
+/** The flags docker-compose gives Node for the ingress or the worker (between `node` and the script): the bench runs each with them. */
+export function composeNodeFlags(service: 'ingress' | 'worker'): string[] {
+  const command = composeService(service).command ?? [];
+  return command.slice(1).filter((arg) => arg.startsWith('--'));
 }

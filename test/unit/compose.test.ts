@@ -10,7 +10,7 @@ import { clusterImages, clusterTools, s3ServerTool } from '../../tools/cluster/v
 import { dynamicConfigFile, readDynamicConfig } from '../../src/temporal/dynamic-config.js';
 import { registry } from '../../src/common/metrics.js';
 import '../../src/delivery/metrics.js';
-import { composeAllocatorEnvironment } from '../harness/environment.js';
+import { composeAllocatorEnvironment, composeNodeFlags } from '../harness/environment.js';
 
 interface Service {
   image?: string;
@@ -142,6 +142,18 @@ describe('docker-compose.yml', () => {
       expect(services[name]?.environment?.MALLOC_MMAP_THRESHOLD_).toBe('131072');
       expect(composeAllocatorEnvironment(name)).toEqual({ MALLOC_MMAP_THRESHOLD_: '131072' });
     }
+  });
+
+  it("bounds the worker's main heap wherever it is started, and the bench starts it so", () => {
+    // Without a bound V8 let the main thread's heap grow past 230 MB under a backlog, with about 60 MB live.
+    const flag = '--max-old-space-size=160';
+    expect(services.worker?.command).toEqual(['node', flag, 'dist/src/worker.js']);
+    expect(composeNodeFlags('worker')).toEqual([flag]);
+    const scripts = (JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
+      .scripts;
+    expect(scripts['start:worker']).toBe(`exec node ${flag} --import tsx src/worker.ts`);
+    expect(fs.readFileSync(path.join(projectRoot, 'Dockerfile'), 'utf8')).toContain(`node ${flag} dist/src/worker.js`);
+    expect(composeNodeFlags('ingress')).toEqual([]);
   });
 
   it('sets only variables the app reads', () => {
