@@ -874,9 +874,8 @@ export function evaluateTargets(report: Omit<BenchReport, 'targets'>, openAlbums
         bound: missed(
           met,
           () =>
-            `${round((floor!.workerCpuMsPerDownload ?? 0) - (floor!.floorCpuMsPerFile ?? 0), 2)} ms per photo over the floor: each ` +
-            'download is an activity task and a workflow task taking its result (in a profile, half of the excess is ' +
-            "the Temporal SDK's), beside its record in PostgreSQL.",
+            `${round((floor!.workerCpuMsPerDownload ?? 0) - (floor!.floorCpuMsPerFile ?? 0), 2)} ms per photo over the floor: ` +
+            "each download's bookkeeping (its activity task, the workflow task taking its result, its record in PostgreSQL).",
         ),
       };
     }),

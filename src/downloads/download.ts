@@ -17,7 +17,7 @@ import { MediaStoreError, MediaTooLargeError, openMediaStore, type MediaStore } 
 import { PlatformApiError, type MediaApi, type StreamedFile } from '../platforms/api.js';
 import { mediaApiOf, stillApiOf } from '../platforms/index.js';
 import { PermanentDownloadError, TransientDownloadError, UnavailableDownloadError, seconds } from './errors.js';
-import { createHttpAgents, cutShort, keptAliveIdleMs, openHttpMedia, type HttpAgents } from './http-source.js';
+import { createHttpAgents, cutShort, openHttpMedia, type HttpAgents } from './http-source.js';
 
 export interface DownloadLimits {
   /** Until the TCP connection of one hop is established. */
@@ -29,7 +29,11 @@ export interface DownloadLimits {
   maxRedirects: number;
   /** Files one worker fetches at once, across all its download activities. */
   concurrentFetches: number;
-  /** How long a connection kept alive for the next download from its host may stay idle. */
+  /**
+   * How long a connection kept alive for the next download from its host may stay idle: shorter than
+   * servers' own limits (Node's 5 s, nginx's 75 s), so that a request rarely goes out on a connection the
+   * server is closing. Node's agent keeps an idle connection until the server closes it unless told.
+   */
   keptAliveIdleMs: number;
   /**
    * How long one activity attempt waits, trying again with back-off, for a media store that refuses or
@@ -44,7 +48,7 @@ export const defaultDownloadLimits: DownloadLimits = {
   attemptTimeoutMs: 300_000,
   maxRedirects: 5,
   concurrentFetches: 100,
-  keptAliveIdleMs,
+  keptAliveIdleMs: 4_000,
   storeWaitMs: 600_000,
 };
 

@@ -46,14 +46,7 @@ export interface HttpAgents {
 /** Idle connections kept per host, at most. */
 const idleConnectionsPerHost = 16;
 
-/**
- * How long a kept connection waits idle for the next download before it is closed: shorter than servers'
- * own limits (Node's 5 s, nginx's 75 s), so that a request rarely goes out on a connection the server is
- * closing. Node's agent keeps an idle connection forever unless told.
- */
-export const keptAliveIdleMs = 4_000;
-
-export function createHttpAgents(idleMs = keptAliveIdleMs): HttpAgents {
+export function createHttpAgents(idleMs: number): HttpAgents {
   const options = { keepAlive: true, maxFreeSockets: idleConnectionsPerHost, scheduling: 'lifo' as const };
   return { http: closingIdle(new http.Agent(options), idleMs), https: closingIdle(new https.Agent(options), idleMs) };
 }
