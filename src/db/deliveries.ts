@@ -4,7 +4,7 @@
 import type { NotificationType } from '../domain/types.js';
 import type { DecisionRecord } from '../domain/types.js';
 import { decisionParameters, decisionStatement } from './decisions.js';
-import type { DisabledReason, EndpointSource } from './endpoints.js';
+import { switchEndpoint, type DisabledReason, type EndpointSource } from './endpoints.js';
 import type { Queryable } from './pool.js';
 
 /** The trigger on deliveries notifies it when one becomes due now: senders in every process wake. */
@@ -306,9 +306,9 @@ export interface AttemptRecord {
 }
 
 /**
- * Records an attempt and settles its delivery and endpoint in one statement: a 410 or five days of failures
- * disable the endpoint and hold its pending deliveries. Answers the endpoint's state after it (undefined when
- * the endpoint is gone).
+ * Records an attempt and settles its delivery and endpoint in one statement; a 410 or five days of failures
+ * then disable the endpoint and hold its pending deliveries (switchEndpoint, which waits for notifications
+ * being recorded for it). Answers the endpoint's state after it (undefined when the endpoint is gone).
  */
 export async function recordAttempt(db: Queryable, a: AttemptRecord): Promise<{ enabled: boolean; failingSince: Date | null } | undefined> {
   const retryInMs = a.delivery.state === 'pending' ? a.delivery.retryInMs : 0;
@@ -337,16 +337,9 @@ export async function recordAttempt(db: Queryable, a: AttemptRecord): Promise<{ 
      ), endpoint AS (
        UPDATE endpoints
           SET last_success_at = CASE WHEN $11 = 'succeeded' THEN now() ELSE last_success_at END,
-              failing_since = CASE WHEN $11 = 'succeeded' THEN NULL ELSE COALESCE(failing_since, $4) END,
-              enabled = enabled AND $11 NOT IN ('gone', 'failing'),
-              disabled_reason = CASE WHEN enabled AND $11 IN ('gone', 'failing') THEN $11 ELSE disabled_reason END,
-              disabled_at = CASE WHEN enabled AND $11 IN ('gone', 'failing') THEN now() ELSE disabled_at END,
-              updated_at = CASE WHEN enabled AND $11 IN ('gone', 'failing') THEN now() ELSE updated_at END
+              failing_since = CASE WHEN $11 = 'succeeded' THEN NULL ELSE COALESCE(failing_since, $4) END
         WHERE id = $2
         RETURNING enabled, failing_since
-     ), held AS (
-       UPDATE deliveries SET state = 'held'
-        WHERE endpoint_id = $2 AND state = 'pending' AND id <> $1 AND $11 IN ('gone', 'failing')
      )
      SELECT enabled, failing_since FROM endpoint`,
     [
@@ -364,7 +357,9 @@ export async function recordAttempt(db: Queryable, a: AttemptRecord): Promise<{ 
     ],
   );
   const row = rows[0];
-  return row && { enabled: row.enabled, failingSince: row.failing_since };
+  if (!row || (a.endpoint !== 'gone' && a.endpoint !== 'failing')) return row && { enabled: row.enabled, failingSince: row.failing_since };
+  const disabled = await switchEndpoint(db, a.endpointId, { enabled: false, reason: a.endpoint });
+  return disabled && { enabled: disabled.enabled, failingSince: disabled.failingSince };
 }
 
 const deliveryIdPattern = /^[1-9]\d{0,17}$/;
@@ -377,12 +372,16 @@ const deliveryIdPattern = /^[1-9]\d{0,17}$/;
 export async function retryDelivery(db: Queryable, endpointId: string, deliveryId: string): Promise<DeliveryState | undefined> {
   if (!deliveryIdPattern.test(deliveryId)) return undefined;
   const { rows } = await db.query<{ state: DeliveryState }>(
-    `UPDATE deliveries d
+    `WITH endpoint AS (
+       -- Locked as a recording locks it: an endpoint being switched on or off is read as the switch leaves it.
+       SELECT id, enabled FROM endpoints WHERE id = $1 FOR KEY SHARE
+     )
+     UPDATE deliveries d
         SET state = CASE WHEN d.state IN ('pending', 'held') THEN d.state WHEN e.enabled THEN 'pending' ELSE 'held' END,
             attempts = CASE WHEN d.state IN ('pending', 'held') THEN d.attempts ELSE 0 END,
             next_attempt_at = now()
-       FROM endpoints e
-      WHERE d.id = $2::bigint AND d.endpoint_id = $1 AND e.id = d.endpoint_id
+       FROM endpoint e
+      WHERE d.id = $2::bigint AND d.endpoint_id = e.id
       RETURNING d.state`,
     [endpointId, deliveryId],
   );
@@ -397,7 +396,8 @@ export async function retryDelivery(db: Queryable, endpointId: string, deliveryI
 export async function replaySince(db: Queryable, endpointId: string, since: Date): Promise<number> {
   const { rowCount } = await db.query(
     `WITH endpoint AS (
-       SELECT id, workspace, types, enabled FROM endpoints WHERE id = $1
+       -- Locked as a recording locks it: an endpoint being switched on or off is read as the switch leaves it.
+       SELECT id, workspace, types, enabled FROM endpoints WHERE id = $1 FOR KEY SHARE
      ), replayed AS (
        SELECT n.id, n.workspace, n.workflow_id, n.position
          FROM notifications n, endpoint e

@@ -158,46 +158,22 @@ export async function updateEndpoint(db: Queryable, id: string, change: Endpoint
 }
 
 /**
- * Turns the endpoint off and holds its pending deliveries. A disabled endpoint keeps the reason it was
- * disabled for first.
+ * Turns the endpoint on or off with its deliveries, in one round trip (the switch_endpoint function): off holds
+ * its pending deliveries (a disabled endpoint keeps the reason it was disabled for first), on makes the held
+ * ones due at once, each on a new schedule, in their order, and forgets the failures before. The function
+ * waits for the notifications being recorded for the endpoint and makes the next ones wait for it, so that
+ * none is queued in the state of before.
  */
-export async function disableEndpoint(db: Queryable, id: string, reason: DisabledReason): Promise<StoredEndpoint | undefined> {
-  const { rows } = await db.query<EndpointRow>(
-    `WITH disabled AS (
-       UPDATE endpoints
-          SET enabled = false,
-              disabled_reason = COALESCE(disabled_reason, $2),
-              disabled_at = COALESCE(disabled_at, now()),
-              updated_at = now()
-        WHERE id = $1
-        RETURNING ${endpointColumns}
-     ), held AS (
-       UPDATE deliveries SET state = 'held' WHERE endpoint_id IN (SELECT id FROM disabled) AND state = 'pending'
-     )
-     SELECT * FROM disabled`,
-    [id, reason],
-  );
-  return rows[0] && endpointOf(rows[0]);
-}
-
-/**
- * Turns the endpoint on again: its held deliveries become due at once, each on a new schedule, and go out in
- * their order; the failures before count no more towards disabling it.
- */
-export async function enableEndpoint(db: Queryable, id: string): Promise<StoredEndpoint | undefined> {
-  const { rows } = await db.query<EndpointRow>(
-    `WITH enabled AS (
-       UPDATE endpoints
-          SET enabled = true, disabled_reason = NULL, disabled_at = NULL, failing_since = NULL, updated_at = now()
-        WHERE id = $1
-        RETURNING ${endpointColumns}
-     ), released AS (
-       UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = now()
-        WHERE endpoint_id IN (SELECT id FROM enabled) AND state = 'held'
-     )
-     SELECT * FROM enabled`,
-    [id],
-  );
+export async function switchEndpoint(
+  db: Queryable,
+  id: string,
+  to: { enabled: true } | { enabled: false; reason: DisabledReason },
+): Promise<StoredEndpoint | undefined> {
+  const { rows } = await db.query<EndpointRow>(`SELECT ${endpointColumns} FROM switch_endpoint($1, $2, $3)`, [
+    id,
+    to.enabled,
+    to.enabled ? null : to.reason,
+  ]);
   return rows[0] && endpointOf(rows[0]);
 }
 

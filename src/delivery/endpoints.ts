@@ -5,13 +5,12 @@ import crypto from 'node:crypto';
 import type { KeyRing } from '../common/secret-key.js';
 import {
   deleteEndpoint,
-  disableEndpoint,
-  enableEndpoint,
   endpointSecretPlace,
   environmentEndpointId,
   getEndpoint,
   insertEndpoint,
   rotateEndpointSecret,
+  switchEndpoint,
   updateEndpoint,
   type EndpointChange,
   type StoredEndpoint,
@@ -165,8 +164,8 @@ export async function changeEndpoint(
     ...(fields.rateLimit !== undefined ? { rateLimit: checkedRateLimit(fields.rateLimit) } : {}),
   };
   let changed = Object.keys(change).length > 0 ? await updateEndpoint(db, id, change) : current;
-  if (enabled === true && !current.enabled) changed = await enableEndpoint(db, id);
-  if (enabled === false && current.enabled) changed = await disableEndpoint(db, id, 'operator');
+  if (enabled === true && !current.enabled) changed = await switchEndpoint(db, id, { enabled: true });
+  if (enabled === false && current.enabled) changed = await switchEndpoint(db, id, { enabled: false, reason: 'operator' });
   return changed;
 }
 

@@ -4,7 +4,7 @@
 import { generateKey, KeyRing, keyText } from '../../src/common/secret-key.js';
 import { recordNotification, type NotificationData, type RecordedNotification } from '../../src/db/deliveries.js';
 import type { StoredEndpoint } from '../../src/db/endpoints.js';
-import type { Pool } from '../../src/db/pool.js';
+import type { Pool, Queryable } from '../../src/db/pool.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { deliveryConfig } from '../../src/delivery/config.js';
 import { createDeliveryEngine, endpointGuard, type DeliveryEngine, type DeliveryEngineOptions } from '../../src/delivery/engine.js';
@@ -33,7 +33,8 @@ export interface Testbed {
     input?: Partial<EndpointInput>,
     answering?: Answering,
   ): Promise<{ endpoint: StoredEndpoint; secret: string }>;
-  record(notification: TestNotification): Promise<RecordedNotification>;
+  /** Records the notification in a transaction of its own, or on `db` (a transaction the test holds open). */
+  record(notification: TestNotification, db?: Queryable): Promise<RecordedNotification>;
   close(): Promise<void>;
 }
 
@@ -93,8 +94,8 @@ export async function deliveryTestbed(env: Record<string, string> = {}): Promise
       receiver.setSecrets(name, [added.secret]);
       return added;
     },
-    record(n) {
-      return withTransaction(pool, (db) =>
+    record(n, on) {
+      const recording = (db: Queryable) =>
         recordNotification(db, {
           id: notificationIdOf(n),
           workflowId: workflowIdOf(n.workspace, n.album),
@@ -102,8 +103,8 @@ export async function deliveryTestbed(env: Record<string, string> = {}): Promise
           type: n.type ?? (n.seq === 1 ? 'album.ready' : 'album.updated'),
           data: n.data ?? { album: { albumId: n.album }, decision: { seq: n.seq } },
           recordedAt: new Date(),
-        }),
-      );
+        });
+      return on ? recording(on) : withTransaction(pool, recording);
     },
     async close() {
       // First the receiver: an attempt it holds unanswered ends now instead of at its timeout.

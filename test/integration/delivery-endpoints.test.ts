@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { registry } from '../../src/common/metrics.js';
-import { listDeliveries } from '../../src/db/deliveries.js';
+import { listDeliveries, recordAttempt } from '../../src/db/deliveries.js';
 import { refreshDeliveryGauges } from '../../src/delivery/metrics.js';
 import {
   endpointSecretPlace,
@@ -120,6 +120,87 @@ describe('outbound delivery: endpoints', () => {
     expect(bed.receiver.received('hook')).toHaveLength(before);
     expect((await deliveryStates(bed, endpoint.id))[id('alb_c', 1)]).toBe('held');
   });
+
+  // A notification recorded while its endpoint is switched must be queued in the state the switch leaves: a
+  // `pending` delivery on a disabled endpoint is never attempted (the fault suite's receivers' outage met one,
+  // recorded while a 410 disabled "gone"), a `held` one on an enabled endpoint is never sent.
+  type Switch = (testbed: Testbed, endpointId: string) => Promise<unknown>;
+  const gone: Switch = async (testbed, endpointId) => {
+    const [first] = await listDeliveries(testbed.pool, endpointId, { limit: 1 });
+    return recordAttempt(testbed.pool, {
+      deliveryId: first!.id,
+      endpointId,
+      attemptsBefore: 0,
+      at: new Date(),
+      statusCode: 410,
+      durationMs: 1,
+      error: null,
+      response: null,
+      delivery: { state: 'held' },
+      endpoint: 'gone',
+    });
+  };
+  const operator =
+    (enabled: boolean): Switch =>
+    (testbed, endpointId) =>
+      withTransaction(testbed.pool, (db) => changeEndpoint(db, testbed.deps, endpointId, { enabled }));
+  const cases: Array<{ name: string; enabledBefore: boolean; switching: Switch; after: string }> = [
+    { name: 'a 410 disables it', enabledBefore: true, switching: gone, after: 'held' },
+    { name: 'an operator disables it', enabledBefore: true, switching: operator(false), after: 'held' },
+    { name: 'an operator enables it', enabledBefore: false, switching: operator(true), after: 'pending' },
+  ];
+
+  /** Resolves once `work` settled or waits on a lock of the testbed's database (then it settles after the holder ends). */
+  async function settledOrWaiting(testbed: Testbed, work: Promise<unknown>): Promise<void> {
+    let settled = false;
+    work.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    const waiting = async () => {
+      const { rows } = await testbed.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      return rows[0]!.n > 0;
+    };
+    await vi.waitFor(async () => expect(settled || (await waiting())).toBe(true), eventually);
+  }
+
+  for (const { name, enabledBefore, switching, after } of cases) {
+    it(`queues a notification recorded while ${name} as the switch leaves its deliveries (${after})`, async () => {
+      bed = await deliveryTestbed();
+      const testbed = bed;
+      const { endpoint } = await testbed.endpoint('acme', 'hook');
+      await testbed.record({ workspace: 'acme', album: 'alb_a', seq: 1 });
+      if (!enabledBefore) await operator(false)(testbed, endpoint.id);
+
+      // The recording holds its transaction open while the switch runs, and commits only once the switch has
+      // finished or waits for it.
+      let switched: Promise<unknown> | undefined;
+      await withTransaction(testbed.pool, async (db) => {
+        await testbed.record({ workspace: 'acme', album: 'alb_b', seq: 1 }, db);
+        switched = switching(testbed, endpoint.id);
+        await settledOrWaiting(testbed, switched);
+      });
+      await switched;
+      expect(await deliveryStates(testbed, endpoint.id)).toEqual({ [id('alb_a', 1)]: after, [id('alb_b', 1)]: after });
+
+      // The other way round: a recording that comes while the operator's switch is not yet committed waits for it.
+      let recorded: Promise<unknown> | undefined;
+      await withTransaction(testbed.pool, async (db) => {
+        await changeEndpoint(db, testbed.deps, endpoint.id, { enabled: enabledBefore });
+        recorded = testbed.record({ workspace: 'acme', album: 'alb_c', seq: 1 });
+        await settledOrWaiting(testbed, recorded);
+      });
+      await recorded;
+      const back = enabledBefore ? 'pending' : 'held';
+      expect(await deliveryStates(testbed, endpoint.id)).toEqual({
+        [id('alb_a', 1)]: back,
+        [id('alb_b', 1)]: back,
+        [id('alb_c', 1)]: back,
+      });
+    });
+  }
 
   it('signs with the old secret beside the new one for 24 hours after a rotation, then with the new one alone', async () => {
     bed = await deliveryTestbed();
