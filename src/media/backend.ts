@@ -34,8 +34,11 @@ export interface ObjectBackend {
    * disk before it is put. Otherwise putFile copies it, and the spool is only a buffer.
    */
   readonly movesFiles: boolean;
-  /** Puts bytes held in memory under `key` in one request; a back end without it gets a spooled file. */
-  putBytes?(key: string, body: Buffer, info: PutInfo): Promise<void>;
+  /**
+   * Puts bytes held in memory under `key` unless the store holds an object under it already: false when it did,
+   * and nothing was written. A back end without it gets a spooled file.
+   */
+  putBytes?(key: string, body: Buffer, info: PutInfo): Promise<boolean>;
   /** Removes the object (and what is kept beside it); nothing when there is none. */
   remove(key: string): Promise<void>;
   /** Removes every object whose key starts with `prefix`. */

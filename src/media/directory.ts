@@ -82,6 +82,7 @@ export function directoryBackend(dir: string): ObjectBackend {
     },
 
     async putBytes(key, body, info) {
+      if (await locate(key)) return false;
       const target = await placeType(key, info);
       const partial = partialBeside(target);
       try {
@@ -96,6 +97,7 @@ export function directoryBackend(dir: string): ObjectBackend {
       } finally {
         await fs.rm(partial, { force: true });
       }
+      return true;
     },
 
     async remove(key) {

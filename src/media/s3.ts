@@ -26,9 +26,10 @@ import { fileStream, type ObjectBackend, type PutInfo } from './backend.js';
 const multipartThreshold = 16 * 1024 * 1024;
 const partSize = 8 * 1024 * 1024;
 
+const statusOf = (err: unknown) => (err as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+
 function isMissing(err: unknown): boolean {
-  const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-  return err instanceof NotFound || err instanceof NoSuchKey || status === 404;
+  return err instanceof NotFound || err instanceof NoSuchKey || statusOf(err) === 404;
 }
 
 /**
@@ -75,25 +76,31 @@ export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv =
    * One PutObject of `body` (the object's `info.bytes`); with the object's SHA-256 known, the store checks the
    * bytes against it and the SDK computes no checksum of its own.
    */
-  const putObject = async (key: string, info: PutInfo, body: Buffer | Readable) => {
+  const putObject = async (key: string, info: PutInfo, body: Buffer | Readable, condition: { IfNoneMatch?: '*' } = {}) => {
     const checksum = info.sha256 ? { ChecksumSHA256: Buffer.from(info.sha256, 'hex').toString('base64') } : {};
     await client.send(
-      withKnownHash(new PutObjectCommand({ ...objectParams(key, info), ...checksum, Body: body, ContentLength: info.bytes }), info),
+      withKnownHash(
+        new PutObjectCommand({ ...objectParams(key, info), ...checksum, ...condition, Body: body, ContentLength: info.bytes }),
+        info,
+      ),
     );
   };
+  const head = async (key: string) => {
+    try {
+      const found = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: keyOf(key) }));
+      return { bytes: found.ContentLength ?? 0, contentType: found.ContentType ?? null };
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+  };
+  /** False once the store answered a conditional write 501 Not Implemented: it is asked with a HEAD first from then on. */
+  let conditionalWrites = true;
 
   return {
     description: `s3://${bucket}${location.prefix ? `/${location.prefix}` : ''}`,
 
-    async head(key) {
-      try {
-        const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: keyOf(key) }));
-        return { bytes: head.ContentLength ?? 0, contentType: head.ContentType ?? null };
-      } catch (err) {
-        if (isMissing(err)) return null;
-        throw err;
-      }
-    },
+    head,
 
     async read(key, range) {
       try {
@@ -109,7 +116,26 @@ export function s3Backend(location: MediaStoreLocation, env: NodeJS.ProcessEnv =
 
     movesFiles: false,
 
-    putBytes: (key, body, info) => putObject(key, { ...info, bytes: body.length }, body),
+    /**
+     * One conditional PutObject (`If-None-Match: *`, which S3 answers 412 when the key holds an object) instead
+     * of a HEAD and a PUT. A store that ignores the condition writes the same bytes again under the same hash.
+     */
+    async putBytes(key, body, info) {
+      const put = { ...info, bytes: body.length };
+      if (conditionalWrites) {
+        try {
+          await putObject(key, put, body, { IfNoneMatch: '*' });
+          return true;
+        } catch (err) {
+          if (statusOf(err) === 412) return false;
+          if (statusOf(err) !== 501) throw err;
+          conditionalWrites = false;
+        }
+      }
+      if (await head(key)) return false;
+      await putObject(key, put, body);
+      return true;
+    },
 
     async putFile(key, file, info) {
       const { bytes } = info;

@@ -153,7 +153,7 @@ export function mediaStoreOver(backend: ObjectBackend, spoolDir: string): MediaS
   };
   let inMemoryBytes = 0;
 
-  /** Puts the object under its hash unless the store holds it already. */
+  /** Puts a spooled object under its hash unless the store holds it already (asked first: a large file is not sent for nothing). */
   async function putOnce(sha256: string, bytes: number, put: (key: string) => Promise<void>): Promise<StoredMedia> {
     const key = mediaKey(sha256);
     const present = await guarded('look up an object', () => backend.head(key));
@@ -173,7 +173,10 @@ export function mediaStoreOver(backend: ObjectBackend, spoolDir: string): MediaS
       chunks.push(chunk);
     });
     const body = Buffer.concat(chunks, bytes);
-    return putOnce(sha256, bytes, (key) => backend.putBytes!(key, body, { bytes, contentType: options.contentType, sha256 }));
+    const uploaded = await guarded('store an object', () =>
+      backend.putBytes!(mediaKey(sha256), body, { bytes, contentType: options.contentType, sha256 }),
+    );
+    return { sha256, bytes, uploaded };
   }
 
   /** A file streamed to a partial file of the spool (on disk first when the back end moves it into place), then put. */

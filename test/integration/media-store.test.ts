@@ -11,6 +11,7 @@ import { parseMediaStore } from '../../src/common/config.js';
 import { projectRoot } from '../../src/common/paths.js';
 import { MediaStoreError, MediaTooLargeError, mediaKey, openMediaStore, thumbnailKey, type MediaStore } from '../../src/media/store.js';
 import { s3Environment, testBucket } from '../harness/env.js';
+import { startRefusingS3 } from '../harness/servers/refusing-s3.js';
 import type { StoreMemoryReport } from '../harness/store-memory.js';
 
 const MiB = 1024 * 1024;
@@ -210,6 +211,34 @@ describe('the S3 store', () => {
     expect(fs.existsSync(path.join(inject('s3Root'), location.bucket, location.prefix))).toBe(false);
     expect(fs.readdirSync(path.join(spool, '.tmp'))).toEqual([]);
     store.close();
+  });
+
+  it('writes a file held in memory with one conditional PUT, and one a store answers 501 to with a HEAD first', async () => {
+    const proxy = await startRefusingS3(inject('s3Endpoint'));
+    const location = parseMediaStore(testBucket());
+    const store = openMediaStore({ dir: spool, store: location }, { ...s3Environment(), AWS_ENDPOINT_URL_S3: proxy.endpoint });
+    const write = (body: Buffer) =>
+      store.write(Readable.from([body]), { maxBytes: body.length, declaredBytes: body.length, contentType: 'image/jpeg' });
+    const key = (body: Buffer) => `/${location.bucket}/${location.prefix}/${mediaKey(sha256(body))}`;
+    try {
+      const body = crypto.randomBytes(50_000);
+      expect(await write(body)).toEqual({ sha256: sha256(body), bytes: body.length, uploaded: true });
+      // There already: the store answers the condition 412, and nothing is written.
+      expect(await write(body)).toEqual({ sha256: sha256(body), bytes: body.length, uploaded: false });
+      expect(proxy.requests).toEqual([`PUT? ${key(body)}`, `PUT? ${key(body)}`]);
+      expect(await store.stat(sha256(body))).toEqual({ bytes: body.length, contentType: 'image/jpeg' });
+
+      proxy.refuseConditionalWrites(true);
+      proxy.requests.length = 0;
+      const other = crypto.randomBytes(50_000);
+      expect(await write(other)).toMatchObject({ uploaded: true });
+      expect(await write(other)).toMatchObject({ uploaded: false });
+      expect(proxy.requests).toEqual([`PUT? ${key(other)}`, `HEAD ${key(other)}`, `PUT ${key(other)}`, `HEAD ${key(other)}`]);
+      expect(await bytesOf(await store.read(mediaKey(sha256(other))))).toEqual(other);
+    } finally {
+      store.close();
+      await proxy.close();
+    }
   });
 
   it('fails its ping when the bucket does not exist', async () => {

@@ -1,7 +1,8 @@
 // A proxy in front of an S3-compatible server that refuses the deletes a test names, as a store does
 // to credentials without s3:DeleteObject or to an object under an object lock: 403 AccessDenied, in S3's
 // XML error body. Every other request goes through unchanged (its Host header too, so its signature
-// holds). A test may have the deletes answered 503 instead, as by a store that is down.
+// holds). A test may have the deletes answered 503 instead, as by a store that is down, and conditional
+// writes (`If-None-Match` on a PUT) answered 501 Not Implemented, as by a store without them.
 import http from 'node:http';
 import { listen } from './listen.js';
 
@@ -12,12 +13,17 @@ export interface RefusingS3 {
   refuseDeletes(matches: ((path: string) => boolean) | null, answer?: 'denied' | 'unavailable'): void;
   /** The DELETE requests refused so far, by path. */
   readonly refused: string[];
+  /** Answers every PUT with an If-None-Match header 501 NotImplemented (or, with false, passes them on). */
+  refuseConditionalWrites(refuse: boolean): void;
+  /** Every request so far, as `<method> <path>` (a PUT with If-None-Match as `PUT? <path>`). */
+  readonly requests: string[];
   close(): Promise<void>;
 }
 
 const answers = {
   denied: { status: 403, code: 'AccessDenied', message: 'Access Denied' },
   unavailable: { status: 503, code: 'ServiceUnavailable', message: 'Please reduce your request rate.' },
+  notImplemented: { status: 501, code: 'NotImplemented', message: 'A header you provided implies functionality that is not implemented.' },
 };
 
 const errorBody = ({ code, message }: { code: string; message: string }, path: string) =>
@@ -29,15 +35,26 @@ export async function startRefusingS3(upstream: string): Promise<RefusingS3> {
   let refuses: ((path: string) => boolean) | null = null;
   let answer = answers.denied;
   const refused: string[] = [];
+  const requests: string[] = [];
+  let refusesConditions = false;
   const server = http.createServer((req, res) => {
     const path = decodeURIComponent((req.url ?? '/').split('?')[0]!);
-    if (req.method === 'DELETE' && refuses?.(path)) {
-      refused.push(path);
+    const conditional = req.method === 'PUT' && req.headers['if-none-match'] !== undefined;
+    requests.push(`${req.method}${conditional ? '?' : ''} ${path}`);
+    const refuseWith = (refusal: { status: number; code: string; message: string }) => {
       req.resume();
       req.once('end', () => {
-        res.writeHead(answer.status, { 'content-type': 'application/xml' });
-        res.end(errorBody(answer, path));
+        res.writeHead(refusal.status, { 'content-type': 'application/xml' });
+        res.end(errorBody(refusal, path));
       });
+    };
+    if (req.method === 'DELETE' && refuses?.(path)) {
+      refused.push(path);
+      refuseWith(answer);
+      return;
+    }
+    if (conditional && refusesConditions) {
+      refuseWith(answers.notImplemented);
       return;
     }
     const forwarded = http.request(
@@ -58,6 +75,10 @@ export async function startRefusingS3(upstream: string): Promise<RefusingS3> {
       answer = answers[how];
     },
     refused,
+    refuseConditionalWrites(refuse) {
+      refusesConditions = refuse;
+    },
+    requests,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();
