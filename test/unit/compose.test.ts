@@ -48,7 +48,7 @@ const temporalEnvNames = [
 const awsEnvNames = ['AWS_ENDPOINT_URL_S3', 'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'];
 
 /** Settings of glibc's memory allocator, read by the C library of every process. */
-const allocatorEnvNames = ['MALLOC_MMAP_THRESHOLD_'];
+const allocatorEnvNames = ['MALLOC_MMAP_THRESHOLD_', 'MALLOC_ARENA_MAX'];
 
 describe('docker-compose.yml', () => {
   it('runs PostgreSQL, a Temporal server with its UI, the media store, and the app', () => {
@@ -136,12 +136,12 @@ describe('docker-compose.yml', () => {
     expect(setup).toContain('update-schema --schema-name "postgresql/v12/$$schema"');
   });
 
-  it("runs the ingress and the worker with glibc's mmap threshold fixed, and the bench runs them so", () => {
+  it("runs the ingress and the worker with glibc's mmap threshold fixed, the worker on two heaps, and the bench runs them so", () => {
     // The worker's Core threads and the ingress's image decodes otherwise leave glibc's heaps holding freed memory.
-    for (const name of ['ingress', 'worker'] as const) {
-      expect(services[name]?.environment?.MALLOC_MMAP_THRESHOLD_).toBe('131072');
-      expect(composeAllocatorEnvironment(name)).toEqual({ MALLOC_MMAP_THRESHOLD_: '131072' });
-    }
+    expect(services.ingress?.environment).toMatchObject({ MALLOC_MMAP_THRESHOLD_: '131072' });
+    expect(composeAllocatorEnvironment('ingress')).toEqual({ MALLOC_MMAP_THRESHOLD_: '131072' });
+    expect(services.worker?.environment).toMatchObject({ MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_ARENA_MAX: '2' });
+    expect(composeAllocatorEnvironment('worker')).toEqual({ MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_ARENA_MAX: '2' });
   });
 
   it("bounds the worker's main heap wherever it is started, and the bench starts it so", () => {
