@@ -357,9 +357,12 @@ export async function recordAttempt(db: Queryable, a: AttemptRecord): Promise<{ 
     ],
   );
   const row = rows[0];
-  if (!row || (a.endpoint !== 'gone' && a.endpoint !== 'failing')) return row && { enabled: row.enabled, failingSince: row.failing_since };
-  const disabled = await switchEndpoint(db, a.endpointId, { enabled: false, reason: a.endpoint });
-  return disabled && { enabled: disabled.enabled, failingSince: disabled.failingSince };
+  if (!row) return undefined;
+  if (a.endpoint === 'gone' || a.endpoint === 'failing') {
+    const disabled = await switchEndpoint(db, a.endpointId, { enabled: false, reason: a.endpoint });
+    return disabled && { enabled: disabled.enabled, failingSince: disabled.failingSince };
+  }
+  return { enabled: row.enabled, failingSince: row.failing_since };
 }
 
 const deliveryIdPattern = /^[1-9]\d{0,17}$/;
